@@ -1,0 +1,59 @@
+#ifndef SCATTER_SAMPLER_QUALITY_H_
+#define SCATTER_SAMPLER_QUALITY_H_
+
+// Quality measures of DESIGN.md, computed from a finished point set with
+// their own simple spatial hash, independent of the sampler's grid, so tests
+// and reports check the sampler rather than repeat it.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "sampler/box.h"
+
+namespace scatter::sampler {
+
+struct MinDistanceReport {
+  // The smallest pairwise distance divided by the radius (infinity with
+  // fewer than two points). >= 1 means the minimum distance holds.
+  double min_ratio = 0;
+  // Pairs closer than the radius, counted with an exact test: extended
+  // precision (long double) squared distance < radius^2.
+  std::uint64_t violations = 0;
+};
+
+// All pairs closer than `radius` among `coords` (dims values per point).
+// InvalidArgument when dims is not 2/3, coords.size() is not a multiple of
+// dims, or radius is not finite and > 0.
+absl::StatusOr<MinDistanceReport> CheckMinDistance(
+    absl::Span<const double> coords, int dims, double radius);
+
+struct CoverageReport {
+  std::uint64_t probes = 0;     // Probe points thrown into the box.
+  std::uint64_t uncovered = 0;  // Probes with no sample closer than radius.
+  double uncovered_fraction() const {
+    return probes == 0 ? 0 : static_cast<double>(uncovered) /
+                                 static_cast<double>(probes);
+  }
+};
+
+// Maximality by probes: `probes` points uniform in `box`, drawn from
+// `probe_seed` (use one independent of the sampler's seed); a probe is
+// covered when some sample lies at distance < radius. Probe density is
+// probes / box.Measure(). InvalidArgument on bad dims/radius as above.
+absl::StatusOr<CoverageReport> MeasureCoverage(absl::Span<const double> coords,
+                                               const Box& box, double radius,
+                                               std::uint64_t probes,
+                                               std::uint64_t probe_seed);
+
+// Lagae & Dutre's relative radius rho = radius / r_max, with
+// r_max = sqrt(2A / (sqrt(3) N)) in 2D (hexagonal packing) and
+// r_max = (sqrt(2) V / N)^(1/3) in 3D (FCC). 0 when n == 0.
+double RelativeRadius(std::uint64_t n, double measure, int dims,
+                      double radius);
+
+}  // namespace scatter::sampler
+
+#endif  // SCATTER_SAMPLER_QUALITY_H_

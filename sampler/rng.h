@@ -1,0 +1,103 @@
+#ifndef SCATTER_SAMPLER_RNG_H_
+#define SCATTER_SAMPLER_RNG_H_
+
+// Counter-based random numbers. Every value is a pure function of a key and
+// a counter, so a stream never depends on how many draws another code path
+// made, on threads, or on the order requests arrive in.
+
+#include <cstdint>
+#include <cstring>
+
+namespace scatter::sampler {
+
+// What a stream is used for. Part of every key, so two uses never share
+// numbers. Values are part of the algorithm: never renumber, only append.
+enum class Purpose : std::uint64_t {
+  kCandidates = 1,  // Poisson candidates around an active point.
+  kGapFill = 2,     // Locations tried while filling uncovered cells.
+  kUniform = 3,     // Uniform random method.
+  kJitter = 4,      // Jittered grid method.
+  kPointId = 5,     // Stable point ids.
+  kAttributes = 6,  // Per-point attributes (yaw, scale), keyed by point id.
+};
+
+// SplitMix64's finaliser: a bijection on 64 bits with full avalanche.
+inline constexpr std::uint64_t Mix64(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Folds `value` into the key `key`. Not commutative: Combine(Combine(k, a), b)
+// and Combine(Combine(k, b), a) differ, so key fields keep their roles.
+inline constexpr std::uint64_t Combine(std::uint64_t key, std::uint64_t value) {
+  return Mix64(key ^ Mix64(value + 0x9e3779b97f4a7c15ULL));
+}
+
+// The root of every stream: (seed, layer, tile, purpose), as DESIGN.md's
+// per-tile seeds require. A run that is not tiled uses tile (0, 0).
+struct StreamKey {
+  std::uint64_t seed = 0;
+  std::uint32_t layer = 0;
+  std::int64_t tile_x = 0;
+  std::int64_t tile_y = 0;
+  Purpose purpose = Purpose::kCandidates;
+
+  std::uint64_t Hash() const {
+    std::uint64_t k = Combine(0x5ca77e5ca77e0001ULL, seed);
+    k = Combine(k, layer);
+    k = Combine(k, static_cast<std::uint64_t>(tile_x));
+    k = Combine(k, static_cast<std::uint64_t>(tile_y));
+    return Combine(k, static_cast<std::uint64_t>(purpose));
+  }
+};
+
+// An endless sequence of 64-bit values for one key: value t is
+// Mix64(key + (block + t + 1) * golden), SplitMix64's sequence, which passes
+// BigCrush. `block` lets one key serve several independent sub-streams (give
+// them blocks 2^32 apart).
+class CounterRng {
+ public:
+  explicit constexpr CounterRng(std::uint64_t key, std::uint64_t block = 0)
+      : key_(key), counter_(block * 0x9e3779b97f4a7c15ULL) {}
+
+  std::uint64_t Next() {
+    counter_ += 0x9e3779b97f4a7c15ULL;
+    return Mix64(key_ + counter_);
+  }
+
+  // Uniform in [0, 1) with 53 random bits. std:: distributions differ between
+  // standard libraries, which would break same-seed-same-points, so the bits
+  // are mapped by hand.
+  double Uniform01() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+
+  // Two values uniform in [-1, 1) with 32 random bits each, from one draw.
+  void SignedPair(double* a, double* b) {
+    const std::uint64_t bits = Next();
+    *a = static_cast<double>(static_cast<std::int32_t>(bits >> 32)) * 0x1.0p-31;
+    *b = static_cast<double>(static_cast<std::int32_t>(bits & 0xffffffffu)) *
+         0x1.0p-31;
+  }
+
+  // Uniform in [-1, 1) with 54 random bits; the integer is exact in a double.
+  double UniformSigned() {
+    const std::int64_t v =
+        static_cast<std::int64_t>(Next() >> 10) - (std::int64_t{1} << 53);
+    return static_cast<double>(v) * 0x1.0p-53;
+  }
+
+ private:
+  std::uint64_t key_;
+  std::uint64_t counter_;
+};
+
+// The raw bits of a double, for ids keyed by coordinates.
+inline std::uint64_t DoubleBits(double v) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits;
+}
+
+}  // namespace scatter::sampler
+
+#endif  // SCATTER_SAMPLER_RNG_H_

@@ -1,0 +1,159 @@
+#include "sampler/sampler.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "sampler/batch_writer.h"
+#include "sampler/methods.h"
+#include "sampler/rng.h"
+
+namespace scatter::sampler {
+namespace {
+
+constexpr int kMaxAttempts = 1024;
+constexpr std::size_t kMaxBatchSize = std::size_t{1} << 20;
+constexpr double kMinDenseEpsilon = 1e-10;
+
+bool IsPoisson(Method method) {
+  return method == Method::kPoissonDense || method == Method::kPoissonClassic;
+}
+
+absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
+  if (!std::isfinite(o->radius) || !(o->radius > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("radius must be finite and > 0, got ", o->radius));
+  }
+  if (o->max_attempts < 0 || o->max_attempts > kMaxAttempts) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_attempts must be in [1, ", kMaxAttempts,
+        "] (0 picks the method's default), got ", o->max_attempts));
+  }
+  if (o->max_attempts == 0) {
+    o->max_attempts = o->method == Method::kPoissonDense ? 12 : 30;
+  }
+  if (o->method == Method::kPoissonDense &&
+      (!std::isfinite(o->dense_epsilon) ||
+       !(o->dense_epsilon >= kMinDenseEpsilon) || !(o->dense_epsilon <= 1))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dense_epsilon must be in [", kMinDenseEpsilon,
+                     ", 1], got ", o->dense_epsilon));
+  }
+  const double grid_bytes = internal::PoissonGridBytes(box, o->radius);
+  if (grid_bytes > static_cast<double>(o->max_memory_bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "radius ", o->radius, " in this box needs a ", grid_bytes,
+        "-byte sampling grid, over the limit max_memory_bytes = ",
+        o->max_memory_bytes));
+  }
+  // The densest packings bound the count: hexagonal in 2D (2 / (sqrt(3)
+  // r^2) per unit area), FCC in 3D (sqrt(2) / r^3 per unit volume).
+  const double r = o->radius;
+  const double bound = box.dims() == 2
+                           ? box.Measure() * 2 / (std::sqrt(3.0) * r * r)
+                           : box.Measure() * std::sqrt(2.0) / (r * r * r);
+  // Real sets reach rho ~0.9 at most, rho^D of the bound.
+  const double expected = bound * (box.dims() == 2 ? 0.81 : 0.73);
+  if (expected > static_cast<double>(o->max_points)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "radius ", o->radius, " in this box gives about ", expected,
+        " points, over the limit max_points = ", o->max_points));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const char* MethodName(Method method) {
+  switch (method) {
+    case Method::kPoissonDense:
+      return "poisson_dense";
+    case Method::kPoissonClassic:
+      return "poisson_classic";
+    case Method::kJitteredGrid:
+      return "jittered_grid";
+    case Method::kUniform:
+      return "uniform";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<Sampler> Sampler::Create(const Box& box,
+                                        const SamplerOptions& options) {
+  SamplerOptions o = options;
+  if (o.batch_size < 1 || o.batch_size > kMaxBatchSize) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch_size must be in [1, ", kMaxBatchSize, "], got ", o.batch_size));
+  }
+  switch (o.method) {
+    case Method::kPoissonDense:
+    case Method::kPoissonClassic: {
+      absl::Status s = ValidatePoisson(box, &o);
+      if (!s.ok()) return s;
+      break;
+    }
+    case Method::kJitteredGrid: {
+      if (!std::isfinite(o.cell_size) || !(o.cell_size > 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "cell_size must be finite and > 0, got ", o.cell_size));
+      }
+      const double cells = internal::JitteredCellCount(box, o.cell_size);
+      if (cells > static_cast<double>(o.max_points)) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "cell_size ", o.cell_size, " in this box gives ", cells,
+            " cells, over the limit max_points = ", o.max_points));
+      }
+      break;
+    }
+    case Method::kUniform:
+      if (o.count < 1) {
+        return absl::InvalidArgumentError("count must be >= 1, got 0");
+      }
+      if (o.count > o.max_points) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("count ", o.count, " is over the limit max_points = ",
+                         o.max_points));
+      }
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "method must be one of poisson_dense, poisson_classic, "
+          "jittered_grid, uniform, got ",
+          static_cast<int>(o.method)));
+  }
+  switch (o.simd) {
+    case SimdLevel::kBest:
+    case SimdLevel::kScalar:
+    case SimdLevel::kAvx2:
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("simd must be best, scalar or avx2, got ",
+                       static_cast<int>(o.simd)));
+  }
+  o.simd = ResolveSimdLevel(o.simd);
+  return Sampler(box, o);
+}
+
+absl::Status Sampler::Run(BatchSink sink,
+                          absl::FunctionRef<bool()> stop) const {
+  internal::BatchWriter out(box_.dims(), options_, sink);
+  absl::Status status;
+  if (IsPoisson(options_.method)) {
+    status = internal::RunPoisson(box_, options_, &out, stop);
+  } else if (options_.method == Method::kUniform) {
+    status = internal::RunUniform(box_, options_, &out, stop);
+  } else {
+    status = internal::RunJitteredGrid(box_, options_, &out, stop);
+  }
+  if (!status.ok()) return status;
+  if (!out.Flush()) return absl::CancelledError("sampling stopped by the sink");
+  return absl::OkStatus();
+}
+
+std::uint64_t PointId(std::uint64_t seed, std::uint32_t layer,
+                      const double* coords, int dims) {
+  return internal::PointIdFromKey(internal::PointIdKey(seed, layer), coords,
+                                  dims);
+}
+
+}  // namespace scatter::sampler

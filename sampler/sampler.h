@@ -1,0 +1,129 @@
+#ifndef SCATTER_SAMPLER_SAMPLER_H_
+#define SCATTER_SAMPLER_SAMPLER_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "sampler/box.h"
+#include "sampler/simd.h"
+
+namespace scatter::sampler {
+
+enum class Method {
+  // Martin Roberts' variant of Bridson: one pass per active point, k
+  // candidates on evenly stepped directions at r(1 + epsilon) from a random
+  // start. Packs tighter (rho ~0.84 at k = 12 in 2D) and runs fastest.
+  kPoissonDense,
+  // Bridson's algorithm: candidates uniform in the annulus (shell in 3D)
+  // [r, 2r]; an active point retires after k candidates in a row fail.
+  // rho ~0.73: the look the seeds describe.
+  kPoissonClassic,
+  // One point uniform in each cell of a grid of side `cell_size`; cells that
+  // stick out of the box drop their point when it falls outside. No minimum
+  // distance.
+  kJitteredGrid,
+  // `count` points uniform in the box. No minimum distance.
+  kUniform,
+};
+
+// Returns "poisson_dense", "poisson_classic", "jittered_grid" or "uniform".
+const char* MethodName(Method method);
+
+struct SamplerOptions {
+  Method method = Method::kPoissonDense;
+  // Poisson methods: no two points closer than this, in the box's units.
+  // Smaller radii give more points: about 0.7 / r^2 per unit area in 2D.
+  double radius = 1;
+  // Poisson methods: candidates per active point. 0 picks the method's usual
+  // value (30 classic, 12 dense). More attempts pack tighter and run slower.
+  int max_attempts = 0;
+  // Dense packing: candidates sit at radius * (1 + dense_epsilon) from their
+  // parent. Smaller packs tighter; it must stay well above 1e-12 so rounding
+  // can never bring a candidate inside the radius of its parent.
+  double dense_epsilon = 1e-7;
+  // Poisson methods: after the active list empties, find every place still
+  // uncovered and seed it, so the set is maximal (DESIGN.md, Maximal fill).
+  // Turning it off is only for measuring what Bridson alone leaves behind.
+  bool fill_gaps = true;
+  // Jittered grid: the side of a grid cell. Must be > 0.
+  double cell_size = 0;
+  // Uniform: how many points.
+  std::uint64_t count = 0;
+
+  std::uint64_t seed = 0;    // Same inputs and seed, same points.
+  std::uint32_t layer = 0;   // Keys the random streams and the point ids.
+  std::size_t batch_size = 4096;  // Points per sink call, 1 to 1 << 20.
+
+  // Refuse (ResourceExhausted) a run whose acceleration grid needs more
+  // bytes than this, before allocating it.
+  std::uint64_t max_memory_bytes = std::uint64_t{1} << 30;
+  // Refuse (ResourceExhausted) a run expected to produce more points than
+  // this, before starting it.
+  std::uint64_t max_points = std::uint64_t{1} << 32;
+
+  // Which compiled SIMD path to run. Every path gives bit-identical points;
+  // tests force each one. kBest picks the widest the CPU supports.
+  SimdLevel simd = SimdLevel::kBest;
+};
+
+// One batch of points as structure of arrays, laid out as on the wire, so
+// the adapter's packing is a copy. Views are valid during the sink call only.
+struct PointBatch {
+  int dims = 2;
+  absl::Span<const double> coords;  // dims values per point, interleaved.
+  // The point's spacing radius: the Poisson radius, 0 for the methods that
+  // guarantee no spacing (uniform, jittered grid).
+  absl::Span<const double> radius;
+  absl::Span<const std::uint32_t> layer;
+  // Stable id from (seed, layer, coordinate bits): survives re-generation.
+  absl::Span<const std::uint64_t> id;
+  std::size_t size() const { return radius.size(); }
+};
+
+// Receives batches in generation order. Returning false stops the run.
+using BatchSink = absl::FunctionRef<bool(const PointBatch&)>;
+
+// Fills a box with points by one of the methods above. Immutable; Run() may
+// be called from several threads at once.
+class Sampler {
+ public:
+  // InvalidArgument naming the field and the rule when an option is out of
+  // range (non-finite or <= 0 radius, max_attempts < 0, ...);
+  // ResourceExhausted naming the limit when the run would need more memory
+  // than max_memory_bytes or more points than max_points. Nothing large is
+  // allocated before these checks.
+  static absl::StatusOr<Sampler> Create(const Box& box,
+                                        const SamplerOptions& options);
+
+  // OK when the box is filled; Cancelled if the sink returned false or `stop`
+  // returned true. `stop` is polled inside every long loop, every few
+  // thousand candidates at most. Points arrive in generation order.
+  absl::Status Run(BatchSink sink, absl::FunctionRef<bool()> stop) const;
+  // The same, never stopped from outside.
+  absl::Status Run(BatchSink sink) const {
+    return Run(sink, [] { return false; });
+  }
+
+  const Box& box() const { return box_; }
+  const SamplerOptions& options() const { return options_; }
+
+ private:
+  Sampler(const Box& box, const SamplerOptions& options)
+      : box_(box), options_(options) {}
+
+  Box box_;
+  SamplerOptions options_;  // Defaults resolved: max_attempts > 0, simd set.
+};
+
+// The stable id of a point: a hash of (seed, layer, coordinate bits), with
+// -0.0 folded into 0.0. Attribute streams are keyed by it.
+std::uint64_t PointId(std::uint64_t seed, std::uint32_t layer,
+                      const double* coords, int dims);
+
+}  // namespace scatter::sampler
+
+#endif  // SCATTER_SAMPLER_SAMPLER_H_

@@ -1,0 +1,47 @@
+#ifndef SCATTER_SAMPLER_SIMD_H_
+#define SCATTER_SAMPLER_SIMD_H_
+
+#include <cstddef>
+#include <vector>
+
+namespace scatter::sampler {
+
+// The compiled vector paths. The binary carries all of them and picks one at
+// run time, so it is never tied to the machine it was built on. Every path
+// computes each squared distance with the same operations in the same order
+// (no fused multiply-add, no approximate square roots, no reductions whose
+// result depends on lane order), so all give bit-identical points.
+enum class SimdLevel {
+  kBest,    // The widest path this CPU supports.
+  kScalar,  // Plain C++; the compiler may use the baseline ISA.
+  kAvx2,    // x86-64 AVX2, 4 doubles per instruction.
+};
+
+// "best", "scalar" or "avx2".
+const char* SimdLevelName(SimdLevel level);
+
+// The paths compiled into this binary that this CPU can run, narrowest
+// first; always starts with kScalar.
+std::vector<SimdLevel> SupportedSimdLevels();
+
+// kBest resolved to a concrete level; a level the CPU cannot run falls back
+// to kScalar.
+SimdLevel ResolveSimdLevel(SimdLevel level);
+
+// The kernels the sampler's hot loops call. xs/ys/zs hold n points; the
+// query is (cx, cy[, cz]). True when some point has squared distance below
+// `threshold`, computed as (dx*dx + dy*dy) [+ dz*dz].
+struct SimdKernels {
+  bool (*any_within_2d)(const double* xs, const double* ys, std::size_t n,
+                        double cx, double cy, double threshold);
+  bool (*any_within_3d)(const double* xs, const double* ys, const double* zs,
+                        std::size_t n, double cx, double cy, double cz,
+                        double threshold);
+};
+
+// The kernels of `level` (resolved as above).
+const SimdKernels& KernelsFor(SimdLevel level);
+
+}  // namespace scatter::sampler
+
+#endif  // SCATTER_SAMPLER_SIMD_H_

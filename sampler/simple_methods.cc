@@ -1,0 +1,91 @@
+// The comparison methods the seeds draw: uniform random points and a
+// jittered grid. Neither keeps a minimum distance.
+
+#include <cmath>
+
+#include "sampler/methods.h"
+#include "sampler/rng.h"
+
+namespace scatter::sampler::internal {
+namespace {
+
+constexpr std::uint64_t kPollEvery = 4096;
+
+absl::Status Stopped(const char* who) {
+  return absl::CancelledError(
+      std::string("sampling stopped by the ") + who);
+}
+
+}  // namespace
+
+absl::Status RunUniform(const Box& box, const SamplerOptions& options,
+                        BatchWriter* out, absl::FunctionRef<bool()> stop) {
+  StreamKey key;
+  key.seed = options.seed;
+  key.layer = options.layer;
+  key.purpose = Purpose::kUniform;
+  const std::uint64_t root = key.Hash();
+  const int dims = box.dims();
+  double p[3] = {0, 0, 0};
+  for (std::uint64_t i = 0; i < options.count; ++i) {
+    if (i % kPollEvery == kPollEvery - 1 && stop()) return Stopped("caller");
+    // Point i has its own stream, so any prefix of the output is the same
+    // whatever the count.
+    CounterRng rng(Combine(root, i));
+    for (int a = 0; a < dims; ++a) {
+      p[a] = box.min(a) + rng.Uniform01() * box.extent(a);
+      if (!(p[a] < box.max(a))) p[a] = box.min(a);
+    }
+    if (!out->Add(p, 0)) return Stopped("sink");
+  }
+  return absl::OkStatus();
+}
+
+double JitteredCellCount(const Box& box, double cell_size) {
+  double cells = 1;
+  for (int a = 0; a < box.dims(); ++a) {
+    cells *= std::max(1.0, std::ceil(box.extent(a) / cell_size));
+  }
+  return cells;
+}
+
+absl::Status RunJitteredGrid(const Box& box, const SamplerOptions& options,
+                             BatchWriter* out,
+                             absl::FunctionRef<bool()> stop) {
+  StreamKey key;
+  key.seed = options.seed;
+  key.layer = options.layer;
+  key.purpose = Purpose::kJitter;
+  const std::uint64_t root = key.Hash();
+  const int dims = box.dims();
+  const double s = options.cell_size;
+  std::uint64_t n[3] = {1, 1, 1};
+  for (int a = 0; a < dims; ++a) {
+    n[a] = static_cast<std::uint64_t>(
+        std::max(1.0, std::ceil(box.extent(a) / s)));
+  }
+  std::uint64_t cell = 0;
+  double p[3] = {0, 0, 0};
+  for (std::uint64_t z = 0; z < n[2]; ++z) {
+    for (std::uint64_t y = 0; y < n[1]; ++y) {
+      for (std::uint64_t x = 0; x < n[0]; ++x, ++cell) {
+        if (cell % kPollEvery == kPollEvery - 1 && stop()) {
+          return Stopped("caller");
+        }
+        CounterRng rng(Combine(root, cell));
+        const std::uint64_t idx[3] = {x, y, z};
+        for (int a = 0; a < dims; ++a) {
+          p[a] = box.min(a) +
+                 (static_cast<double>(idx[a]) + rng.Uniform01()) * s;
+        }
+        // Cells that stick out of the box keep their point only when it
+        // lands inside, so the density stays uniform up to the edge.
+        if (!box.Contains(p)) continue;
+        if (!out->Add(p, 0)) return Stopped("sink");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace scatter::sampler::internal

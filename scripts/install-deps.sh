@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages in scripts/packages.txt that are missing.
+# Idempotent: when everything is present it only asks dpkg and returns.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+missing=()
+while read -r pkg; do
+  [[ -z "$pkg" || "$pkg" == \#* ]] && continue
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done < "$here/packages.txt"
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+# A fresh machine may have empty package lists; refresh them only when the
+# install cannot find what it needs.
+if ! "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}" </dev/null; then
+  "${sudo[@]}" apt-get update </dev/null
+  "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}" </dev/null
+fi
