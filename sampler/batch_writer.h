@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "sampler/rng.h"
 #include "sampler/sampler.h"
 
@@ -25,7 +27,8 @@ inline std::uint64_t PointIdKey(std::uint64_t seed, std::uint32_t layer) {
 inline std::uint64_t PointIdFromKey(std::uint64_t key, const double* coords,
                                     int dims) {
   // + 0.0 folds -0.0 into 0.0: the same place has one id.
-  for (int a = 0; a < dims; ++a) key = Combine(key, DoubleBits(coords[a] + 0.0));
+  for (int a = 0; a < dims; ++a)
+    key = Combine(key, DoubleBits(coords[a] + 0.0));
   return key;
 }
 
@@ -36,15 +39,20 @@ class BatchWriter {
         capacity_(options.batch_size),
         id_key_(PointIdKey(options.seed, options.layer)),
         layer_(options.layer),
-        sink_(sink) {
+        sink_(sink),
+        max_points_(options.max_points) {
     coords_.resize(capacity_ * static_cast<std::size_t>(dims));
     radius_.resize(capacity_);
     layers_.assign(capacity_, layer_);
     ids_.resize(capacity_);
   }
 
-  // Appends one point; false when the sink asked to stop.
+  // Appends one point; false when the run must stop (see StopStatus()).
   bool Add(const double* p, double radius) {
+    if (total_ == max_points_) {
+      cap_reached_ = true;
+      return false;
+    }
     double* out = &coords_[size_ * static_cast<std::size_t>(dims_)];
     for (int a = 0; a < dims_; ++a) out[a] = p[a];
     radius_[size_] = radius;
@@ -57,6 +65,7 @@ class BatchWriter {
   // Sends what is pending, if anything; false when the sink asked to stop.
   bool Flush() {
     if (size_ == 0) return true;
+    if (sink_stopped_) return false;
     PointBatch batch;
     batch.dims = dims_;
     batch.coords = absl::MakeConstSpan(coords_.data(),
@@ -65,10 +74,23 @@ class BatchWriter {
     batch.layer = absl::MakeConstSpan(layers_.data(), size_);
     batch.id = absl::MakeConstSpan(ids_.data(), size_);
     size_ = 0;
-    return sink_(batch);
+    sink_stopped_ = !sink_(batch);
+    return !sink_stopped_;
   }
 
   std::uint64_t total() const { return total_; }
+
+  // Why Add() or Flush() said stop.
+  absl::Status StopStatus() const {
+    if (sink_stopped_)
+      return absl::CancelledError("sampling stopped by the sink");
+    if (cap_reached_) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the run reached the limit max_points = ", max_points_,
+                       " after ", total_, " points"));
+    }
+    return absl::OkStatus();
+  }
 
  private:
   int dims_;
@@ -82,6 +104,9 @@ class BatchWriter {
   std::vector<std::uint64_t> ids_;
   std::size_t size_ = 0;
   std::uint64_t total_ = 0;
+  std::uint64_t max_points_;
+  bool cap_reached_ = false;
+  bool sink_stopped_ = false;
 };
 
 }  // namespace scatter::sampler::internal

@@ -16,9 +16,9 @@ absl::StatusOr<Box> Box::Create(int dims, const Vec& min, const Vec& max) {
   Vec hi = {0, 0, 0};
   for (int a = 0; a < dims; ++a) {
     if (!std::isfinite(min[a]) || !std::isfinite(max[a])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "box.min.", kAxis[a], " and box.max.", kAxis[a],
-          " must be finite, got ", min[a], " and ", max[a]));
+      return absl::InvalidArgumentError(
+          absl::StrCat("box.min.", kAxis[a], " and box.max.", kAxis[a],
+                       " must be finite, got ", min[a], " and ", max[a]));
     }
     if (!(min[a] < max[a])) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -26,9 +26,9 @@ absl::StatusOr<Box> Box::Create(int dims, const Vec& min, const Vec& max) {
           " (empty or inverted box), got ", min[a], " >= ", max[a]));
     }
     if (!std::isfinite(max[a] - min[a])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "box extent on ", kAxis[a], " overflows a double, got ", min[a],
-          " to ", max[a]));
+      return absl::InvalidArgumentError(
+          absl::StrCat("box extent on ", kAxis[a], " overflows a double, got ",
+                       min[a], " to ", max[a]));
     }
     lo[a] = min[a];
     hi[a] = max[a];

@@ -20,6 +20,12 @@ double PoissonGridBytes(const Box& box, double radius);
 
 absl::Status RunPoisson(const Box& box, const SamplerOptions& options,
                         BatchWriter* out, absl::FunctionRef<bool()> stop);
+// The two builds of RunPoisson, one per SIMD path (poisson.cc,
+// poisson_avx2.cc).
+absl::Status RunPoissonScalar(const Box& box, const SamplerOptions& options,
+                              BatchWriter* out, absl::FunctionRef<bool()> stop);
+absl::Status RunPoissonAvx2(const Box& box, const SamplerOptions& options,
+                            BatchWriter* out, absl::FunctionRef<bool()> stop);
 absl::Status RunUniform(const Box& box, const SamplerOptions& options,
                         BatchWriter* out, absl::FunctionRef<bool()> stop);
 absl::Status RunJitteredGrid(const Box& box, const SamplerOptions& options,

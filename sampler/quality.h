@@ -34,8 +34,9 @@ struct CoverageReport {
   std::uint64_t probes = 0;     // Probe points thrown into the box.
   std::uint64_t uncovered = 0;  // Probes with no sample closer than radius.
   double uncovered_fraction() const {
-    return probes == 0 ? 0 : static_cast<double>(uncovered) /
-                                 static_cast<double>(probes);
+    return probes == 0
+               ? 0
+               : static_cast<double>(uncovered) / static_cast<double>(probes);
   }
 };
 
@@ -51,8 +52,7 @@ absl::StatusOr<CoverageReport> MeasureCoverage(absl::Span<const double> coords,
 // Lagae & Dutre's relative radius rho = radius / r_max, with
 // r_max = sqrt(2A / (sqrt(3) N)) in 2D (hexagonal packing) and
 // r_max = (sqrt(2) V / N)^(1/3) in 3D (FCC). 0 when n == 0.
-double RelativeRadius(std::uint64_t n, double measure, int dims,
-                      double radius);
+double RelativeRadius(std::uint64_t n, double measure, int dims, double radius);
 
 }  // namespace scatter::sampler
 

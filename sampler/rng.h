@@ -52,18 +52,26 @@ struct StreamKey {
   }
 };
 
-// An endless sequence of 64-bit values for one key: value t is
-// Mix64(key + (block + t + 1) * golden), SplitMix64's sequence, which passes
-// BigCrush. `block` lets one key serve several independent sub-streams (give
-// them blocks 2^32 apart).
+// An endless sequence of 64-bit values for one key: value t is wyrand's
+// output for the state key + (block + t + 1) * increment: the 128-bit
+// product of the state and the state xor a constant, folded to 64 bits.
+// wyrand passes BigCrush and PractRand, and as a pure function of a counter
+// it costs one multiply per draw. `block` lets one key serve several
+// independent sub-streams (give them blocks 2^32 apart).
 class CounterRng {
+  __extension__ typedef unsigned __int128 U128;
+
  public:
+  static constexpr std::uint64_t kIncrement = 0xa0761d6478bd642fULL;
+
   explicit constexpr CounterRng(std::uint64_t key, std::uint64_t block = 0)
-      : key_(key), counter_(block * 0x9e3779b97f4a7c15ULL) {}
+      : state_(key + block * kIncrement) {}
 
   std::uint64_t Next() {
-    counter_ += 0x9e3779b97f4a7c15ULL;
-    return Mix64(key_ + counter_);
+    state_ += kIncrement;
+    const U128 m = static_cast<U128>(state_) *
+                   static_cast<U128>(state_ ^ 0xe7037ed1a0b428dbULL);
+    return static_cast<std::uint64_t>(m) ^ static_cast<std::uint64_t>(m >> 64);
   }
 
   // Uniform in [0, 1) with 53 random bits. std:: distributions differ between
@@ -87,8 +95,7 @@ class CounterRng {
   }
 
  private:
-  std::uint64_t key_;
-  std::uint64_t counter_;
+  std::uint64_t state_;
 };
 
 // The raw bits of a double, for ids keyed by coordinates.

@@ -40,10 +40,10 @@ absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
   }
   const double grid_bytes = internal::PoissonGridBytes(box, o->radius);
   if (grid_bytes > static_cast<double>(o->max_memory_bytes)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "radius ", o->radius, " in this box needs a ", grid_bytes,
-        "-byte sampling grid, over the limit max_memory_bytes = ",
-        o->max_memory_bytes));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("radius ", o->radius, " in this box needs a ", grid_bytes,
+                     "-byte sampling grid, over the limit max_memory_bytes = ",
+                     o->max_memory_bytes));
   }
   // The densest packings bound the count: hexagonal in 2D (2 / (sqrt(3)
   // r^2) per unit area), FCC in 3D (sqrt(2) / r^3 per unit volume).
@@ -110,15 +110,15 @@ absl::StatusOr<Sampler> Sampler::Create(const Box& box,
       }
       if (o.count > o.max_points) {
         return absl::ResourceExhaustedError(
-            absl::StrCat("count ", o.count, " is over the limit max_points = ",
-                         o.max_points));
+            absl::StrCat("count ", o.count,
+                         " is over the limit max_points = ", o.max_points));
       }
       break;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "method must be one of poisson_dense, poisson_classic, "
-          "jittered_grid, uniform, got ",
-          static_cast<int>(o.method)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("method must be one of poisson_dense, poisson_classic, "
+                       "jittered_grid, uniform, got ",
+                       static_cast<int>(o.method)));
   }
   switch (o.simd) {
     case SimdLevel::kBest:
@@ -126,9 +126,8 @@ absl::StatusOr<Sampler> Sampler::Create(const Box& box,
     case SimdLevel::kAvx2:
       break;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("simd must be best, scalar or avx2, got ",
-                       static_cast<int>(o.simd)));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "simd must be best, scalar or avx2, got ", static_cast<int>(o.simd)));
   }
   o.simd = ResolveSimdLevel(o.simd);
   return Sampler(box, o);
@@ -145,8 +144,13 @@ absl::Status Sampler::Run(BatchSink sink,
   } else {
     status = internal::RunJitteredGrid(box_, options_, &out, stop);
   }
-  if (!status.ok()) return status;
-  if (!out.Flush()) return absl::CancelledError("sampling stopped by the sink");
+  if (!status.ok()) {
+    // Points made before a point cap still reach the sink, so the caller
+    // can say how many were sent.
+    if (absl::IsResourceExhausted(status)) out.Flush();
+    return status;
+  }
+  if (!out.Flush()) return out.StopStatus();
   return absl::OkStatus();
 }
 

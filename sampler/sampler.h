@@ -54,8 +54,8 @@ struct SamplerOptions {
   // Uniform: how many points.
   std::uint64_t count = 0;
 
-  std::uint64_t seed = 0;    // Same inputs and seed, same points.
-  std::uint32_t layer = 0;   // Keys the random streams and the point ids.
+  std::uint64_t seed = 0;         // Same inputs and seed, same points.
+  std::uint32_t layer = 0;        // Keys the random streams and the point ids.
   std::size_t batch_size = 4096;  // Points per sink call, 1 to 1 << 20.
 
   // Refuse (ResourceExhausted) a run whose acceleration grid needs more

@@ -1,35 +1,17 @@
 #include "sampler/simd.h"
 
-#include "sampler/simd_kernels.h"
+#include "sampler/simd_ops.h"
 
 namespace scatter::sampler {
+namespace internal {
+#if SCATTER_HAVE_AVX2_PATH
+extern const SimdKernels kAvx2Kernels;  // simd_avx2.cc
+#endif
+}  // namespace internal
 namespace {
 
-// The reference path. Each squared distance is (dx*dx + dy*dy) [+ dz*dz] in
-// exactly this order; the vector paths must match it bit for bit.
-bool AnyWithin2dScalar(const double* xs, const double* ys, std::size_t n,
-                       double cx, double cy, double threshold) {
-  for (std::size_t j = 0; j < n; ++j) {
-    const double dx = xs[j] - cx;
-    const double dy = ys[j] - cy;
-    if (dx * dx + dy * dy < threshold) return true;
-  }
-  return false;
-}
-
-bool AnyWithin3dScalar(const double* xs, const double* ys, const double* zs,
-                       std::size_t n, double cx, double cy, double cz,
-                       double threshold) {
-  for (std::size_t j = 0; j < n; ++j) {
-    const double dx = xs[j] - cx;
-    const double dy = ys[j] - cy;
-    const double dz = zs[j] - cz;
-    if (dx * dx + dy * dy + dz * dz < threshold) return true;
-  }
-  return false;
-}
-
-constexpr SimdKernels kScalarKernels = {AnyWithin2dScalar, AnyWithin3dScalar};
+constexpr SimdKernels kScalarKernels = {internal::ScalarOps::AnyWithin2d,
+                                        internal::ScalarOps::AnyWithin3d};
 
 bool CpuHasAvx2() {
 #if SCATTER_HAVE_AVX2_PATH
@@ -75,7 +57,8 @@ SimdLevel ResolveSimdLevel(SimdLevel level) {
 
 const SimdKernels& KernelsFor(SimdLevel level) {
 #if SCATTER_HAVE_AVX2_PATH
-  if (ResolveSimdLevel(level) == SimdLevel::kAvx2) return internal::kAvx2Kernels;
+  if (ResolveSimdLevel(level) == SimdLevel::kAvx2)
+    return internal::kAvx2Kernels;
 #endif
   (void)level;
   return kScalarKernels;

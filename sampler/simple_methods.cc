@@ -12,8 +12,7 @@ namespace {
 constexpr std::uint64_t kPollEvery = 4096;
 
 absl::Status Stopped(const char* who) {
-  return absl::CancelledError(
-      std::string("sampling stopped by the ") + who);
+  return absl::CancelledError(std::string("sampling stopped by the ") + who);
 }
 
 }  // namespace
@@ -36,7 +35,7 @@ absl::Status RunUniform(const Box& box, const SamplerOptions& options,
       p[a] = box.min(a) + rng.Uniform01() * box.extent(a);
       if (!(p[a] < box.max(a))) p[a] = box.min(a);
     }
-    if (!out->Add(p, 0)) return Stopped("sink");
+    if (!out->Add(p, 0)) return out->StopStatus();
   }
   return absl::OkStatus();
 }
@@ -50,8 +49,7 @@ double JitteredCellCount(const Box& box, double cell_size) {
 }
 
 absl::Status RunJitteredGrid(const Box& box, const SamplerOptions& options,
-                             BatchWriter* out,
-                             absl::FunctionRef<bool()> stop) {
+                             BatchWriter* out, absl::FunctionRef<bool()> stop) {
   StreamKey key;
   key.seed = options.seed;
   key.layer = options.layer;
@@ -61,8 +59,8 @@ absl::Status RunJitteredGrid(const Box& box, const SamplerOptions& options,
   const double s = options.cell_size;
   std::uint64_t n[3] = {1, 1, 1};
   for (int a = 0; a < dims; ++a) {
-    n[a] = static_cast<std::uint64_t>(
-        std::max(1.0, std::ceil(box.extent(a) / s)));
+    n[a] =
+        static_cast<std::uint64_t>(std::max(1.0, std::ceil(box.extent(a) / s)));
   }
   std::uint64_t cell = 0;
   double p[3] = {0, 0, 0};
@@ -75,13 +73,13 @@ absl::Status RunJitteredGrid(const Box& box, const SamplerOptions& options,
         CounterRng rng(Combine(root, cell));
         const std::uint64_t idx[3] = {x, y, z};
         for (int a = 0; a < dims; ++a) {
-          p[a] = box.min(a) +
-                 (static_cast<double>(idx[a]) + rng.Uniform01()) * s;
+          p[a] =
+              box.min(a) + (static_cast<double>(idx[a]) + rng.Uniform01()) * s;
         }
         // Cells that stick out of the box keep their point only when it
         // lands inside, so the density stays uniform up to the edge.
         if (!box.Contains(p)) continue;
-        if (!out->Add(p, 0)) return Stopped("sink");
+        if (!out->Add(p, 0)) return out->StopStatus();
       }
     }
   }

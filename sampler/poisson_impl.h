@@ -1,0 +1,773 @@
+// Internal: the Poisson sampler, as a class template over the SIMD
+// operations it uses. Included by poisson.cc (ScalarOps, baseline ISA) and
+// by poisson_avx2.cc (Avx2Ops, inside #pragma GCC target("avx2")), so each
+// translation unit compiles the whole hot loop for its own target with the
+// kernels inlined. Everything here has internal linkage, so the two copies
+// never meet at link time; include it after every other header so library
+// templates keep their baseline code.
+//
+// Bridson Poisson-disk sampling in 2D and 3D, in two packings, with maximal
+// gap filling. Speed comes from three choices:
+//  - The grid (cell side just under r / sqrt(D), so at most one point per
+//    cell) stores the coordinates themselves, with an occupancy bitmap.
+//  - An active point gathers its neighbourhood once: every point that could
+//    conflict with any of its candidates, nearest first, into a short
+//    structure-of-arrays list. All its candidates are tested against that
+//    list, and accepted candidates join it.
+//  - Candidates come from +, x and sqrt only (no sin/cos), which is also
+//    what makes them portable.
+//
+// Determinism: candidate i of visit j of point a comes from the stream keyed
+// by (seed, layer, tile, purpose) and then (a, j), at counter block i, so it
+// never depends on how many draws another path made; candidates are tested
+// and accepted in index order; active points are processed first in, first
+// out; gap filling scans cells in index order.
+
+#ifndef SCATTER_SAMPLER_POISSON_IMPL_H_
+#define SCATTER_SAMPLER_POISSON_IMPL_H_
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "sampler/batch_writer.h"
+#include "sampler/box.h"
+#include "sampler/directions.h"
+#include "sampler/rng.h"
+#include "sampler/sampler.h"
+
+namespace scatter::sampler::internal {
+namespace {
+
+// Two points are accepted only when their computed squared distance is at
+// least r^2 * (1 + kDistanceSlack). Rounding in a squared distance is a few
+// parts in 2^53, so the true distance is then >= r, and a checker with more
+// precision never finds a pair closer than r.
+constexpr double kDistanceSlack = 0x1.0p-40;
+// Cells are this much smaller than r / sqrt(D) so that two points at
+// distance >= r can never share one, even after rounding in the cell index.
+constexpr double kCellShrink = 1 - 1e-6;
+// Neighbourhood bounds are widened by this factor so that rounding can only
+// make a gathered list longer, never drop a point that matters.
+constexpr double kBoundSlack = 1 + 1e-6;
+// Poll the stop predicate after this many candidates, or gap-fill cells.
+constexpr std::uint64_t kPollEvery = 4096;
+// Gap filling splits an uncovered-looking cell into 2^D children this many
+// times before it gives up on a piece; see FindUncovered.
+constexpr int kMaxGapDepth2d = 6;
+constexpr int kMaxGapDepth3d = 4;
+// Ids of the counter blocks inside one visit's stream: candidate i uses the
+// counters from i << 32 on; gap-fill pieces likewise.
+constexpr int kBlockShift = 32;
+
+double CellSide(double radius, int dims) {
+  return radius / std::sqrt(static_cast<double>(dims)) * kCellShrink;
+}
+
+// Ops supplies the distance kernels: ScalarOps, or Avx2Ops in the AVX2
+// translation unit, where this whole class is compiled for AVX2.
+template <int D, class Ops>
+class PoissonRun {
+ public:
+  PoissonRun(const Box& box, const SamplerOptions& options, BatchWriter* out,
+             absl::FunctionRef<bool()> stop)
+      : out_(out),
+        stop_(stop),
+        dense_(options.method == Method::kPoissonDense),
+        fill_gaps_(options.fill_gaps),
+        attempts_(options.max_attempts),
+        r_(options.radius),
+        min_d2_(options.radius * options.radius * (1 + kDistanceSlack)),
+        cell_(CellSide(options.radius, D)),
+        inv_cell_(1 / cell_) {
+    StreamKey key;
+    key.seed = options.seed;
+    key.layer = options.layer;
+    key.purpose = Purpose::kCandidates;
+    candidate_key_ = key.Hash();
+    key.purpose = Purpose::kGapFill;
+    gap_key_ = key.Hash();
+
+    cells_ = 1;
+    for (int a = 0; a < D; ++a) {
+      lo_[a] = box.min(a);
+      hi_[a] = box.max(a);
+      n_[a] = std::max<std::int64_t>(
+          1, static_cast<std::int64_t>(std::ceil(box.extent(a) * inv_cell_)));
+      stride_[a] = cells_;
+      cells_ *= static_cast<std::uint64_t>(n_[a]);
+    }
+
+    // The farthest a point that conflicts with some candidate can be from
+    // the active point: candidate distance plus r.
+    const double reach =
+        dense_ ? r_ * (1 + options.dense_epsilon) * (1 + 1e-9) : 2 * r_;
+    gather_bound_ = (reach + r_) * kBoundSlack;
+    reach_ = reach * kBoundSlack;
+    near_bound_ = (reach * 0.5 + r_) * kBoundSlack;
+
+    if (dense_) {
+      if constexpr (D == 2) {
+        circle_ = CircleDirections(attempts_);
+      } else {
+        sphere_ = SphereDirections(attempts_);
+      }
+      step_ = r_ * (1 + options.dense_epsilon);
+    }
+  }
+
+  absl::Status Run() {
+    grid_.assign(cells_ * D, std::numeric_limits<double>::quiet_NaN());
+    // One spare word so BitRun may always read the word after.
+    occupied_.assign(cells_ / 64 + 2, 0);
+    if (fill_gaps_) cover_.assign(cells_ + 8, 0);
+    BuildOffsets();
+    // One point per cell in the window around an active point bounds the
+    // list, accepted candidates included (they land in empty window cells).
+    // Gather writes one past its count, hence the + 1.
+    std::size_t window = 0;
+    for (const RowRun& run : gather_runs_) {
+      window += static_cast<std::size_t>(run.x1 - run.x0 + 1);
+    }
+    for (auto& column : list_) column.resize(window + 1);
+    for (auto& column : far_) column.resize(window + 1);
+    const std::size_t gap_window = static_cast<std::size_t>(std::pow(5, D));
+    for (auto& level : gap_lists_) level.resize(gap_window * D);
+
+    if (!fill_gaps_) {
+      // Bridson alone: one seed in the first cell, grown until the active
+      // list is empty.
+      double p[D];
+      RandomPointInCell(0, p);
+      return FinishGapPoint(p);
+    }
+    return FillGaps();
+  }
+
+ private:
+  std::uint64_t CellOf(const double* p) const {
+    std::uint64_t c = 0;
+    for (int a = 0; a < D; ++a) c += stride_[a] * AxisCell(a, p[a]);
+    return c;
+  }
+
+  void BuildOffsets() {
+    // In cell units: how far a point may be for its cell to matter.
+    const double reach = gather_bound_ * inv_cell_;
+    const auto w = static_cast<std::int64_t>(std::ceil(reach)) + 1;
+    const std::int64_t wz = D == 3 ? w : 0;
+    // Distance between two cells `d` apart along an axis is at least
+    // (|d| - 1) cells.
+    auto gap = [](std::int64_t d) {
+      const double g = static_cast<double>(d < 0 ? -d : d) - 1;
+      return g > 0 ? g * g : 0.0;
+    };
+    for (std::int64_t dz = -wz; dz <= wz; ++dz) {
+      for (std::int64_t dy = -w; dy <= w; ++dy) {
+        const double rem = reach * reach - gap(dy) - gap(dz);
+        if (rem < 0) continue;
+        std::int64_t dx = 0;
+        while (gap(dx + 1) < rem) ++dx;
+        gather_runs_.push_back({{0, dy, dz}, -dx, dx});
+      }
+    }
+  }
+
+  // Truncation is floor here: negative values are clamped first. (std::floor
+  // is a library call on baseline x86-64.)
+  std::uint64_t AxisCell(int a, double v) const {
+    const double f = (v - lo_[a]) * inv_cell_;
+    if (!(f > 0)) return 0;
+    const double last = static_cast<double>(n_[a] - 1);
+    return static_cast<std::uint64_t>(f < last ? f : last);
+  }
+
+  bool Occupied(std::uint64_t c) const { return TestBit(occupied_, c); }
+  static bool TestBit(const std::vector<std::uint64_t>& bits, std::uint64_t i) {
+    return ((bits[i >> 6] >> (i & 63)) & 1) != 0;
+  }
+  static void SetBit(std::vector<std::uint64_t>* bits, std::uint64_t i) {
+    (*bits)[i >> 6] |= std::uint64_t{1} << (i & 63);
+  }
+  // Bits [start, start + len) of `bits`, len <= 64.
+  static std::uint64_t BitRun(const std::vector<std::uint64_t>& bits,
+                              std::uint64_t start, unsigned len) {
+    const std::uint64_t w = start >> 6;
+    const unsigned shift = static_cast<unsigned>(start & 63);
+    std::uint64_t v = bits[w] >> shift;
+    if (shift != 0) v |= bits[w + 1] << (64 - shift);
+    return len >= 64 ? v : v & ((std::uint64_t{1} << len) - 1);
+  }
+
+  bool Inside(const double* p) const {
+    for (int a = 0; a < D; ++a) {
+      if (!(p[a] >= lo_[a] && p[a] < hi_[a])) return false;
+    }
+    return true;
+  }
+
+  // Records an accepted point: grid, active list, output. Halts the run when
+  // the writer refuses it (sink said stop, or the point cap).
+  void Accept(const double* p) {
+    const std::uint64_t c = CellOf(p);
+    assert(!Occupied(c));
+    for (int a = 0; a < D; ++a) grid_[c * D + a] = p[a];
+    SetBit(&occupied_, c);
+    if (fill_gaps_) MarkCovered(p);
+    active_.push_back({c, next_index_++});
+    if (!out_->Add(p, r_)) Halt(out_->StopStatus());
+  }
+
+  // Marks the half-cells (quarters in 2D, octants in 3D) that p's disk
+  // covers whole, so gap filling skips them and, mostly, their cells
+  // without looking. Per row of half-cells, the covered ones form one run:
+  // those whose farthest x is within sqrt(r^2 - fy^2 [- fz^2]) of p. The
+  // bound is shrunk a little so rounding can only leave a covered piece
+  // unmarked, never mark an uncovered one.
+  void MarkCovered(const double* p) {
+    const double h = cell_ / 2;
+    const double inv_h = 2 * inv_cell_;
+    const double r2 = r_ * r_ * (1 - 1e-9);
+    const std::int64_t hz0 = D == 3 ? HalfIndex(2, p[2] - r_) : 0;
+    const std::int64_t hz1 = D == 3 ? HalfIndex(2, p[2] + r_) : 0;
+    for (std::int64_t hz = hz0; hz <= hz1; ++hz) {
+      double rem_z = r2;
+      if constexpr (D == 3) {
+        const double z0 = lo_[2] + static_cast<double>(hz) * h;
+        const double fz = std::max(p[2] - z0, z0 + h - p[2]);
+        rem_z -= fz * fz;
+        if (rem_z <= 0) continue;
+      }
+      const std::int64_t hy0 = HalfIndex(1, p[1] - r_);
+      const std::int64_t hy1 = HalfIndex(1, p[1] + r_);
+      for (std::int64_t hy = hy0; hy <= hy1; ++hy) {
+        const double y0 = lo_[1] + static_cast<double>(hy) * h;
+        const double fy = std::max(p[1] - y0, y0 + h - p[1]);
+        const double rem = rem_z - fy * fy;
+        if (rem <= 0) continue;
+        const double w = std::sqrt(rem);
+        // Half-cells [lo + i h, lo + (i + 1) h] inside [p - w, p + w].
+        const std::int64_t hx0 =
+            std::max<std::int64_t>(0, CeilToInt((p[0] - w - lo_[0]) * inv_h));
+        const std::int64_t hx1 = std::min<std::int64_t>(
+            2 * n_[0] - 1, FloorToInt((p[0] + w - lo_[0]) * inv_h) - 1);
+        const std::uint64_t row =
+            static_cast<std::uint64_t>(hy >> 1) * stride_[1] +
+            (D == 3 ? static_cast<std::uint64_t>(hz >> 1) * stride_[2] : 0);
+        const unsigned yz_bits = static_cast<unsigned>(
+            ((hy & 1) << 1) | (D == 3 ? (hz & 1) << 2 : 0));
+        for (std::int64_t hx = hx0; hx <= hx1; ++hx) {
+          cover_[row + static_cast<std::uint64_t>(hx >> 1)] |=
+              static_cast<std::uint8_t>(1u << (yz_bits | (hx & 1)));
+        }
+      }
+    }
+  }
+
+  // The half-cell index along axis a of v, clamped to the grid.
+  std::int64_t HalfIndex(int a, double v) const {
+    const double f = (v - lo_[a]) * (2 * inv_cell_);
+    if (!(f > 0)) return 0;
+    const double last = static_cast<double>(2 * n_[a] - 1);
+    return static_cast<std::int64_t>(f < last ? f : last);
+  }
+  static std::int64_t FloorToInt(double v) {
+    const auto i = static_cast<std::int64_t>(v);
+    return i - (static_cast<double>(i) > v);
+  }
+  static std::int64_t CeilToInt(double v) {
+    const auto i = static_cast<std::int64_t>(v);
+    return i + (static_cast<double>(i) < v);
+  }
+
+  // Collects every point within gather_bound_ of p into list_, those
+  // within `near_bound_` first: candidates mostly die on those, so the
+  // kernel's early exit comes sooner.
+  void Gather(const double* p) {
+    std::int64_t idx[D];
+    for (int a = 0; a < D; ++a)
+      idx[a] = static_cast<std::int64_t>(AxisCell(a, p[a]));
+    const double b2 = gather_bound_ * gather_bound_;
+    const double near2 = near_bound_ * near_bound_;
+    std::size_t n_near = 0;
+    std::size_t n_far = 0;
+    double* near[D];
+    double* far[D];
+    for (int a = 0; a < D; ++a) {
+      near[a] = list_[a].data();
+      far[a] = far_[a].data();
+    }
+    for (const RowRun& run : gather_runs_) {
+      std::int64_t base = 0;
+      bool inside = true;
+      for (int a = 1; a < D; ++a) {
+        const std::int64_t i = idx[a] + run.d[a];
+        inside &= i >= 0 && i < n_[a];
+        base += i * static_cast<std::int64_t>(stride_[a]);
+      }
+      if (!inside) continue;
+      const std::int64_t x0 = std::max<std::int64_t>(0, idx[0] + run.x0);
+      const std::int64_t x1 =
+          std::min<std::int64_t>(n_[0] - 1, idx[0] + run.x1);
+      if (x0 > x1) continue;
+      const std::uint64_t start = static_cast<std::uint64_t>(base + x0);
+      std::uint64_t bits =
+          BitRun(occupied_, start, static_cast<unsigned>(x1 - x0 + 1));
+      while (bits != 0) {
+        const std::uint64_t cell =
+            start + static_cast<std::uint64_t>(__builtin_ctzll(bits));
+        bits &= bits - 1;
+        const double* q = &grid_[cell * D];
+        double d2 = 0;
+        for (int a = 0; a < D; ++a) {
+          const double d = q[a] - p[a];
+          d2 += d * d;
+        }
+        // Branch-free two-way partition: write to both, advance one.
+        const bool is_near = d2 < near2;
+        const bool is_far = !is_near && d2 < b2;
+        for (int a = 0; a < D; ++a) {
+          near[a][n_near] = q[a];
+          far[a][n_far] = q[a];
+        }
+        n_near += is_near;
+        n_far += is_far;
+      }
+    }
+    for (int a = 0; a < D; ++a) {
+      std::copy(far[a], far[a] + n_far, near[a] + n_near);
+    }
+    list_size_ = n_near + n_far;
+  }
+
+  void AppendToList(const double* q) {
+    assert(list_size_ < list_[0].size());
+    for (int a = 0; a < D; ++a) list_[a][list_size_] = q[a];
+    ++list_size_;
+  }
+
+  bool Conflicts(const double* c) const {
+    if constexpr (D == 2) {
+      return Ops::AnyWithin2d(list_[0].data(), list_[1].data(), list_size_,
+                              c[0], c[1], min_d2_);
+    } else {
+      return Ops::AnyWithin3d(list_[0].data(), list_[1].data(), list_[2].data(),
+                              list_size_, c[0], c[1], c[2], min_d2_);
+    }
+  }
+
+  // Tests a candidate and accepts it when it is inside and clear. Returns
+  // whether it was accepted. Polls the stop predicate now and then; when
+  // the run must end, sets halt_ and the caller unwinds.
+  bool TryCandidate(const double* c) {
+    if (++since_poll_ == kPollEvery) {
+      since_poll_ = 0;
+      if (stop_()) Halt(absl::CancelledError("sampling stopped by the caller"));
+    }
+    if (!(interior_ || Inside(c)) || Conflicts(c)) return false;
+    AppendToList(c);
+    Accept(c);
+    return true;
+  }
+
+  void Halt(absl::Status status) {
+    if (halt_.ok()) halt_ = std::move(status);
+  }
+
+  // Dense: one visit, k candidates at r(1 + eps) on evenly stepped
+  // directions, rotated by a random unit vector (2D) or a random rotation
+  // (3D) drawn by rejection from the cube and normalised.
+  void VisitDense(const double* p, std::uint64_t index) {
+    CounterRng rng(Combine(Combine(candidate_key_, index), 0));
+    double c[D];
+    if constexpr (D == 2) {
+      double u, v, s;
+      do {
+        rng.SignedPair(&u, &v);
+        s = u * u + v * v;
+      } while (!(s > 0x1.0p-4 && s <= 1));
+      const double norm = std::sqrt(s);
+      u /= norm;
+      v /= norm;
+      for (const auto& d : circle_) {
+        c[0] = p[0] + step_ * (u * d[0] - v * d[1]);
+        c[1] = p[1] + step_ * (v * d[0] + u * d[1]);
+        TryCandidate(c);
+        if (!halt_.ok()) return;
+      }
+    } else {
+      double q[4];
+      double s;
+      do {
+        rng.SignedPair(&q[0], &q[1]);
+        rng.SignedPair(&q[2], &q[3]);
+        s = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
+      } while (!(s > 0x1.0p-4 && s <= 1));
+      const double norm = std::sqrt(s);
+      for (double& e : q) e /= norm;
+      // Rotation matrix of the unit quaternion (w, x, y, z).
+      const double w = q[0], x = q[1], y = q[2], z = q[3];
+      const double m[3][3] = {
+          {1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)},
+          {2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)},
+          {2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)}};
+      for (const auto& d : sphere_) {
+        for (int a = 0; a < 3; ++a) {
+          c[a] =
+              p[a] + step_ * (m[a][0] * d[0] + m[a][1] * d[1] + m[a][2] * d[2]);
+        }
+        TryCandidate(c);
+        if (!halt_.ok()) return;
+      }
+    }
+  }
+
+  // Classic: candidates uniform in the annulus (shell) [r, 2r], by
+  // rejection from the cube [-2r, 2r]^D. A visit ends at the first accepted
+  // candidate and the point stays active; it retires after a visit of k
+  // failures.
+  void VisitClassic(const double* p, std::uint64_t index) {
+    double c[D];
+    for (std::uint64_t visit = 0;; ++visit) {
+      const std::uint64_t visit_key =
+          Combine(Combine(candidate_key_, index), visit);
+      bool accepted = false;
+      for (int i = 0; i < attempts_ && !accepted; ++i) {
+        CounterRng rng(visit_key, static_cast<std::uint64_t>(i) << kBlockShift);
+        double v[4];
+        double s;
+        do {
+          // 32 random bits per coordinate: candidates need no finer grain.
+          rng.SignedPair(&v[0], &v[1]);
+          if constexpr (D == 3) rng.SignedPair(&v[2], &v[3]);
+          s = v[0] * v[0] + v[1] * v[1];
+          if constexpr (D == 3) s += v[2] * v[2];
+        } while (!(s >= 0.25 && s < 1));
+        for (int a = 0; a < D; ++a) v[a] *= 2;
+        for (int a = 0; a < D; ++a) c[a] = p[a] + r_ * v[a];
+        accepted = TryCandidate(c);
+        if (!halt_.ok()) return;
+      }
+      if (!accepted) return;
+    }
+  }
+
+  // Processes active points until none is left, or the run halts.
+  absl::Status Drain() {
+    while (head_ < active_.size() && halt_.ok()) {
+      const Active e = active_[head_++];
+      double p[D];
+      for (int a = 0; a < D; ++a) p[a] = grid_[e.cell * D + a];
+      Gather(p);
+      interior_ = true;
+      for (int a = 0; a < D; ++a) {
+        interior_ &= p[a] - reach_ >= lo_[a] && p[a] + reach_ < hi_[a];
+      }
+      if (dense_) {
+        VisitDense(p, e.index);
+      } else {
+        VisitClassic(p, e.index);
+      }
+      // Drop the retired prefix now and then, so the queue holds about the
+      // frontier, not every point ever made.
+      if (head_ >= 4096 && head_ * 2 >= active_.size()) {
+        active_.erase(active_.begin(),
+                      active_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+      }
+    }
+    return halt_;
+  }
+
+  // Accepts a point found by gap filling and grows Bridson from it.
+  absl::Status FinishGapPoint(const double* p) {
+    Accept(p);
+    return Drain();
+  }
+
+  void CellBounds(std::uint64_t c, double* b0, double* b1) const {
+    for (int a = 0; a < D; ++a) {
+      const std::uint64_t i =
+          (c / stride_[a]) % static_cast<std::uint64_t>(n_[a]);
+      b0[a] = lo_[a] + static_cast<double>(i) * cell_;
+      b1[a] = std::min(b0[a] + cell_, hi_[a]);
+      b0[a] = std::max(b0[a], lo_[a]);
+    }
+  }
+
+  // A point uniform in [b0, b1) from the stream of (cell, piece).
+  void RandomPointIn(const double* b0, const double* b1, std::uint64_t cell,
+                     std::uint64_t piece, double* p) const {
+    CounterRng rng(Combine(gap_key_, cell), piece << kBlockShift);
+    for (int a = 0; a < D; ++a) {
+      p[a] = b0[a] + rng.Uniform01() * (b1[a] - b0[a]);
+      if (!(p[a] < b1[a])) p[a] = b0[a];
+    }
+  }
+
+  void RandomPointInCell(std::uint64_t c, double* p) const {
+    double b0[D], b1[D];
+    CellBounds(c, b0, b1);
+    RandomPointIn(b0, b1, c, 0, p);
+  }
+
+  // Scans every cell in index order; a cell that still holds an uncovered
+  // place gets a point there, and Bridson grows from it. Points only ever
+  // cover more, so one scan leaves the whole box covered.
+  absl::Status FillGaps() {
+    constexpr std::uint8_t kFull = (1u << (1 << D)) - 1;
+    constexpr std::uint64_t kFull8 = 0x0101010101010101ULL * kFull;
+    for (std::uint64_t c = 0; c < cells_; ++c) {
+      if ((c & 7) == 0) {
+        // Skip runs of 8 fully covered cells.
+        std::uint64_t eight;
+        std::memcpy(&eight, &cover_[c], sizeof eight);
+        if (eight == kFull8 && c + 8 <= cells_) {
+          c += 7;
+          continue;
+        }
+        if (++since_poll_ >= kPollEvery / 8) {
+          since_poll_ = 0;
+          if (stop_()) {
+            return absl::CancelledError("sampling stopped by the caller");
+          }
+        }
+      }
+      const std::uint8_t mask = cover_[c];
+      if (mask == kFull) continue;
+      double u0[D], u1[D];
+      UnclippedCellBounds(c, u0, u1);
+      const std::size_t n = GatherAroundCell(c, u0, u1);
+      // Only the half-cells no single disk covers need a look.
+      double p[D];
+      bool found = false;
+      // Children in a rotated order, so gap points have no bias towards
+      // a corner of their cell.
+      const unsigned turn = ChildTurn(c, 0);
+      for (unsigned t = 0; t < (1u << D) && !found; ++t) {
+        const unsigned child = (t + turn) & ((1u << D) - 1);
+        if ((mask >> child) & 1) continue;
+        double c0[D], c1[D];
+        bool empty = false;
+        for (int a = 0; a < D; ++a) {
+          const double mid = u0[a] + (u1[a] - u0[a]) / 2;
+          const bool upper = ((child >> a) & 1) != 0;
+          c0[a] = std::max(upper ? mid : u0[a], lo_[a]);
+          c1[a] = std::min(upper ? u1[a] : mid, hi_[a]);
+          empty |= !(c0[a] < c1[a]);
+        }
+        if (empty) continue;
+        found = FindUncovered(c0, c1, 1, n, c, 1 + child, p);
+      }
+      if (found) {
+        absl::Status s = FinishGapPoint(p);
+        if (!s.ok()) return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  void UnclippedCellBounds(std::uint64_t c, double* b0, double* b1) const {
+    for (int a = 0; a < D; ++a) {
+      const std::uint64_t i =
+          (c / stride_[a]) % static_cast<std::uint64_t>(n_[a]);
+      b0[a] = lo_[a] + static_cast<double>(i) * cell_;
+      b1[a] = b0[a] + cell_;
+    }
+  }
+
+  // Squared distance from q to the box [b0, b1].
+  static double DistToBox2(const double* q, const double* b0,
+                           const double* b1) {
+    double d2 = 0;
+    for (int a = 0; a < D; ++a) {
+      double d = 0;
+      if (q[a] < b0[a]) d = b0[a] - q[a];
+      if (q[a] > b1[a]) d = q[a] - b1[a];
+      d2 += d * d;
+    }
+    return d2;
+  }
+
+  // Squared distance from q to the farthest corner of [b0, b1].
+  static double FarCorner2(const double* q, const double* b0,
+                           const double* b1) {
+    double d2 = 0;
+    for (int a = 0; a < D; ++a) {
+      const double d = std::max(q[a] - b0[a], b1[a] - q[a]);
+      d2 += d * d;
+    }
+    return d2;
+  }
+
+  // Points whose disks reach into cell c, into gap level 0 (interleaved).
+  // A cell's disks come from at most 2 cells away: 2 cells are wider than r
+  // for D <= 3.
+  std::size_t GatherAroundCell(std::uint64_t c, const double* b0,
+                               const double* b1) {
+    std::int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    for (int a = 0; a < D; ++a) {
+      const auto i = static_cast<std::int64_t>(
+          (c / stride_[a]) % static_cast<std::uint64_t>(n_[a]));
+      lo[a] = std::max<std::int64_t>(0, i - 2);
+      hi[a] = std::min<std::int64_t>(n_[a] - 1, i + 2);
+    }
+    std::vector<double>& list = gap_lists_[0];
+    std::size_t n = 0;
+    for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
+      for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
+        const std::uint64_t row =
+            (D == 3 ? static_cast<std::uint64_t>(z) * stride_[2] : 0) +
+            static_cast<std::uint64_t>(y) * stride_[1];
+        for (std::int64_t x = lo[0]; x <= hi[0]; ++x) {
+          const std::uint64_t cell = row + static_cast<std::uint64_t>(x);
+          if (!Occupied(cell)) continue;
+          const double* q = &grid_[cell * D];
+          if (DistToBox2(q, b0, b1) < min_d2_) {
+            for (int a = 0; a < D; ++a) list[n * D + a] = q[a];
+            ++n;
+          }
+        }
+      }
+    }
+    return n;
+  }
+
+  // Looks for a place in [b0, b1) at distance >= r from the n points of gap
+  // level depth - 1 (level 0: those around the cell). A piece no disk reaches
+  // is free: any point in it will do. A piece inside one disk is covered.
+  // Otherwise the piece splits into 2^D children, down to a depth where one
+  // random point decides. The uncovered area this can miss is part of pieces
+  // 1/2^depth of a cell wide that straddle a disk boundary; the maximality
+  // tests bound it.
+  bool FindUncovered(const double* b0, const double* b1, int depth,
+                     std::size_t n, std::uint64_t cell, std::uint64_t piece,
+                     double* p) {
+    const std::vector<double>& in = gap_lists_[depth - 1];
+    std::vector<double>& kept = gap_lists_[depth];
+    std::size_t m = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      const double* q = &in[j * D];
+      if (DistToBox2(q, b0, b1) >= min_d2_) continue;
+      if (FarCorner2(q, b0, b1) < min_d2_) return false;  // Inside one disk.
+      for (int a = 0; a < D; ++a) kept[m * D + a] = q[a];
+      ++m;
+    }
+    if (m == 0) {
+      RandomPointIn(b0, b1, cell, piece, p);
+      return true;
+    }
+    const int max_depth = D == 2 ? kMaxGapDepth2d : kMaxGapDepth3d;
+    if (depth == max_depth) {
+      // One random place decides. (Not the centre: grid-aligned points
+      // would repeat across seeds and line up.)
+      RandomPointIn(b0, b1, cell, piece, p);
+      return ClearOf(kept.data(), m, p);
+    }
+    double mid[D];
+    for (int a = 0; a < D; ++a) mid[a] = b0[a] + (b1[a] - b0[a]) / 2;
+    const unsigned turn = ChildTurn(cell, piece);
+    for (unsigned t = 0; t < (1u << D); ++t) {
+      const unsigned child = (t + turn) & ((1u << D) - 1);
+      double c0[D], c1[D];
+      for (int a = 0; a < D; ++a) {
+        const bool upper = ((child >> a) & 1) != 0;
+        c0[a] = upper ? mid[a] : b0[a];
+        c1[a] = upper ? b1[a] : mid[a];
+      }
+      if (FindUncovered(c0, c1, depth + 1, m, cell, (piece << D) + child, p)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Where the children of (cell, piece) start in the scan order.
+  unsigned ChildTurn(std::uint64_t cell, std::uint64_t piece) const {
+    return static_cast<unsigned>(Mix64(gap_key_ ^ Mix64(cell) ^ piece) >> 61);
+  }
+
+  // Whether p is at least r from all m points of `list` (interleaved).
+  bool ClearOf(const double* list, std::size_t m, const double* p) const {
+    for (std::size_t j = 0; j < m; ++j) {
+      double d2 = 0;
+      for (int a = 0; a < D; ++a) {
+        const double d = list[j * D + a] - p[a];
+        d2 += d * d;
+      }
+      if (d2 < min_d2_) return false;
+    }
+    return true;
+  }
+
+  struct Active {
+    std::uint64_t cell;
+    std::uint64_t index;  // Generation index: keys the point's candidates.
+  };
+
+  BatchWriter* out_;
+  absl::FunctionRef<bool()> stop_;
+  bool dense_;
+  bool fill_gaps_;
+  int attempts_;
+  double r_;
+  double min_d2_;
+  double cell_;
+  double inv_cell_;
+  double gather_bound_ = 0;
+  double near_bound_ = 0;
+  // How far a candidate can be from its parent (with slack), and whether
+  // the current active point is so far inside the box that no candidate
+  // can leave it.
+  double reach_ = 0;
+  bool interior_ = false;
+  double step_ = 0;
+  std::uint64_t candidate_key_ = 0;
+  std::uint64_t gap_key_ = 0;
+  std::vector<std::array<double, 2>> circle_;
+  std::vector<std::array<double, 3>> sphere_;
+
+  double lo_[D];
+  double hi_[D];
+  std::int64_t n_[D];
+  std::uint64_t stride_[D];
+  std::uint64_t cells_ = 0;
+  std::vector<double> grid_;  // D coordinates per cell; NaN when empty.
+
+  std::vector<Active> active_;
+  std::size_t head_ = 0;
+  std::uint64_t next_index_ = 0;
+  std::uint64_t since_poll_ = 0;
+  absl::Status halt_;  // Not OK once the run must end.
+
+  // Conservative window of cells around an active point's cell, as runs of
+  // x: every cell that could hold a point within gather_bound_ of any place
+  // in the centre cell.
+  struct RowRun {
+    std::int64_t d[3];  // d[1], d[2]: row offset; d[0] unused.
+    std::int64_t x0, x1;
+  };
+  std::vector<RowRun> gather_runs_;
+  std::vector<std::uint64_t> occupied_;  // One bit per cell.
+  // Per cell, one bit per half-cell (2^D of them) that a single disk
+  // covers whole; the 8 spare bytes let FillGaps read 8 at a time.
+  std::vector<std::uint8_t> cover_;
+
+  std::vector<double> list_[D];  // The gathered neighbourhood, SoA.
+  std::vector<double> far_[D];   // Scratch for Gather's partition.
+  std::size_t list_size_ = 0;
+  // Per recursion level of FindUncovered, interleaved coordinates.
+  std::vector<double> gap_lists_[std::max(kMaxGapDepth2d, kMaxGapDepth3d) + 1];
+};
+
+}  // namespace
+}  // namespace scatter::sampler::internal
+
+#endif  // SCATTER_SAMPLER_POISSON_IMPL_H_

@@ -1,0 +1,46 @@
+#ifndef SCATTER_SAMPLER_SIMD_OPS_H_
+#define SCATTER_SAMPLER_SIMD_OPS_H_
+
+// Internal: the distance kernels as inline operations, so the sampler's hot
+// loop can inline them. ScalarOps is the reference; Avx2Ops (simd_ops_avx2.h)
+// must match it bit for bit: each squared distance is (dx*dx + dy*dy)
+// [+ dz*dz] in exactly this order, and each comparison is its own yes/no.
+
+#include <cstddef>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SCATTER_HAVE_AVX2_PATH 1
+#else
+#define SCATTER_HAVE_AVX2_PATH 0
+#endif
+
+namespace scatter::sampler::internal {
+
+struct ScalarOps {
+  // True when some point j < n has squared distance to (cx, cy) below t.
+  static bool AnyWithin2d(const double* xs, const double* ys, std::size_t n,
+                          double cx, double cy, double t) {
+    for (std::size_t j = 0; j < n; ++j) {
+      const double dx = xs[j] - cx;
+      const double dy = ys[j] - cy;
+      if (dx * dx + dy * dy < t) return true;
+    }
+    return false;
+  }
+
+  static bool AnyWithin3d(const double* xs, const double* ys, const double* zs,
+                          std::size_t n, double cx, double cy, double cz,
+                          double t) {
+    for (std::size_t j = 0; j < n; ++j) {
+      const double dx = xs[j] - cx;
+      const double dy = ys[j] - cy;
+      const double dz = zs[j] - cz;
+      if (dx * dx + dy * dy + dz * dz < t) return true;
+    }
+    return false;
+  }
+};
+
+}  // namespace scatter::sampler::internal
+
+#endif  // SCATTER_SAMPLER_SIMD_OPS_H_
