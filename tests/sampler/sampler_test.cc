@@ -1,0 +1,958 @@
+#include "sampler/sampler.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <ostream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
+#include "sampler/box.h"
+#include "sampler/quality.h"
+#include "sampler/rng.h"
+#include "sampler/version.h"
+#include "tests/sampler/point_set.h"
+
+namespace scatter::sampler {
+namespace {
+
+using test::Bits;
+using test::Collect;
+using test::Digest;
+using test::PointSet;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Box UnitBox(int dims) {
+  absl::StatusOr<Box> box = Box::Create(dims, {0, 0, 0}, {1, 1, 1});
+  EXPECT_TRUE(box.ok()) << box.status();
+  return *box;
+}
+
+// The Poisson configurations every property is checked on. Sizes stay
+// moderate so the suite is quick under ASan/UBSan in Debug: about 7-9k
+// points in 2D and 4k in 3D.
+struct Config {
+  const char* name;
+  int dims;
+  Method method;
+  double radius;
+  // Maximality probes: 2e6 per unit area in 2D (~250 per point) and 1e6 per
+  // unit volume in 3D (~250 per point); DESIGN.md asks for an uncovered
+  // fraction <= 1e-5, so at most 20 and 10 misses.
+  std::uint64_t probes;
+};
+
+const Config kConfigs[] = {
+    {"Dense2D", 2, Method::kPoissonDense, 0.01, 2000000},
+    {"Classic2D", 2, Method::kPoissonClassic, 0.01, 2000000},
+    {"Dense3D", 3, Method::kPoissonDense, 0.06, 1000000},
+    {"Classic3D", 3, Method::kPoissonClassic, 0.06, 1000000},
+};
+
+SamplerOptions OptionsFor(const Config& config) {
+  SamplerOptions options;
+  options.method = config.method;
+  options.radius = config.radius;
+  options.seed = 1;
+  return options;
+}
+
+// Creates a sampler, failing the test if Create refuses.
+absl::StatusOr<Sampler> MustCreate(const Box& box,
+                                   const SamplerOptions& options) {
+  absl::StatusOr<Sampler> sampler = Sampler::Create(box, options);
+  EXPECT_TRUE(sampler.ok()) << sampler.status();
+  return sampler;
+}
+
+PointSet RunToEnd(const Box& box, const SamplerOptions& options) {
+  absl::StatusOr<Sampler> sampler = MustCreate(box, options);
+  if (!sampler.ok()) {
+    PointSet refused;
+    refused.status = sampler.status();
+    return refused;
+  }
+  PointSet points = Collect(*sampler);
+  EXPECT_TRUE(points.status.ok()) << points.status;
+  return points;
+}
+
+// Expects points bit-identical in every field, reporting the first place
+// they differ.
+void ExpectIdentical(const PointSet& a, const PointSet& b) {
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_EQ(a.dims, b.dims);
+  const std::vector<std::uint64_t> a_bits = Bits(a.coords);
+  const std::vector<std::uint64_t> b_bits = Bits(b.coords);
+  for (std::size_t i = 0; i < a_bits.size(); ++i) {
+    ASSERT_EQ(a_bits[i], b_bits[i])
+        << "coordinate " << i << ": " << a.coords[i] << " vs " << b.coords[i];
+  }
+  EXPECT_EQ(Bits(a.radius), Bits(b.radius));
+  EXPECT_EQ(a.layer, b.layer);
+  EXPECT_EQ(a.id, b.id);
+}
+
+class SamplerPropertyTest : public ::testing::TestWithParam<Config> {
+ protected:
+  const Config& config() const { return GetParam(); }
+  Box box() const { return UnitBox(config().dims); }
+  SamplerOptions base_options() const { return OptionsFor(config()); }
+};
+
+TEST_P(SamplerPropertyTest, NoTwoPointsAreCloserThanTheRadius) {
+  const PointSet points = RunToEnd(box(), base_options());
+  ASSERT_GT(points.size(), 1000u);
+  absl::StatusOr<MinDistanceReport> report =
+      CheckMinDistance(points.coords, config().dims, config().radius);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->violations, 0u);
+  EXPECT_GE(report->min_ratio, 1.0);
+}
+
+TEST_P(SamplerPropertyTest, EveryPointIsInsideTheBox) {
+  const Box unit = box();
+  const PointSet points = RunToEnd(unit, base_options());
+  ASSERT_GT(points.size(), 0u);
+  const int dims = config().dims;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const double* p = &points.coords[i * dims];
+    ASSERT_TRUE(unit.Contains(p)) << "point " << i << " at " << p[0] << ", "
+                                  << p[1] << ", " << (dims == 3 ? p[2] : 0.0);
+  }
+}
+
+TEST_P(SamplerPropertyTest, TheSetIsMaximal) {
+  const PointSet points = RunToEnd(box(), base_options());
+  absl::StatusOr<CoverageReport> coverage =
+      MeasureCoverage(points.coords, box(), config().radius, config().probes,
+                      /*probe_seed=*/0x9e0be5eed);
+  ASSERT_TRUE(coverage.ok()) << coverage.status();
+  EXPECT_EQ(coverage->probes, config().probes);
+  EXPECT_LE(coverage->uncovered_fraction(), 1e-5)
+      << coverage->uncovered << " of " << coverage->probes
+      << " probes uncovered";
+}
+
+TEST_P(SamplerPropertyTest, AnOffsetOblongBoxIsFilledToo) {
+  const int dims = config().dims;
+  absl::StatusOr<Box> oblong =
+      Box::Create(dims, {-3, 10, 0.25}, {-2.5, 10.75, 0.5});
+  ASSERT_TRUE(oblong.ok()) << oblong.status();
+  const PointSet points = RunToEnd(*oblong, base_options());
+  ASSERT_GT(points.size(), 10u);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    ASSERT_TRUE(oblong->Contains(&points.coords[i * dims])) << "point " << i;
+  }
+  absl::StatusOr<MinDistanceReport> report =
+      CheckMinDistance(points.coords, dims, config().radius);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->violations, 0u);
+  // Same probe density as in the unit box.
+  const std::uint64_t probes = static_cast<std::uint64_t>(
+      static_cast<double>(config().probes) * oblong->Measure());
+  absl::StatusOr<CoverageReport> coverage = MeasureCoverage(
+      points.coords, *oblong, config().radius, probes, /*probe_seed=*/77);
+  ASSERT_TRUE(coverage.ok()) << coverage.status();
+  EXPECT_LE(coverage->uncovered_fraction(), 1e-5)
+      << coverage->uncovered << " of " << coverage->probes
+      << " probes uncovered";
+}
+
+TEST_P(SamplerPropertyTest, SameSeedGivesBitIdenticalPoints) {
+  const PointSet a = RunToEnd(box(), base_options());
+  const PointSet b = RunToEnd(box(), base_options());
+  ASSERT_GT(a.size(), 0u);
+  ExpectIdentical(a, b);
+}
+
+TEST_P(SamplerPropertyTest, BatchSizeDoesNotChangeThePoints) {
+  const PointSet reference = RunToEnd(box(), base_options());
+  for (std::size_t batch_size : {std::size_t{1}, std::size_t{7},
+                                 std::size_t{1000}, std::size_t{1} << 20}) {
+    SCOPED_TRACE(absl::StrFormat("batch_size %d", batch_size));
+    SamplerOptions options = base_options();
+    options.batch_size = batch_size;
+    const PointSet points = RunToEnd(box(), options);
+    ExpectIdentical(reference, points);
+    for (std::size_t size : points.batch_sizes) {
+      EXPECT_LE(size, batch_size);
+    }
+  }
+}
+
+TEST_P(SamplerPropertyTest, DifferentSeedsGiveDifferentPoints) {
+  SamplerOptions options = base_options();
+  const PointSet a = RunToEnd(box(), options);
+  options.seed = 2;
+  const PointSet b = RunToEnd(box(), options);
+  ASSERT_GT(a.size(), 0u);
+  ASSERT_GT(b.size(), 0u);
+  EXPECT_NE(Bits(a.coords), Bits(b.coords));
+  // Not merely shifted in order: almost no coordinate is shared.
+  const std::vector<std::uint64_t> a_bits = Bits(a.coords);
+  const std::set<std::uint64_t> a_set(a_bits.begin(), a_bits.end());
+  std::size_t shared = 0;
+  for (std::uint64_t bits : Bits(b.coords)) shared += a_set.count(bits);
+  EXPECT_LT(shared, b.coords.size() / 100);
+}
+
+TEST_P(SamplerPropertyTest, DifferentLayersGiveDifferentPoints) {
+  // The layer keys the random streams as well as the ids.
+  SamplerOptions options = base_options();
+  const PointSet a = RunToEnd(box(), options);
+  options.layer = 1;
+  const PointSet b = RunToEnd(box(), options);
+  EXPECT_NE(Bits(a.coords), Bits(b.coords));
+}
+
+TEST_P(SamplerPropertyTest, ExtremeSeedsAreFine) {
+  for (std::uint64_t seed : {std::uint64_t{0}, ~std::uint64_t{0}}) {
+    SamplerOptions options = base_options();
+    options.seed = seed;
+    const PointSet points = RunToEnd(box(), options);
+    EXPECT_GT(points.size(), 100u) << "seed " << seed;
+  }
+}
+
+// Points from a run with `few` and with `many` attempts, as the issue's
+// "more attempts => no fewer points" compares them. Classic: 40 against 5
+// candidates before a point retires. Dense: 30 against 6 directions.
+void ExpectMoreAttemptsPackNoFewerPoints(const Config& config,
+                                         SamplerOptions options) {
+  const bool dense = config.method == Method::kPoissonDense;
+  options.max_attempts = dense ? 6 : 5;
+  const PointSet few = RunToEnd(UnitBox(config.dims), options);
+  options.max_attempts = dense ? 30 : 40;
+  const PointSet many = RunToEnd(UnitBox(config.dims), options);
+  EXPECT_GE(many.size(), few.size())
+      << (dense ? "k = 30" : "k = 40") << " gave " << many.size() << " points, "
+      << (dense ? "k = 6" : "k = 5") << " gave " << few.size();
+}
+
+// The property belongs to Bridson's phase: more attempts leave fewer holes.
+// With the maximal fill on, it does not hold and is not asserted: a small k
+// leaves more holes, and filling holes one random point at a time packs
+// denser than Bridson's front (2D classic r = 0.01 falls from ~7200 points
+// at k = 3 to ~6900 at k = 40).
+TEST_P(SamplerPropertyTest, MoreAttemptsPackNoFewerPointsWithoutGapFill) {
+  SamplerOptions options = base_options();
+  options.fill_gaps = false;
+  ExpectMoreAttemptsPackNoFewerPoints(config(), options);
+}
+
+TEST_P(SamplerPropertyTest, RelativeRadiusIsInTheExpectedRange) {
+  const PointSet points = RunToEnd(box(), base_options());
+  const double rho = RelativeRadius(points.size(), box().Measure(),
+                                    config().dims, config().radius);
+  RecordProperty("rho", absl::StrFormat("%.4f", rho));
+  // DESIGN.md: classic ~0.73, dense ~0.84 at k = 12 in 2D. No set with the
+  // minimum distance beats the hexagonal or FCC packing (rho <= 1), and
+  // every maximal set has rho >= 0.52 in 2D (disks of radius r cover the
+  // area) and >= 0.55 in 3D.
+  double lower = 0;
+  if (config().dims == 2) {
+    lower = config().method == Method::kPoissonDense ? 0.80 : 0.70;
+  } else {
+    lower = 0.55;
+  }
+  EXPECT_GE(rho, lower) << points.size() << " points";
+  EXPECT_LE(rho, 1.0) << points.size() << " points";
+}
+
+TEST_P(SamplerPropertyTest, WithoutGapFillTheMinimumDistanceStillHolds) {
+  SamplerOptions options = base_options();
+  options.fill_gaps = false;
+  const Box unit = box();
+  const PointSet points = RunToEnd(unit, options);
+  ASSERT_GT(points.size(), 0u);
+  absl::StatusOr<MinDistanceReport> report =
+      CheckMinDistance(points.coords, config().dims, config().radius);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->violations, 0u);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    ASSERT_TRUE(unit.Contains(&points.coords[i * config().dims]))
+        << "point " << i;
+  }
+}
+
+TEST_P(SamplerPropertyTest, BatchFieldsAreConsistent) {
+  SamplerOptions options = base_options();
+  options.layer = 7;
+  options.seed = 1234;
+  options.batch_size = 500;
+  absl::StatusOr<Sampler> sampler = MustCreate(box(), options);
+  ASSERT_TRUE(sampler.ok());
+  const int dims = config().dims;
+  std::size_t total = 0;
+  std::size_t calls = 0;
+  absl::Status status = sampler->Run([&](const PointBatch& batch) {
+    ++calls;
+    EXPECT_EQ(batch.dims, dims);
+    EXPECT_LE(batch.size(), 500u);
+    EXPECT_EQ(batch.coords.size(), dims * batch.size());
+    EXPECT_EQ(batch.radius.size(), batch.size());
+    EXPECT_EQ(batch.layer.size(), batch.size());
+    EXPECT_EQ(batch.id.size(), batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      EXPECT_EQ(batch.radius[i], config().radius);
+      EXPECT_EQ(batch.layer[i], 7u);
+      EXPECT_EQ(batch.id[i], PointId(1234, 7, &batch.coords[i * dims], dims));
+    }
+    total += batch.size();
+    return true;
+  });
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_GT(total, 1000u);
+  EXPECT_GE(calls, 3u);
+}
+
+TEST_P(SamplerPropertyTest, IdsAreDistinct) {
+  const PointSet points = RunToEnd(box(), base_options());
+  const std::set<std::uint64_t> ids(points.id.begin(), points.id.end());
+  EXPECT_EQ(ids.size(), points.size());
+}
+
+TEST_P(SamplerPropertyTest, RunsFromTwoThreadsAgree) {
+  absl::StatusOr<Sampler> sampler = MustCreate(box(), base_options());
+  ASSERT_TRUE(sampler.ok());
+  const PointSet reference = Collect(*sampler);
+  PointSet a;
+  PointSet b;
+  std::thread first([&] { a = Collect(*sampler); });
+  std::thread second([&] { b = Collect(*sampler); });
+  first.join();
+  second.join();
+  EXPECT_TRUE(a.status.ok()) << a.status;
+  EXPECT_TRUE(b.status.ok()) << b.status;
+  ExpectIdentical(reference, a);
+  ExpectIdentical(reference, b);
+}
+
+TEST_P(SamplerPropertyTest, StopsWhenTheSinkSaysSo) {
+  SamplerOptions options = base_options();
+  options.batch_size = 64;
+  absl::StatusOr<Sampler> sampler = MustCreate(box(), options);
+  ASSERT_TRUE(sampler.ok());
+  for (int stop_at : {1, 3}) {
+    int calls = 0;
+    absl::Status status = sampler->Run([&](const PointBatch&) {
+      ++calls;
+      return calls < stop_at;
+    });
+    EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+    // The call that said false is the last one.
+    EXPECT_EQ(calls, stop_at);
+  }
+}
+
+TEST_P(SamplerPropertyTest, StopsPromptlyWhenThePredicateSaysSo) {
+  SamplerOptions options = base_options();
+  options.batch_size = 64;
+  absl::StatusOr<Sampler> sampler = MustCreate(box(), options);
+  ASSERT_TRUE(sampler.ok());
+  // Count the polls of a full run first.
+  std::uint64_t polls = 0;
+  std::size_t full = 0;
+  absl::Status status = sampler->Run(
+      [&](const PointBatch& batch) {
+        full += batch.size();
+        return true;
+      },
+      [&] {
+        ++polls;
+        return false;
+      });
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_GE(polls, 2u) << "a run of " << full << " points polled stop " << polls
+                       << " times";
+
+  for (std::uint64_t fire_at : {std::uint64_t{1}, polls / 2}) {
+    SCOPED_TRACE(
+        absl::StrFormat("stop fires at poll %d of %d", fire_at, polls));
+    std::uint64_t polled = 0;
+    bool fired = false;
+    std::size_t before = 0;
+    std::size_t after = 0;
+    status = sampler->Run(
+        [&](const PointBatch& batch) {
+          (fired ? after : before) += batch.size();
+          return true;
+        },
+        [&] {
+          fired = ++polled >= fire_at;
+          return fired;
+        });
+    EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+    EXPECT_TRUE(fired);
+    // Once stop said true, at most the batch already being filled may go out.
+    EXPECT_LE(after, options.batch_size);
+    EXPECT_LT(before + after, full);
+  }
+}
+
+TEST_P(SamplerPropertyTest, StopIsPolledEveryFewThousandCandidates) {
+  // Every point costs at least k candidates (classic retires a point after k
+  // failures in a row; dense tries all k directions once), so a run of N
+  // points tests at least N k candidates. "Every few thousand candidates at
+  // most" (sampler.h) then means at least N k / 8192 polls. Checked at the
+  // usual k and at a large one, where polling per active point would not be
+  // often enough.
+  for (int attempts : {0, 256}) {
+    SamplerOptions options = base_options();
+    options.max_attempts = attempts;
+    absl::StatusOr<Sampler> sampler = MustCreate(box(), options);
+    ASSERT_TRUE(sampler.ok());
+    const int k = sampler->options().max_attempts;
+    ASSERT_GT(k, 0);
+    std::uint64_t polls = 0;
+    std::uint64_t points = 0;
+    absl::Status status = sampler->Run(
+        [&](const PointBatch& batch) {
+          points += batch.size();
+          return true;
+        },
+        [&] {
+          ++polls;
+          return false;
+        });
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_GE(polls * 8192, points * static_cast<std::uint64_t>(k))
+        << polls << " polls for " << points << " points at k = " << k;
+  }
+}
+
+TEST_P(SamplerPropertyTest, NeverEmitsMorePointsThanMaxPoints) {
+  // max_points is checked against an estimate before the run and, as
+  // DESIGN.md asks, as a hard cap while running. k = 40 packs denser than
+  // the usual k, so an estimate made without regard to k may let the run
+  // start and the cap has to stop it.
+  for (int attempts : {0, 40}) {
+    SamplerOptions base = base_options();
+    base.max_attempts = attempts;
+    const PointSet full = RunToEnd(box(), base);
+    ASSERT_GT(full.size(), 100u);
+    for (std::uint64_t cap : {std::uint64_t{full.size()} - 1,
+                              std::uint64_t{full.size()} * 9 / 10}) {
+      SCOPED_TRACE(absl::StrFormat("max_attempts %d, max_points %d of %d",
+                                   attempts, cap, full.size()));
+      SamplerOptions options = base;
+      options.max_points = cap;
+      absl::StatusOr<Sampler> sampler = Sampler::Create(box(), options);
+      if (!sampler.ok()) {
+        EXPECT_EQ(sampler.status().code(), absl::StatusCode::kResourceExhausted)
+            << sampler.status();
+        continue;
+      }
+      const PointSet points = Collect(*sampler);
+      EXPECT_EQ(points.status.code(), absl::StatusCode::kResourceExhausted)
+          << points.status << " after " << points.size() << " points";
+      EXPECT_TRUE(absl::StrContains(points.status.message(), "max_points"))
+          << points.status.message();
+      EXPECT_LE(points.size(), cap);
+    }
+    SamplerOptions options = base;
+    options.max_points = full.size();
+    absl::StatusOr<Sampler> exact = Sampler::Create(box(), options);
+    if (exact.ok()) {
+      const PointSet points = Collect(*exact);
+      EXPECT_TRUE(points.status.ok()) << points.status;
+      EXPECT_EQ(points.size(), full.size());
+    }
+  }
+}
+
+TEST_P(SamplerPropertyTest, RadiusLargerThanTheBoxGivesOnePoint) {
+  SamplerOptions options = base_options();
+  options.radius = 2;  // The unit box's diagonal is at most sqrt(3).
+  const PointSet points = RunToEnd(box(), options);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_TRUE(box().Contains(points.coords.data()));
+}
+
+TEST_P(SamplerPropertyTest, DefaultAttemptsAreResolved) {
+  absl::StatusOr<Sampler> sampler = MustCreate(box(), base_options());
+  ASSERT_TRUE(sampler.ok());
+  EXPECT_EQ(sampler->options().max_attempts,
+            config().method == Method::kPoissonDense ? 12 : 30);
+  EXPECT_NE(sampler->options().simd, SimdLevel::kBest);
+}
+
+// Names the case in test names and failure messages.
+void PrintTo(const Config& config, std::ostream* os) { *os << config.name; }
+
+std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
+  return info.param.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPackings, SamplerPropertyTest,
+                         ::testing::ValuesIn(kConfigs), ConfigName);
+
+// ---------------------------------------------------------------------------
+// Invalid input.
+
+// Expects Create to refuse with `code` and a message naming `field`.
+void ExpectRefused(const Box& box, const SamplerOptions& options,
+                   absl::StatusCode code, const std::string& field) {
+  absl::StatusOr<Sampler> sampler = Sampler::Create(box, options);
+  ASSERT_FALSE(sampler.ok()) << "expected " << field << " to be refused";
+  EXPECT_EQ(sampler.status().code(), code) << sampler.status();
+  EXPECT_TRUE(absl::StrContains(sampler.status().message(), field))
+      << "message does not name " << field << ": "
+      << sampler.status().message();
+}
+
+SamplerOptions PoissonOptions(Method method) {
+  SamplerOptions options;
+  options.method = method;
+  options.radius = 0.05;
+  return options;
+}
+
+const Method kPoissonMethods[] = {Method::kPoissonDense,
+                                  Method::kPoissonClassic};
+
+TEST(SamplerTest, NonFiniteOrNonPositiveRadiusIsInvalidArgument) {
+  for (Method method : kPoissonMethods) {
+    for (double radius : {kNaN, kInf, -kInf, 0.0, -0.0, -1.0}) {
+      SCOPED_TRACE(absl::StrFormat("%s radius %f", MethodName(method), radius));
+      SamplerOptions options = PoissonOptions(method);
+      options.radius = radius;
+      ExpectRefused(UnitBox(2), options, absl::StatusCode::kInvalidArgument,
+                    "radius");
+      ExpectRefused(UnitBox(3), options, absl::StatusCode::kInvalidArgument,
+                    "radius");
+    }
+  }
+}
+
+TEST(SamplerTest, NegativeMaxAttemptsIsInvalidArgument) {
+  for (Method method : kPoissonMethods) {
+    for (int attempts : {-1, std::numeric_limits<int>::min()}) {
+      SamplerOptions options = PoissonOptions(method);
+      options.max_attempts = attempts;
+      ExpectRefused(UnitBox(2), options, absl::StatusCode::kInvalidArgument,
+                    "max_attempts");
+    }
+  }
+}
+
+TEST(SamplerTest, BatchSizeOutsideOneToTwoToTheTwentyIsInvalidArgument) {
+  for (std::size_t batch_size : {std::size_t{0}, (std::size_t{1} << 20) + 1,
+                                 std::numeric_limits<std::size_t>::max()}) {
+    SamplerOptions options = PoissonOptions(Method::kPoissonDense);
+    options.batch_size = batch_size;
+    ExpectRefused(UnitBox(2), options, absl::StatusCode::kInvalidArgument,
+                  "batch_size");
+  }
+  for (std::size_t batch_size : {std::size_t{1}, std::size_t{1} << 20}) {
+    SamplerOptions options = PoissonOptions(Method::kPoissonDense);
+    options.batch_size = batch_size;
+    EXPECT_TRUE(Sampler::Create(UnitBox(2), options).ok())
+        << "batch_size " << batch_size;
+  }
+}
+
+TEST(SamplerTest, DenseEpsilonOutOfRangeIsInvalidArgument) {
+  // "Must stay well above 1e-12" (sampler.h).
+  for (double epsilon : {kNaN, kInf, -kInf, 0.0, -1e-7, 1e-13, 1e-12}) {
+    SCOPED_TRACE(absl::StrFormat("dense_epsilon %g", epsilon));
+    SamplerOptions options = PoissonOptions(Method::kPoissonDense);
+    options.dense_epsilon = epsilon;
+    ExpectRefused(UnitBox(2), options, absl::StatusCode::kInvalidArgument,
+                  "dense_epsilon");
+  }
+  SamplerOptions options = PoissonOptions(Method::kPoissonDense);
+  options.dense_epsilon = 1e-3;
+  EXPECT_TRUE(Sampler::Create(UnitBox(2), options).ok());
+}
+
+TEST(SamplerTest, NonPositiveOrNonFiniteCellSizeIsInvalidArgument) {
+  for (double cell_size : {0.0, -0.1, kNaN, kInf}) {
+    SCOPED_TRACE(absl::StrFormat("cell_size %f", cell_size));
+    SamplerOptions options;
+    options.method = Method::kJitteredGrid;
+    options.cell_size = cell_size;
+    ExpectRefused(UnitBox(2), options, absl::StatusCode::kInvalidArgument,
+                  "cell_size");
+  }
+}
+
+TEST(SamplerTest, UniformCountZeroIsInvalidArgument) {
+  SamplerOptions options;
+  options.method = Method::kUniform;
+  options.count = 0;
+  ExpectRefused(UnitBox(2), options, absl::StatusCode::kInvalidArgument,
+                "count");
+}
+
+TEST(SamplerTest, UnknownSimdLevelIsInvalidArgument) {
+  SamplerOptions options = PoissonOptions(Method::kPoissonDense);
+  options.simd = static_cast<SimdLevel>(99);
+  ExpectRefused(UnitBox(2), options, absl::StatusCode::kInvalidArgument,
+                "simd");
+}
+
+TEST(SamplerTest, UnknownMethodIsInvalidArgument) {
+  SamplerOptions options = PoissonOptions(Method::kPoissonDense);
+  options.method = static_cast<Method>(99);
+  ExpectRefused(UnitBox(2), options, absl::StatusCode::kInvalidArgument,
+                "method");
+}
+
+TEST(SamplerTest, EveryErrorMessageStartsLowercaseWithoutTrailingPeriod) {
+  SamplerOptions options = PoissonOptions(Method::kPoissonClassic);
+  options.radius = -1;
+  absl::StatusOr<Sampler> sampler = Sampler::Create(UnitBox(2), options);
+  ASSERT_FALSE(sampler.ok());
+  const std::string message(sampler.status().message());
+  ASSERT_FALSE(message.empty());
+  EXPECT_TRUE(std::islower(static_cast<unsigned char>(message.front())))
+      << message;
+  EXPECT_NE(message.back(), '.') << message;
+}
+
+TEST(SamplerTest, TinyRadiusIsRefusedBeforeAllocating) {
+  // r = 1e-9 in the unit square needs ~1e18 grid cells; were they allocated
+  // first, ASan would abort on the size. Default limits.
+  SamplerOptions options = PoissonOptions(Method::kPoissonDense);
+  options.radius = 1e-9;
+  absl::StatusOr<Sampler> sampler = Sampler::Create(UnitBox(2), options);
+  ASSERT_FALSE(sampler.ok());
+  EXPECT_EQ(sampler.status().code(), absl::StatusCode::kResourceExhausted)
+      << sampler.status();
+}
+
+TEST(SamplerTest, GridOverTheMemoryLimitIsResourceExhausted) {
+  for (Method method : kPoissonMethods) {
+    for (int dims : {2, 3}) {
+      SCOPED_TRACE(absl::StrFormat("%s %dD", MethodName(method), dims));
+      SamplerOptions options = PoissonOptions(method);
+      options.max_points = std::numeric_limits<std::uint64_t>::max();
+      options.radius = 1e-9;
+      ExpectRefused(UnitBox(dims), options,
+                    absl::StatusCode::kResourceExhausted, "max_memory_bytes");
+      // A modest grid against a tiny limit.
+      options.radius = 0.001;
+      options.max_memory_bytes = 4096;
+      ExpectRefused(UnitBox(dims), options,
+                    absl::StatusCode::kResourceExhausted, "max_memory_bytes");
+    }
+  }
+}
+
+TEST(SamplerTest, ExpectedPointsOverMaxPointsIsResourceExhausted) {
+  for (Method method : kPoissonMethods) {
+    SamplerOptions options = PoissonOptions(method);
+    options.radius = 0.01;  // ~8k points.
+    options.max_points = 100;
+    ExpectRefused(UnitBox(2), options, absl::StatusCode::kResourceExhausted,
+                  "max_points");
+  }
+}
+
+TEST(SamplerTest, UniformCountOverMaxPointsIsResourceExhausted) {
+  SamplerOptions options;
+  options.method = Method::kUniform;
+  options.count = 1001;
+  options.max_points = 1000;
+  ExpectRefused(UnitBox(2), options, absl::StatusCode::kResourceExhausted,
+                "max_points");
+  options.count = 1000;
+  EXPECT_TRUE(Sampler::Create(UnitBox(2), options).ok());
+}
+
+TEST(SamplerTest, JitteredCellsOverMaxPointsIsResourceExhausted) {
+  SamplerOptions options;
+  options.method = Method::kJitteredGrid;
+  options.cell_size = 1e-9;  // 1e18 cells.
+  ExpectRefused(UnitBox(2), options, absl::StatusCode::kResourceExhausted,
+                "max_points");
+}
+
+// ---------------------------------------------------------------------------
+// Uniform and jittered grid.
+
+TEST(SamplerTest, UniformGivesExactlyCountPointsInsideTheBox) {
+  for (int dims : {2, 3}) {
+    absl::StatusOr<Box> box = Box::Create(dims, {-2, 5, 1}, {-1.5, 7, 1.25});
+    ASSERT_TRUE(box.ok()) << box.status();
+    SamplerOptions options;
+    options.method = Method::kUniform;
+    options.count = 5000;
+    options.seed = 3;
+    options.layer = 2;
+    options.batch_size = 333;
+    const PointSet points = RunToEnd(*box, options);
+    ASSERT_EQ(points.size(), 5000u);
+    EXPECT_EQ(points.dims, dims);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      ASSERT_TRUE(box->Contains(&points.coords[i * dims])) << "point " << i;
+      EXPECT_EQ(points.radius[i], 0.0);
+      EXPECT_EQ(points.layer[i], 2u);
+      EXPECT_EQ(points.id[i], PointId(3, 2, &points.coords[i * dims], dims));
+    }
+    // Spread over the whole box: each half of every axis gets a fair share.
+    for (int a = 0; a < dims; ++a) {
+      const double middle = (box->min(a) + box->max(a)) / 2;
+      int low = 0;
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        low += points.coords[i * dims + a] < middle ? 1 : 0;
+      }
+      EXPECT_NEAR(low, 2500, 300) << "axis " << a;
+    }
+  }
+}
+
+TEST(SamplerTest, UniformSameSeedSamePointsDifferentSeedDifferentPoints) {
+  SamplerOptions options;
+  options.method = Method::kUniform;
+  options.count = 1000;
+  options.seed = 5;
+  const PointSet a = RunToEnd(UnitBox(3), options);
+  const PointSet b = RunToEnd(UnitBox(3), options);
+  ExpectIdentical(a, b);
+  options.seed = 6;
+  const PointSet c = RunToEnd(UnitBox(3), options);
+  EXPECT_NE(Bits(a.coords), Bits(c.coords));
+}
+
+// Counts points per cell of a grid of side `cell` anchored at the box's min
+// corner (where the jittered grid starts).
+std::vector<int> PointsPerCell(const PointSet& points, const Box& box,
+                               double cell, int* cells_per_axis) {
+  const int dims = box.dims();
+  int n[3] = {1, 1, 1};
+  for (int a = 0; a < dims; ++a) {
+    n[a] = static_cast<int>(std::ceil(box.extent(a) / cell));
+  }
+  std::vector<int> counts(static_cast<std::size_t>(n[0]) * n[1] * n[2], 0);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    std::size_t index = 0;
+    for (int a = dims - 1; a >= 0; --a) {
+      const int c = static_cast<int>(
+          std::floor((points.coords[i * dims + a] - box.min(a)) / cell));
+      EXPECT_GE(c, 0);
+      EXPECT_LT(c, n[a]);
+      index = index * n[a] + static_cast<std::size_t>(c);
+    }
+    ++counts[index];
+  }
+  for (int a = 0; a < 3; ++a) cells_per_axis[a] = n[a];
+  return counts;
+}
+
+TEST(SamplerTest, JitteredGridPutsOnePointInEveryWholeCell) {
+  // Cells of 1/32 (exact in binary) tile the unit box exactly.
+  for (int dims : {2, 3}) {
+    SCOPED_TRACE(absl::StrFormat("%dD", dims));
+    SamplerOptions options;
+    options.method = Method::kJitteredGrid;
+    options.cell_size = dims == 2 ? 1.0 / 32 : 1.0 / 16;
+    options.seed = 9;
+    const Box box = UnitBox(dims);
+    const PointSet points = RunToEnd(box, options);
+    int n[3];
+    const std::vector<int> counts =
+        PointsPerCell(points, box, options.cell_size, n);
+    EXPECT_EQ(points.size(), counts.size());
+    for (std::size_t c = 0; c < counts.size(); ++c) {
+      ASSERT_EQ(counts[c], 1) << "cell " << c;
+    }
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      ASSERT_TRUE(box.Contains(&points.coords[i * dims])) << "point " << i;
+      EXPECT_EQ(points.radius[i], 0.0);
+    }
+  }
+}
+
+TEST(SamplerTest, JitteredGridPutsAtMostOnePointPerCellInsideTheBox) {
+  // 0.03 does not divide the box: the last row and column stick out and
+  // keep their point only when it lands inside.
+  for (int dims : {2, 3}) {
+    SCOPED_TRACE(absl::StrFormat("%dD", dims));
+    absl::StatusOr<Box> box = Box::Create(dims, {-1, 2, 0}, {0, 3, 1});
+    ASSERT_TRUE(box.ok()) << box.status();
+    SamplerOptions options;
+    options.method = Method::kJitteredGrid;
+    options.cell_size = dims == 2 ? 0.03 : 0.07;
+    options.seed = 10;
+    const PointSet points = RunToEnd(*box, options);
+    int n[3];
+    const std::vector<int> counts =
+        PointsPerCell(points, *box, options.cell_size, n);
+    std::size_t whole_cells = 1;
+    for (int a = 0; a < dims; ++a) whole_cells *= n[a] - 1;
+    EXPECT_GE(points.size(), whole_cells);
+    EXPECT_LE(points.size(), counts.size());
+    for (std::size_t c = 0; c < counts.size(); ++c) {
+      ASSERT_LE(counts[c], 1) << "cell " << c;
+    }
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      ASSERT_TRUE(box->Contains(&points.coords[i * dims])) << "point " << i;
+    }
+  }
+}
+
+TEST(SamplerTest, JitteredGridSameSeedSamePoints) {
+  SamplerOptions options;
+  options.method = Method::kJitteredGrid;
+  options.cell_size = 0.05;
+  options.seed = 11;
+  const PointSet a = RunToEnd(UnitBox(2), options);
+  options.batch_size = 3;
+  const PointSet b = RunToEnd(UnitBox(2), options);
+  ExpectIdentical(a, b);
+  options.seed = 12;
+  const PointSet c = RunToEnd(UnitBox(2), options);
+  EXPECT_NE(Bits(a.coords), Bits(c.coords));
+}
+
+TEST(SamplerTest, SimpleMethodsStopWhenTheSinkSaysSo) {
+  for (Method method : {Method::kUniform, Method::kJitteredGrid}) {
+    SamplerOptions options;
+    options.method = method;
+    options.count = 100000;
+    options.cell_size = 0.001;
+    options.batch_size = 100;
+    absl::StatusOr<Sampler> sampler = MustCreate(UnitBox(2), options);
+    ASSERT_TRUE(sampler.ok());
+    int calls = 0;
+    absl::Status status = sampler->Run([&](const PointBatch&) {
+      ++calls;
+      return calls < 2;
+    });
+    EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+    EXPECT_EQ(calls, 2) << MethodName(method);
+  }
+}
+
+TEST(SamplerTest, SimpleMethodsStopWhenThePredicateSaysSo) {
+  for (Method method : {Method::kUniform, Method::kJitteredGrid}) {
+    SamplerOptions options;
+    options.method = method;
+    options.count = 1000000;
+    options.cell_size = 0.001;  // 1e6 cells.
+    absl::StatusOr<Sampler> sampler = MustCreate(UnitBox(2), options);
+    ASSERT_TRUE(sampler.ok());
+    std::size_t emitted = 0;
+    absl::Status status = sampler->Run(
+        [&](const PointBatch& batch) {
+          emitted += batch.size();
+          return true;
+        },
+        [] { return true; });
+    EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+    EXPECT_LT(emitted, 1000000u) << MethodName(method);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Ids and names.
+
+TEST(SamplerTest, PointIdFoldsNegativeZeroIntoZero) {
+  const double a[3] = {-0.0, 0.5, -0.0};
+  const double b[3] = {0.0, 0.5, 0.0};
+  EXPECT_EQ(PointId(1, 0, a, 2), PointId(1, 0, b, 2));
+  EXPECT_EQ(PointId(1, 0, a, 3), PointId(1, 0, b, 3));
+}
+
+TEST(SamplerTest, PointIdDependsOnSeedLayerAndEveryCoordinate) {
+  const double p[3] = {0.25, 0.5, 0.75};
+  const std::uint64_t base = PointId(1, 2, p, 3);
+  EXPECT_NE(PointId(3, 2, p, 3), base);
+  EXPECT_NE(PointId(1, 3, p, 3), base);
+  for (int a = 0; a < 3; ++a) {
+    double q[3] = {p[0], p[1], p[2]};
+    q[a] = std::nextafter(q[a], 1.0);  // One ulp is enough.
+    EXPECT_NE(PointId(1, 2, q, 3), base) << "axis " << a;
+  }
+  // Swapped coordinates are another place.
+  const double swapped[3] = {0.5, 0.25, 0.75};
+  EXPECT_NE(PointId(1, 2, swapped, 3), base);
+}
+
+TEST(SamplerTest, PointIdIn2DIgnoresTheThirdValue) {
+  const double a[3] = {0.25, 0.5, 1};
+  const double b[3] = {0.25, 0.5, 2};
+  EXPECT_EQ(PointId(1, 0, a, 2), PointId(1, 0, b, 2));
+  EXPECT_NE(PointId(1, 0, a, 3), PointId(1, 0, b, 3));
+}
+
+TEST(SamplerTest, MethodNamesAreStable) {
+  EXPECT_STREQ(MethodName(Method::kPoissonDense), "poisson_dense");
+  EXPECT_STREQ(MethodName(Method::kPoissonClassic), "poisson_classic");
+  EXPECT_STREQ(MethodName(Method::kJitteredGrid), "jittered_grid");
+  EXPECT_STREQ(MethodName(Method::kUniform), "uniform");
+}
+
+// ---------------------------------------------------------------------------
+// Golden digests.
+
+struct GoldenCase {
+  const char* name;
+  int dims;
+  Method method;
+  double radius;
+  std::uint64_t digest;
+};
+
+// The algorithm's output for version kAlgorithmVersion, pinned bit for bit
+// (count, coordinates, radii, layers and ids; see Digest in point_set.h).
+// These literals must be equal in every build preset (dev, release, tsan)
+// and on every machine. Change them only together with a bump of
+// kAlgorithmVersion in sampler/version.h.
+//
+// TODO(lead): the algorithm is not frozen yet; the zeros are placeholders.
+// On failure the test prints the actual values ready to paste here.
+constexpr std::uint32_t kGoldenVersion = 1;
+const GoldenCase kGoldenCases[] = {
+    {"dense 2D r=0.05", 2, Method::kPoissonDense, 0.05, 0x0ULL},
+    {"classic 2D r=0.05", 2, Method::kPoissonClassic, 0.05, 0x0ULL},
+    {"dense 3D r=0.15", 3, Method::kPoissonDense, 0.15, 0x0ULL},
+    {"classic 3D r=0.15", 3, Method::kPoissonClassic, 0.15, 0x0ULL},
+};
+
+TEST(SamplerTest, GoldenDigestsPinTheAlgorithm) {
+  ASSERT_EQ(kAlgorithmVersion, kGoldenVersion)
+      << "the algorithm version changed: recompute the golden digests";
+  std::string actual_table;
+  bool all_match = true;
+  for (const GoldenCase& golden : kGoldenCases) {
+    SamplerOptions options;
+    options.method = golden.method;
+    options.radius = golden.radius;
+    options.seed = 42;
+    const PointSet points = RunToEnd(UnitBox(golden.dims), options);
+    const std::uint64_t digest = Digest(points);
+    EXPECT_EQ(digest, golden.digest)
+        << golden.name << ": " << points.size() << " points, digest "
+        << absl::StrFormat("0x%016xULL", digest);
+    all_match = all_match && digest == golden.digest;
+    absl::StrAppendFormat(
+        &actual_table, "    {\"%s\", %d, Method::%s, %g, 0x%016xULL},\n",
+        golden.name, golden.dims,
+        golden.method == Method::kPoissonDense ? "kPoissonDense"
+                                               : "kPoissonClassic",
+        golden.radius, digest);
+  }
+  if (!all_match) {
+    std::printf("Actual golden digests for kAlgorithmVersion %u:\n%s",
+                kAlgorithmVersion, actual_table.c_str());
+  }
+}
+
+}  // namespace
+}  // namespace scatter::sampler

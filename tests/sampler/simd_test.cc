@@ -1,0 +1,342 @@
+#include "sampler/simd.h"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
+#include "sampler/box.h"
+#include "sampler/rng.h"
+#include "sampler/sampler.h"
+#include "tests/sampler/point_set.h"
+
+namespace scatter::sampler {
+namespace {
+
+using test::Bits;
+using test::Collect;
+using test::Digest;
+using test::PointSet;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+TEST(SimdTest, SupportedLevelsStartWithScalar) {
+  const std::vector<SimdLevel> levels = SupportedSimdLevels();
+  ASSERT_FALSE(levels.empty());
+  EXPECT_EQ(levels.front(), SimdLevel::kScalar);
+  for (SimdLevel level : levels) {
+    EXPECT_NE(level, SimdLevel::kBest);
+    EXPECT_EQ(ResolveSimdLevel(level), level) << SimdLevelName(level);
+  }
+  std::string names;
+  for (SimdLevel level : levels) {
+    names += SimdLevelName(level);
+    names += " ";
+  }
+  RecordProperty("supported_levels", names);
+}
+
+TEST(SimdTest, BestResolvesToASupportedLevel) {
+  const std::vector<SimdLevel> levels = SupportedSimdLevels();
+  const SimdLevel best = ResolveSimdLevel(SimdLevel::kBest);
+  EXPECT_NE(best, SimdLevel::kBest);
+  // The widest: the last one listed, narrowest first.
+  EXPECT_EQ(best, levels.back());
+}
+
+TEST(SimdTest, LevelNamesAreStable) {
+  EXPECT_STREQ(SimdLevelName(SimdLevel::kBest), "best");
+  EXPECT_STREQ(SimdLevelName(SimdLevel::kScalar), "scalar");
+  EXPECT_STREQ(SimdLevelName(SimdLevel::kAvx2), "avx2");
+}
+
+// Every level the binary and CPU support, plus kBest.
+std::vector<SimdLevel> LevelsToCompare() {
+  std::vector<SimdLevel> levels = SupportedSimdLevels();
+  levels.push_back(SimdLevel::kBest);
+  return levels;
+}
+
+// ---------------------------------------------------------------------------
+// Kernels against the definition.
+
+// The definition in simd.h, with the same operations in the same order.
+bool ReferenceWithin2d(const double* xs, const double* ys, std::size_t n,
+                       double cx, double cy, double threshold) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const double dx = xs[i] - cx;
+    const double dy = ys[i] - cy;
+    if (dx * dx + dy * dy < threshold) return true;
+  }
+  return false;
+}
+
+bool ReferenceWithin3d(const double* xs, const double* ys, const double* zs,
+                       std::size_t n, double cx, double cy, double cz,
+                       double threshold) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const double dx = xs[i] - cx;
+    const double dy = ys[i] - cy;
+    const double dz = zs[i] - cz;
+    if (dx * dx + dy * dy + dz * dz < threshold) return true;
+  }
+  return false;
+}
+
+// Sizes that cover empty input, every tail length of a 4- or 8-wide loop,
+// and a few full vectors.
+const std::size_t kSizes[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 33, 64};
+
+struct KernelInput {
+  // One spare slot in front so the data is not 32-byte aligned, and one at
+  // the end holding a point right on the query, so a kernel that reads past
+  // n gives a wrong answer (and ASan a report).
+  std::vector<double> xs, ys, zs;
+  double cx = 0, cy = 0, cz = 0;
+  const double* x() const { return xs.data() + 1; }
+  const double* y() const { return ys.data() + 1; }
+  const double* z() const { return zs.data() + 1; }
+};
+
+KernelInput RandomInput(std::size_t n, CounterRng* rng, bool with_nans) {
+  KernelInput in;
+  in.cx = rng->UniformSigned();
+  in.cy = rng->UniformSigned();
+  in.cz = rng->UniformSigned();
+  in.xs.push_back(in.cx);
+  in.ys.push_back(in.cy);
+  in.zs.push_back(in.cz);
+  for (std::size_t i = 0; i < n; ++i) {
+    in.xs.push_back(in.cx + rng->UniformSigned());
+    in.ys.push_back(in.cy + rng->UniformSigned());
+    in.zs.push_back(in.cz + rng->UniformSigned());
+    if (with_nans && rng->Uniform01() < 0.3) {
+      const int axis = static_cast<int>(rng->Next() % 3);
+      (axis == 0 ? in.xs : axis == 1 ? in.ys : in.zs).back() = kNaN;
+    }
+  }
+  in.xs.push_back(in.cx);
+  in.ys.push_back(in.cy);
+  in.zs.push_back(in.cz);
+  return in;
+}
+
+// Thresholds around the squared distances actually present, including each
+// exactly (where "below" must say no) and the next double up.
+std::vector<double> ThresholdsFor(const KernelInput& in, std::size_t n,
+                                  int dims, CounterRng* rng) {
+  std::vector<double> thresholds = {0.0, -1.0, kNaN, 0.25, 1.0, 4.0};
+  for (std::size_t i = 0; i < n; ++i) {
+    const double dx = in.x()[i] - in.cx;
+    const double dy = in.y()[i] - in.cy;
+    const double dz = in.z()[i] - in.cz;
+    const double d2 =
+        dims == 2 ? dx * dx + dy * dy : dx * dx + dy * dy + dz * dz;
+    if (rng->Uniform01() < 0.5) {
+      thresholds.push_back(d2);
+      thresholds.push_back(std::nextafter(d2, 10.0));
+    }
+  }
+  return thresholds;
+}
+
+TEST(SimdTest, KernelsAgreeWithTheDefinitionOnRandomInputs) {
+  for (SimdLevel level : LevelsToCompare()) {
+    SCOPED_TRACE(SimdLevelName(level));
+    const SimdKernels& kernels = KernelsFor(level);
+    ASSERT_NE(kernels.any_within_2d, nullptr);
+    ASSERT_NE(kernels.any_within_3d, nullptr);
+    CounterRng rng(0x51d);
+    int trues = 0;
+    int falses = 0;
+    for (bool with_nans : {false, true}) {
+      for (std::size_t n : kSizes) {
+        for (int trial = 0; trial < 20; ++trial) {
+          const KernelInput in = RandomInput(n, &rng, with_nans);
+          for (int dims : {2, 3}) {
+            for (double t : ThresholdsFor(in, n, dims, &rng)) {
+              bool expected;
+              bool actual;
+              if (dims == 2) {
+                expected =
+                    ReferenceWithin2d(in.x(), in.y(), n, in.cx, in.cy, t);
+                actual =
+                    kernels.any_within_2d(in.x(), in.y(), n, in.cx, in.cy, t);
+              } else {
+                expected = ReferenceWithin3d(in.x(), in.y(), in.z(), n, in.cx,
+                                             in.cy, in.cz, t);
+                actual = kernels.any_within_3d(in.x(), in.y(), in.z(), n, in.cx,
+                                               in.cy, in.cz, t);
+              }
+              ASSERT_EQ(actual, expected)
+                  << dims << "D n " << n << " trial " << trial << " threshold "
+                  << t << (with_nans ? " with NaNs" : "");
+              (expected ? trues : falses) += 1;
+            }
+          }
+        }
+      }
+    }
+    // Both answers are well represented.
+    EXPECT_GT(trues, 1000);
+    EXPECT_GT(falses, 1000);
+  }
+}
+
+TEST(SimdTest, KernelsSeeAPointInEveryPosition) {
+  // Only point i is near the query; every other one is far. Catches a
+  // kernel that skips the tail or the first vector.
+  for (SimdLevel level : LevelsToCompare()) {
+    SCOPED_TRACE(SimdLevelName(level));
+    const SimdKernels& kernels = KernelsFor(level);
+    for (std::size_t n : kSizes) {
+      for (std::size_t i = 0; i < n; ++i) {
+        std::vector<double> xs(n + 2, 100.0);
+        std::vector<double> ys(n + 2, 100.0);
+        std::vector<double> zs(n + 2, 100.0);
+        xs[i + 1] = 0.5;
+        ys[i + 1] = 0.5;
+        zs[i + 1] = 0.5;
+        EXPECT_TRUE(kernels.any_within_2d(xs.data() + 1, ys.data() + 1, n, 0.5,
+                                          0.5, 1e-6))
+            << "n " << n << " i " << i;
+        EXPECT_TRUE(kernels.any_within_3d(xs.data() + 1, ys.data() + 1,
+                                          zs.data() + 1, n, 0.5, 0.5, 0.5,
+                                          1e-6))
+            << "n " << n << " i " << i;
+      }
+    }
+  }
+}
+
+TEST(SimdTest, KernelsIgnoreValuesPastN) {
+  for (SimdLevel level : LevelsToCompare()) {
+    SCOPED_TRACE(SimdLevelName(level));
+    const SimdKernels& kernels = KernelsFor(level);
+    for (std::size_t n : kSizes) {
+      // Far points up to n, a point right on the query just past it.
+      std::vector<double> xs(n + 1, 100.0);
+      std::vector<double> ys(n + 1, 100.0);
+      std::vector<double> zs(n + 1, 100.0);
+      xs[n] = ys[n] = zs[n] = 0;
+      EXPECT_FALSE(kernels.any_within_2d(xs.data(), ys.data(), n, 0, 0, 1.0))
+          << "n " << n;
+      EXPECT_FALSE(kernels.any_within_3d(xs.data(), ys.data(), zs.data(), n, 0,
+                                         0, 0, 1.0))
+          << "n " << n;
+    }
+  }
+}
+
+TEST(SimdTest, KernelsTreatNaNPointsAsFarAway) {
+  for (SimdLevel level : LevelsToCompare()) {
+    SCOPED_TRACE(SimdLevelName(level));
+    const SimdKernels& kernels = KernelsFor(level);
+    for (std::size_t n : kSizes) {
+      if (n == 0) continue;
+      std::vector<double> xs(n, kNaN);
+      std::vector<double> ys(n, 0.0);
+      std::vector<double> zs(n, 0.0);
+      EXPECT_FALSE(kernels.any_within_2d(xs.data(), ys.data(), n, 0, 0, 1.0))
+          << "n " << n;
+      EXPECT_FALSE(kernels.any_within_3d(xs.data(), ys.data(), zs.data(), n, 0,
+                                         0, 0, 1.0))
+          << "n " << n;
+      // One real close point among the NaNs still counts.
+      xs[n - 1] = 0;
+      EXPECT_TRUE(kernels.any_within_2d(xs.data(), ys.data(), n, 0, 0, 1.0))
+          << "n " << n;
+      EXPECT_TRUE(kernels.any_within_3d(xs.data(), ys.data(), zs.data(), n, 0,
+                                        0, 0, 1.0))
+          << "n " << n;
+    }
+  }
+}
+
+TEST(SimdTest, KernelsUseStrictlyBelow) {
+  // 3-4-5 and 1-2-2-3: squared distances 25 and 9 are exact.
+  const double xs[] = {3, 1};
+  const double ys[] = {4, 2};
+  const double zs[] = {100, 2};
+  for (SimdLevel level : LevelsToCompare()) {
+    SCOPED_TRACE(SimdLevelName(level));
+    const SimdKernels& kernels = KernelsFor(level);
+    EXPECT_FALSE(kernels.any_within_2d(xs, ys, 1, 0, 0, 25));
+    EXPECT_TRUE(
+        kernels.any_within_2d(xs, ys, 1, 0, 0, std::nextafter(25.0, 26.0)));
+    EXPECT_FALSE(kernels.any_within_3d(xs + 1, ys + 1, zs + 1, 1, 0, 0, 0, 9));
+    EXPECT_TRUE(kernels.any_within_3d(xs + 1, ys + 1, zs + 1, 1, 0, 0, 0,
+                                      std::nextafter(9.0, 10.0)));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Whole runs: every path gives the scalar path's points, bit for bit.
+
+struct Config {
+  const char* name;
+  int dims;
+  Method method;
+  double radius;
+};
+
+class SimdRunTest : public ::testing::TestWithParam<Config> {};
+
+TEST_P(SimdRunTest, EveryLevelGivesTheScalarPoints) {
+  const Config& config = GetParam();
+  absl::StatusOr<Box> box = Box::Create(config.dims, {0, 0, 0}, {1, 1, 1});
+  ASSERT_TRUE(box.ok()) << box.status();
+  SamplerOptions options;
+  options.method = config.method;
+  options.radius = config.radius;
+  options.seed = 2024;
+  options.simd = SimdLevel::kScalar;
+  absl::StatusOr<Sampler> scalar = Sampler::Create(*box, options);
+  ASSERT_TRUE(scalar.ok()) << scalar.status();
+  const PointSet reference = Collect(*scalar);
+  ASSERT_TRUE(reference.status.ok()) << reference.status;
+  ASSERT_GT(reference.size(), 1000u);
+  const std::uint64_t reference_digest = Digest(reference);
+
+  for (SimdLevel level : LevelsToCompare()) {
+    SCOPED_TRACE(SimdLevelName(level));
+    options.simd = level;
+    absl::StatusOr<Sampler> sampler = Sampler::Create(*box, options);
+    ASSERT_TRUE(sampler.ok()) << sampler.status();
+    const PointSet points = Collect(*sampler);
+    ASSERT_TRUE(points.status.ok()) << points.status;
+    ASSERT_EQ(points.size(), reference.size());
+    const std::vector<std::uint64_t> a = Bits(reference.coords);
+    const std::vector<std::uint64_t> b = Bits(points.coords);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i], b[i]) << "first difference at coordinate " << i;
+    }
+    EXPECT_EQ(Digest(points), reference_digest);
+  }
+}
+
+const Config kRunConfigs[] = {
+    {"Dense2D", 2, Method::kPoissonDense, 0.01},
+    {"Classic2D", 2, Method::kPoissonClassic, 0.01},
+    {"Dense3D", 3, Method::kPoissonDense, 0.06},
+    {"Classic3D", 3, Method::kPoissonClassic, 0.06},
+};
+
+// Names the case in test names and failure messages.
+void PrintTo(const Config& config, std::ostream* os) { *os << config.name; }
+
+std::string ConfigName(const ::testing::TestParamInfo<Config>& info) {
+  return info.param.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPackings, SimdRunTest,
+                         ::testing::ValuesIn(kRunConfigs), ConfigName);
+
+}  // namespace
+}  // namespace scatter::sampler
