@@ -73,16 +73,15 @@ int Main() {
     coords.insert(coords.end(), batch.coords.begin(), batch.coords.end());
     return true;
   });
-  const double seconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (!status.ok()) {
     std::fprintf(stderr, "scatter_demo: %s\n", status.ToString().c_str());
     return 1;
   }
   const std::uint64_t n = coords.size() / static_cast<std::size_t>(dims);
-  std::printf("scatter demo (algorithm_version %u)\n",
-              s::kAlgorithmVersion);
+  std::printf("scatter demo (algorithm_version %u)\n", s::kAlgorithmVersion);
   std::printf("  method        %s, %dD unit %s, seed %llu\n",
               s::MethodName(options.method), dims,
               dims == 2 ? "square" : "cube",

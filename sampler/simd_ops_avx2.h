@@ -14,11 +14,15 @@
 namespace scatter::sampler::internal {
 
 struct Avx2Ops {
+  // Lists are short (8 to 50 points), and where the conflict sits is
+  // unpredictable, so lanes are OR-ed over 16 points before one branch:
+  // fewer mispredictions than leaving at the first hit.
   static bool AnyWithin2d(const double* xs, const double* ys, std::size_t n,
                           double cx, double cy, double t) {
     const __m256d vcx = _mm256_set1_pd(cx);
     const __m256d vcy = _mm256_set1_pd(cy);
     const __m256d vt = _mm256_set1_pd(t);
+    __m256d hit = _mm256_setzero_pd();
     std::size_t j = 0;
     for (; j + 4 <= n; j += 4) {
       const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(xs + j), vcx);
@@ -26,10 +30,10 @@ struct Avx2Ops {
       const __m256d d2 =
           _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
       // Each lane is its own yes/no; OR-ing them does not depend on order.
-      if (_mm256_movemask_pd(_mm256_cmp_pd(d2, vt, _CMP_LT_OQ)) != 0) {
-        return true;
-      }
+      hit = _mm256_or_pd(hit, _mm256_cmp_pd(d2, vt, _CMP_LT_OQ));
+      if ((j & 12) == 12 && _mm256_movemask_pd(hit) != 0) return true;
     }
+    if (_mm256_movemask_pd(hit) != 0) return true;
     return ScalarOps::AnyWithin2d(xs + j, ys + j, n - j, cx, cy, t);
   }
 
@@ -40,6 +44,7 @@ struct Avx2Ops {
     const __m256d vcy = _mm256_set1_pd(cy);
     const __m256d vcz = _mm256_set1_pd(cz);
     const __m256d vt = _mm256_set1_pd(t);
+    __m256d hit = _mm256_setzero_pd();
     std::size_t j = 0;
     for (; j + 4 <= n; j += 4) {
       const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(xs + j), vcx);
@@ -48,10 +53,10 @@ struct Avx2Ops {
       const __m256d d2 = _mm256_add_pd(
           _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
           _mm256_mul_pd(dz, dz));
-      if (_mm256_movemask_pd(_mm256_cmp_pd(d2, vt, _CMP_LT_OQ)) != 0) {
-        return true;
-      }
+      hit = _mm256_or_pd(hit, _mm256_cmp_pd(d2, vt, _CMP_LT_OQ));
+      if ((j & 12) == 12 && _mm256_movemask_pd(hit) != 0) return true;
     }
+    if (_mm256_movemask_pd(hit) != 0) return true;
     return ScalarOps::AnyWithin3d(xs + j, ys + j, zs + j, n - j, cx, cy, cz, t);
   }
 };
