@@ -905,24 +905,60 @@ struct GoldenCase {
   const char* name;
   int dims;
   Method method;
-  double radius;
+  double
+      param;  // Radius (Poisson), cell size (jittered grid), count (uniform).
   std::uint64_t digest;
 };
 
+SamplerOptions GoldenOptions(const GoldenCase& golden) {
+  SamplerOptions options;
+  options.method = golden.method;
+  options.seed = 42;
+  switch (golden.method) {
+    case Method::kPoissonDense:
+    case Method::kPoissonClassic:
+      options.radius = golden.param;
+      break;
+    case Method::kJitteredGrid:
+      options.cell_size = golden.param;
+      break;
+    case Method::kUniform:
+      options.count = static_cast<std::uint64_t>(golden.param);
+      break;
+  }
+  return options;
+}
+
+const char* MethodEnumName(Method method) {
+  switch (method) {
+    case Method::kPoissonDense:
+      return "kPoissonDense";
+    case Method::kPoissonClassic:
+      return "kPoissonClassic";
+    case Method::kJitteredGrid:
+      return "kJitteredGrid";
+    case Method::kUniform:
+      return "kUniform";
+  }
+  return "?";
+}
+
 // The algorithm's output for version kAlgorithmVersion, pinned bit for bit
 // (count, coordinates, radii, layers and ids; see Digest in point_set.h).
-// These literals must be equal in every build preset (dev, release, tsan)
-// and on every machine. Change them only together with a bump of
-// kAlgorithmVersion in sampler/version.h.
-//
-// TODO(lead): the algorithm is not frozen yet; the zeros are placeholders.
-// On failure the test prints the actual values ready to paste here.
+// These literals must be equal in every build preset (dev, release, tsan),
+// on every SIMD path and on every machine. Change them only together with a
+// bump of kAlgorithmVersion in sampler/version.h.
 constexpr std::uint32_t kGoldenVersion = 1;
 const GoldenCase kGoldenCases[] = {
-    {"dense 2D r=0.05", 2, Method::kPoissonDense, 0.05, 0x0ULL},
-    {"classic 2D r=0.05", 2, Method::kPoissonClassic, 0.05, 0x0ULL},
-    {"dense 3D r=0.15", 3, Method::kPoissonDense, 0.15, 0x0ULL},
-    {"classic 3D r=0.15", 3, Method::kPoissonClassic, 0.15, 0x0ULL},
+    {"dense 2D r=0.05", 2, Method::kPoissonDense, 0.05, 0xd7cf773c2f9149cdULL},
+    {"classic 2D r=0.05", 2, Method::kPoissonClassic, 0.05,
+     0x77e56faaa76ef46dULL},
+    {"dense 3D r=0.15", 3, Method::kPoissonDense, 0.15, 0x4574b63d27a25ed2ULL},
+    {"classic 3D r=0.15", 3, Method::kPoissonClassic, 0.15,
+     0x1aa708f09b03365fULL},
+    {"jittered 2D cell=0.05", 2, Method::kJitteredGrid, 0.05,
+     0x3f9adcf1fd7bdf7cULL},
+    {"uniform 3D count=500", 3, Method::kUniform, 500, 0x21be022b37a0f033ULL},
 };
 
 TEST(SamplerTest, GoldenDigestsPinTheAlgorithm) {
@@ -931,22 +967,22 @@ TEST(SamplerTest, GoldenDigestsPinTheAlgorithm) {
   std::string actual_table;
   bool all_match = true;
   for (const GoldenCase& golden : kGoldenCases) {
-    SamplerOptions options;
-    options.method = golden.method;
-    options.radius = golden.radius;
-    options.seed = 42;
-    const PointSet points = RunToEnd(UnitBox(golden.dims), options);
-    const std::uint64_t digest = Digest(points);
-    EXPECT_EQ(digest, golden.digest)
-        << golden.name << ": " << points.size() << " points, digest "
-        << absl::StrFormat("0x%016xULL", digest);
-    all_match = all_match && digest == golden.digest;
-    absl::StrAppendFormat(
-        &actual_table, "    {\"%s\", %d, Method::%s, %g, 0x%016xULL},\n",
-        golden.name, golden.dims,
-        golden.method == Method::kPoissonDense ? "kPoissonDense"
-                                               : "kPoissonClassic",
-        golden.radius, digest);
+    for (SimdLevel level : SupportedSimdLevels()) {
+      SamplerOptions options = GoldenOptions(golden);
+      options.simd = level;
+      const PointSet points = RunToEnd(UnitBox(golden.dims), options);
+      const std::uint64_t digest = Digest(points);
+      EXPECT_EQ(digest, golden.digest)
+          << golden.name << " (" << SimdLevelName(level)
+          << "): " << points.size() << " points, digest "
+          << absl::StrFormat("0x%016xULL", digest);
+      if (level != SimdLevel::kScalar) continue;
+      all_match = all_match && digest == golden.digest;
+      absl::StrAppendFormat(
+          &actual_table, "    {\"%s\", %d, Method::%s, %g, 0x%016xULL},\n",
+          golden.name, golden.dims, MethodEnumName(golden.method), golden.param,
+          digest);
+    }
   }
   if (!all_match) {
     std::printf("Actual golden digests for kAlgorithmVersion %u:\n%s",
