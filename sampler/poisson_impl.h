@@ -39,9 +39,16 @@
 #include "absl/status/status.h"
 #include "sampler/batch_writer.h"
 #include "sampler/box.h"
+#include "sampler/cover_stencil.h"
 #include "sampler/directions.h"
 #include "sampler/rng.h"
 #include "sampler/sampler.h"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define SCATTER_ALWAYS_INLINE __attribute__((always_inline)) inline
+#else
+#define SCATTER_ALWAYS_INLINE inline
+#endif
 
 namespace scatter::sampler::internal {
 namespace {
@@ -232,6 +239,10 @@ class PoissonRun {
   // bound is shrunk a little so rounding can only leave a covered piece
   // unmarked, never mark an uncovered one.
   void MarkCovered(const double* p) {
+    if constexpr (D == 2) {
+      MarkCoveredByStencil(p);
+      return;
+    }
     const double h = cell_ / 2;
     const double inv_h = 2 * inv_cell_;
     const double r2 = r_ * r_ * (1 - 1e-9);
@@ -268,6 +279,42 @@ class PoissonRun {
               static_cast<std::uint8_t>(1u << (yz_bits | (hx & 1)));
         }
       }
+    }
+  }
+
+  // MarkCovered in 2D, from the precomputed stencils (cover_stencil.h).
+  void MarkCoveredByStencil(const double* p) {
+    const CoverStencil2d& stencil = *stencil_;
+    constexpr int kQ = CoverStencil2d::kClasses;
+    std::int64_t cell[2];
+    int half[2];
+    int cls[2];
+    for (int a = 0; a < 2; ++a) {
+      const double f = (p[a] - lo_[a]) * (2 * inv_cell_);
+      const auto h = static_cast<std::int64_t>(f);  // f >= 0: p is inside.
+      const int q = static_cast<int>((f - static_cast<double>(h)) * kQ);
+      cls[a] = q < 0 ? 0 : (q >= kQ ? kQ - 1 : q);
+      cell[a] = h >> 1;
+      half[a] = static_cast<int>(h & 1);
+    }
+    const std::size_t k = static_cast<std::size_t>(
+        (((half[1] * 2 + half[0]) * kQ + cls[1]) * kQ) + cls[0]);
+    const CoverStencil2d::Entry* e = &stencil.entries[stencil.begin[k]];
+    const CoverStencil2d::Entry* end = &stencil.entries[stencil.begin[k + 1]];
+    const std::int64_t reach = stencil.reach;
+    const bool interior = cell[0] >= reach && cell[0] + reach < n_[0] &&
+                          cell[1] >= reach && cell[1] + reach < n_[1];
+    const std::int64_t base =
+        cell[0] + cell[1] * static_cast<std::int64_t>(stride_[1]);
+    for (; e != end; ++e) {
+      if (!interior) {
+        const std::int64_t x = cell[0] + e->dx;
+        const std::int64_t y = cell[1] + e->dy;
+        if (x < 0 || x >= n_[0] || y < 0 || y >= n_[1]) continue;
+      }
+      cover_[static_cast<std::uint64_t>(
+          base + e->dx + e->dy * static_cast<std::int64_t>(stride_[1]))] |=
+          e->mask;
     }
   }
 
@@ -366,7 +413,7 @@ class PoissonRun {
   // Tests a candidate and accepts it when it is inside and clear. Returns
   // whether it was accepted. Polls the stop predicate now and then; when
   // the run must end, sets halt_ and the caller unwinds.
-  bool TryCandidate(const double* c) {
+  SCATTER_ALWAYS_INLINE bool TryCandidate(const double* c) {
     if (++since_poll_ == kPollEvery) {
       since_poll_ = 0;
       if (stop_()) Halt(absl::CancelledError("sampling stopped by the caller"));
@@ -795,6 +842,7 @@ class PoissonRun {
   // Per cell, one bit per half-cell (2^D of them) that a single disk
   // covers whole; the 8 spare bytes let FillGaps read 8 at a time.
   std::vector<std::uint8_t> cover_;
+  const CoverStencil2d* stencil_ = &CoverStencil2d::Get();
 
   std::vector<double> list_[D];  // The gathered neighbourhood, SoA.
   std::vector<double> far_[D];   // Scratch for Gather's partition.
