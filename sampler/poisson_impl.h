@@ -134,7 +134,7 @@ class PoissonRun {
     grid_.assign(cells_ * D, std::numeric_limits<double>::quiet_NaN());
     // One spare word so BitRun may always read the word after.
     occupied_.assign(cells_ / 64 + 2, 0);
-    cover_.assign(cells_ + 8, 0);
+    if (fill_gaps_) cover_.assign(cells_ + 8, 0);
     BuildOffsets();
     // One point per cell in the window around an active point bounds the
     // list, accepted candidates included (they land in empty window cells).
@@ -227,7 +227,7 @@ class PoissonRun {
     assert(!Occupied(c));
     for (int a = 0; a < D; ++a) grid_[c * D + a] = p[a];
     SetBit(&occupied_, c);
-    MarkCovered(p);
+    if (fill_gaps_) MarkCovered(p);
     active_.push_back({c, next_index_++});
     if (!out_->Add(p, r_)) Halt(out_->StopStatus());
   }
@@ -418,28 +418,12 @@ class PoissonRun {
       since_poll_ = 0;
       if (stop_()) Halt(absl::CancelledError("sampling stopped by the caller"));
     }
-    if (!(interior_ || Inside(c)) || InCoveredHalfCell(c) || Conflicts(c)) {
+    if (!(interior_ || Inside(c)) || Conflicts(c)) {
       return false;
     }
     AppendToList(c);
     Accept(c);
     return true;
-  }
-
-  // Whether c (inside the box) lies in a half-cell that one disk covers
-  // whole: then it conflicts for sure, and one byte says so instead of a
-  // distance test against the whole list. Most candidates die here.
-  bool InCoveredHalfCell(const double* c) const {
-    std::uint64_t cell = 0;
-    unsigned bit = 0;
-    for (int a = 0; a < D; ++a) {
-      const double f = (c[a] - lo_[a]) * (2 * inv_cell_);
-      const double last = static_cast<double>(2 * n_[a] - 1);
-      const auto h = static_cast<std::uint64_t>(f < last ? f : last);
-      cell += (h >> 1) * stride_[a];
-      bit |= static_cast<unsigned>(h & 1) << a;
-    }
-    return ((cover_[cell] >> bit) & 1) != 0;
   }
 
   void Halt(absl::Status status) {
