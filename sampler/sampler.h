@@ -38,31 +38,38 @@ struct SamplerOptions {
   // Poisson methods: no two points closer than this, in the box's units.
   // Smaller radii give more points: about 0.7 / r^2 per unit area in 2D.
   double radius = 1;
-  // Poisson methods: candidates per active point. 0 picks the method's usual
-  // value (30 classic, 12 dense). More attempts pack tighter and run slower.
+  // Poisson methods: candidates per active point, 1 to 1024; 0 picks the
+  // method's usual value (30 classic, 12 dense). More attempts pack tighter
+  // and run slower. Classic: a point stays active until k candidates in a
+  // row fail. Dense: k evenly stepped directions, tried once.
   int max_attempts = 0;
   // Dense packing: candidates sit at radius * (1 + dense_epsilon) from their
-  // parent. Smaller packs tighter; it must stay well above 1e-12 so rounding
-  // can never bring a candidate inside the radius of its parent.
+  // parent; in [1e-10, 1]. Smaller packs tighter; the floor keeps rounding
+  // from ever bringing a candidate inside the radius of its parent.
   double dense_epsilon = 1e-7;
-  // Poisson methods: after the active list empties, find every place still
-  // uncovered and seed it, so the set is maximal (DESIGN.md, Maximal fill).
-  // Turning it off is only for measuring what Bridson alone leaves behind.
+  // Poisson methods: after the active list empties, scan every cell and
+  // seed each place still uncovered, growing Bridson from it, so the set is
+  // maximal (DESIGN.md, Maximal fill) down to pieces 1/64 of a cell wide in
+  // 2D and 1/16 in 3D. The run starts from the scan as well (the first seed
+  // is the first cell's), so output with the fill off is not a prefix of
+  // output with it on. Turning it off is for measuring Bridson alone.
   bool fill_gaps = true;
-  // Jittered grid: the side of a grid cell. Must be > 0.
+  // Jittered grid: the side of a grid cell, finite and > 0.
   double cell_size = 0;
-  // Uniform: how many points.
+  // Uniform: how many points, >= 1.
   std::uint64_t count = 0;
 
   std::uint64_t seed = 0;         // Same inputs and seed, same points.
   std::uint32_t layer = 0;        // Keys the random streams and the point ids.
   std::size_t batch_size = 4096;  // Points per sink call, 1 to 1 << 20.
 
-  // Refuse (ResourceExhausted) a run whose acceleration grid needs more
-  // bytes than this, before allocating it.
+  // Refuse (ResourceExhausted) a run whose acceleration grid (coordinates,
+  // occupancy bits and coverage bytes, about 40 bytes per point in 2D)
+  // needs more bytes than this, before allocating it.
   std::uint64_t max_memory_bytes = std::uint64_t{1} << 30;
   // Refuse (ResourceExhausted) a run expected to produce more points than
-  // this, before starting it.
+  // this, before starting it; and end a run that reaches it with
+  // ResourceExhausted, after the sink has received exactly this many.
   std::uint64_t max_points = std::uint64_t{1} << 32;
 
   // Which compiled SIMD path to run. Every path gives bit-identical points;
@@ -100,8 +107,9 @@ class Sampler {
                                         const SamplerOptions& options);
 
   // OK when the box is filled; Cancelled if the sink returned false or `stop`
-  // returned true. `stop` is polled inside every long loop, every few
-  // thousand candidates at most. Points arrive in generation order.
+  // returned true; ResourceExhausted when max_points was reached. `stop` is
+  // polled inside every long loop: every 4096 candidates, and every few
+  // thousand cells of the gap scan. Points arrive in generation order.
   absl::Status Run(BatchSink sink, absl::FunctionRef<bool()> stop) const;
   // The same, never stopped from outside.
   absl::Status Run(BatchSink sink) const {
