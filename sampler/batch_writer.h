@@ -17,11 +17,7 @@ namespace scatter::sampler::internal {
 
 // PointId() in two steps, so a run hashes (seed, layer) once.
 inline std::uint64_t PointIdKey(std::uint64_t seed, std::uint32_t layer) {
-  StreamKey key;
-  key.seed = seed;
-  key.layer = layer;
-  key.purpose = Purpose::kPointId;
-  return key.Hash();
+  return StreamKey::Of(seed, layer, Purpose::kPointId);
 }
 
 inline std::uint64_t PointIdFromKey(std::uint64_t key, const double* coords,

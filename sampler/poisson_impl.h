@@ -94,13 +94,9 @@ class PoissonRun {
         min_d2_(options.radius * options.radius * (1 + kDistanceSlack)),
         cell_(CellSide(options.radius, D)),
         inv_cell_(1 / cell_) {
-    StreamKey key;
-    key.seed = options.seed;
-    key.layer = options.layer;
-    key.purpose = Purpose::kCandidates;
-    candidate_key_ = key.Hash();
-    key.purpose = Purpose::kGapFill;
-    gap_key_ = key.Hash();
+    candidate_key_ =
+        StreamKey::Of(options.seed, options.layer, Purpose::kCandidates);
+    gap_key_ = StreamKey::Of(options.seed, options.layer, Purpose::kGapFill);
 
     cells_ = 1;
     for (int a = 0; a < D; ++a) {

@@ -43,6 +43,16 @@ struct StreamKey {
   std::int64_t tile_y = 0;
   Purpose purpose = Purpose::kCandidates;
 
+  // The key of an untiled run's stream, the common case.
+  static std::uint64_t Of(std::uint64_t seed, std::uint32_t layer,
+                          Purpose purpose) {
+    StreamKey key;
+    key.seed = seed;
+    key.layer = layer;
+    key.purpose = purpose;
+    return key.Hash();
+  }
+
   std::uint64_t Hash() const {
     std::uint64_t k = Combine(0x5ca77e5ca77e0001ULL, seed);
     k = Combine(k, layer);

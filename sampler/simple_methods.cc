@@ -19,11 +19,8 @@ absl::Status Stopped(const char* who) {
 
 absl::Status RunUniform(const Box& box, const SamplerOptions& options,
                         BatchWriter* out, absl::FunctionRef<bool()> stop) {
-  StreamKey key;
-  key.seed = options.seed;
-  key.layer = options.layer;
-  key.purpose = Purpose::kUniform;
-  const std::uint64_t root = key.Hash();
+  const std::uint64_t root =
+      StreamKey::Of(options.seed, options.layer, Purpose::kUniform);
   const int dims = box.dims();
   double p[3] = {0, 0, 0};
   for (std::uint64_t i = 0; i < options.count; ++i) {
@@ -50,11 +47,8 @@ double JitteredCellCount(const Box& box, double cell_size) {
 
 absl::Status RunJitteredGrid(const Box& box, const SamplerOptions& options,
                              BatchWriter* out, absl::FunctionRef<bool()> stop) {
-  StreamKey key;
-  key.seed = options.seed;
-  key.layer = options.layer;
-  key.purpose = Purpose::kJitter;
-  const std::uint64_t root = key.Hash();
+  const std::uint64_t root =
+      StreamKey::Of(options.seed, options.layer, Purpose::kJitter);
   const int dims = box.dims();
   const double s = options.cell_size;
   std::uint64_t n[3] = {1, 1, 1};
