@@ -1,0 +1,38 @@
+#ifndef SCATTER_SAMPLER_SPECTRUM_H_
+#define SCATTER_SAMPLER_SPECTRUM_H_
+
+// The spectral quality measure of DESIGN.md for 2D point sets: the
+// periodogram P(f) = |sum_j exp(-2 pi i f.x_j)|^2 / N at integer frequencies
+// f (in cycles per box side, x scaled to the unit square), averaged over
+// rings |f| in [k - 1/2, k + 1/2), and the anisotropy of each ring (variance
+// over mean^2, in dB). Blue noise has little power at low frequencies and a
+// peak near the mean point spacing; an isotropic set has anisotropy near
+// 0 dB in every ring (a single periodogram is exponentially distributed, so
+// its variance equals its squared mean), while lattice-like order or
+// seams show as rings of high anisotropy.
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "sampler/box.h"
+
+namespace scatter::sampler {
+
+struct RadialSpectrum {
+  // Index k: ring k (k = 0 is unused). Power is 1 for white noise.
+  std::vector<double> power;
+  std::vector<double> anisotropy_db;
+  std::vector<int> samples;  // Frequencies averaged in each ring.
+};
+
+// Rings 1 .. max_frequency. Costs N * max_frequency^2 complex products.
+// InvalidArgument unless box is 2D, coords holds whole points, and
+// max_frequency is in [1, 1024].
+absl::StatusOr<RadialSpectrum> MeasureSpectrum(absl::Span<const double> coords,
+                                               const Box& box,
+                                               int max_frequency);
+
+}  // namespace scatter::sampler
+
+#endif  // SCATTER_SAMPLER_SPECTRUM_H_
