@@ -134,12 +134,13 @@ class PoissonRun {
     BuildOffsets();
     // One point per cell in the window around an active point bounds the
     // list, accepted candidates included (they land in empty window cells).
-    // Gather writes one past its count, hence the + 1.
+    // Gather writes one past its count, and the list is padded to a
+    // multiple of 4.
     std::size_t window = 0;
     for (const RowRun& run : gather_runs_) {
       window += static_cast<std::size_t>(run.x1 - run.x0 + 1);
     }
-    for (auto& column : list_) column.resize(window + 1);
+    for (auto& column : list_) column.resize(window + 4);
     for (auto& column : far_) column.resize(window + 1);
     const std::size_t gap_window = static_cast<std::size_t>(std::pow(5, D));
     for (auto& level : gap_lists_) level.resize(gap_window * D);
@@ -330,15 +331,16 @@ class PoissonRun {
     return i + (static_cast<double>(i) < v);
   }
 
-  // Collects every point within gather_bound_ of p into list_, those
-  // within `near_bound_` first: candidates mostly die on those, so the
-  // kernel's early exit comes sooner.
+  // Collects every point within gather_bound_ of p into list_. In 3D,
+  // where lists run to 30-60 points, those within `near_bound_` come first:
+  // candidates mostly die on those, and the kernel checks for a hit every
+  // 16 points. 2D lists are shorter than that, so order does not matter.
   void Gather(const double* p) {
     std::int64_t idx[D];
     for (int a = 0; a < D; ++a)
       idx[a] = static_cast<std::int64_t>(AxisCell(a, p[a]));
     const double b2 = gather_bound_ * gather_bound_;
-    const double near2 = near_bound_ * near_bound_;
+    const double near2 = D == 3 ? near_bound_ * near_bound_ : b2;
     std::size_t n_near = 0;
     std::size_t n_far = 0;
     double* near[D];
@@ -373,36 +375,51 @@ class PoissonRun {
           const double d = q[a] - p[a];
           d2 += d * d;
         }
-        // Branch-free two-way partition: write to both, advance one.
+        // Branch-free: write, then advance the count that applies.
         const bool is_near = d2 < near2;
-        const bool is_far = !is_near && d2 < b2;
-        for (int a = 0; a < D; ++a) {
-          near[a][n_near] = q[a];
-          far[a][n_far] = q[a];
-        }
+        for (int a = 0; a < D; ++a) near[a][n_near] = q[a];
         n_near += is_near;
-        n_far += is_far;
+        if constexpr (D == 3) {
+          for (int a = 0; a < D; ++a) far[a][n_far] = q[a];
+          n_far += !is_near && d2 < b2;
+        }
       }
     }
-    for (int a = 0; a < D; ++a) {
-      std::copy(far[a], far[a] + n_far, near[a] + n_near);
+    if constexpr (D == 3) {
+      for (int a = 0; a < D; ++a) {
+        std::copy(far[a], far[a] + n_far, near[a] + n_near);
+      }
     }
     list_size_ = n_near + n_far;
+    PadList();
+  }
+
+  // The kernels run over whole groups of 4; the slots past the list hold
+  // NaN, which is never closer than anything.
+  void PadList() {
+    for (int a = 0; a < D; ++a) {
+      for (std::size_t j = 0; j < 3; ++j) {
+        list_[a][list_size_ + j] = std::numeric_limits<double>::quiet_NaN();
+      }
+    }
   }
 
   void AppendToList(const double* q) {
-    assert(list_size_ < list_[0].size());
+    assert(list_size_ + 3 < list_[0].size());
     for (int a = 0; a < D; ++a) list_[a][list_size_] = q[a];
     ++list_size_;
+    PadList();
   }
+
+  std::size_t Padded() const { return (list_size_ + 3) & ~std::size_t{3}; }
 
   bool Conflicts(const double* c) const {
     if constexpr (D == 2) {
-      return Ops::AnyWithin2d(list_[0].data(), list_[1].data(), list_size_,
-                              c[0], c[1], min_d2_);
+      return Ops::AnyWithin2d(list_[0].data(), list_[1].data(), Padded(), c[0],
+                              c[1], min_d2_);
     } else {
       return Ops::AnyWithin3d(list_[0].data(), list_[1].data(), list_[2].data(),
-                              list_size_, c[0], c[1], c[2], min_d2_);
+                              Padded(), c[0], c[1], c[2], min_d2_);
     }
   }
 
