@@ -363,6 +363,20 @@ class PoissonRun {
           std::min<std::int64_t>(n_[0] - 1, idx[0] + run.x1);
       if (x0 > x1) continue;
       const std::uint64_t start = static_cast<std::uint64_t>(base + x0);
+      if constexpr (D == 2) {
+        // 2D rows are at most 7 cells, a third of them occupied: reading
+        // every cell (NaN when empty, never within the bound) costs fewer
+        // cycles than a bit scan whose loop exit mispredicts on every row.
+        const double* q = &grid_[start * D];
+        for (std::int64_t x = x0; x <= x1; ++x, q += D) {
+          const double dx = q[0] - p[0];
+          const double dy = q[1] - p[1];
+          near[0][n_near] = q[0];
+          near[1][n_near] = q[1];
+          n_near += dx * dx + dy * dy < b2;
+        }
+        continue;
+      }
       std::uint64_t bits =
           BitRun(occupied_, start, static_cast<unsigned>(x1 - x0 + 1));
       while (bits != 0) {
