@@ -143,7 +143,8 @@ class PoissonRun {
     for (auto& column : list_) column.resize(window + 4);
     for (auto& column : far_) column.resize(window + 1);
     const std::size_t gap_window = static_cast<std::size_t>(std::pow(5, D));
-    for (auto& level : gap_lists_) level.resize(gap_window * D);
+    // + 1: GatherAroundCell writes one past its count.
+    for (auto& level : gap_lists_) level.resize((gap_window + 1) * D);
 
     if (!fill_gaps_) {
       // Bridson alone: one seed in the first cell, grown until the active
@@ -680,11 +681,12 @@ class PoissonRun {
   // Squared distance from q to the box [b0, b1].
   static double DistToBox2(const double* q, const double* b0,
                            const double* b1) {
+    // max() rather than branches: which side a point lies on is a coin
+    // flip. Same values as the branches, sign of zero included once
+    // squared.
     double d2 = 0;
     for (int a = 0; a < D; ++a) {
-      double d = 0;
-      if (q[a] < b0[a]) d = b0[a] - q[a];
-      if (q[a] > b1[a]) d = q[a] - b1[a];
+      const double d = std::max(std::max(b0[a] - q[a], q[a] - b1[a]), 0.0);
       d2 += d * d;
     }
     return d2;
@@ -720,14 +722,12 @@ class PoissonRun {
         const std::uint64_t row =
             (D == 3 ? static_cast<std::uint64_t>(z) * stride_[2] : 0) +
             static_cast<std::uint64_t>(y) * stride_[1];
-        for (std::int64_t x = lo[0]; x <= hi[0]; ++x) {
-          const std::uint64_t cell = row + static_cast<std::uint64_t>(x);
-          if (!Occupied(cell)) continue;
-          const double* q = &grid_[cell * D];
-          if (DistToBox2(q, b0, b1) < min_d2_) {
-            for (int a = 0; a < D; ++a) list[n * D + a] = q[a];
-            ++n;
-          }
+        // Every cell is read: an empty one holds NaN, whose distance is
+        // never below the bound. Branch-free append.
+        const double* q = &grid_[(row + static_cast<std::uint64_t>(lo[0])) * D];
+        for (std::int64_t x = lo[0]; x <= hi[0]; ++x, q += D) {
+          for (int a = 0; a < D; ++a) list[n * D + a] = q[a];
+          n += DistToBox2(q, b0, b1) < min_d2_;
         }
       }
     }
