@@ -25,8 +25,10 @@ struct MinDistanceReport {
 };
 
 // All pairs closer than `radius` among `coords` (dims values per point).
-// InvalidArgument when dims is not 2/3, coords.size() is not a multiple of
-// dims, or radius is not finite and > 0.
+// Points with a NaN or infinite coordinate are skipped: under the exact
+// test they are never closer than the radius to anything. InvalidArgument
+// when dims is not 2/3, coords.size() is not a multiple of dims, or radius
+// is not finite and > 0.
 absl::StatusOr<MinDistanceReport> CheckMinDistance(
     absl::Span<const double> coords, int dims, double radius);
 
@@ -43,7 +45,8 @@ struct CoverageReport {
 // Maximality by probes: `probes` points uniform in `box`, drawn from
 // `probe_seed` (use one independent of the sampler's seed); a probe is
 // covered when some sample lies at distance < radius. Probe density is
-// probes / box.Measure(). InvalidArgument on bad dims/radius as above.
+// probes / box.Measure(). Non-finite samples are skipped (they cover
+// nothing). InvalidArgument on bad dims/radius as above.
 absl::StatusOr<CoverageReport> MeasureCoverage(absl::Span<const double> coords,
                                                const Box& box, double radius,
                                                std::uint64_t probes,
@@ -51,7 +54,8 @@ absl::StatusOr<CoverageReport> MeasureCoverage(absl::Span<const double> coords,
 
 // Lagae & Dutre's relative radius rho = radius / r_max, with
 // r_max = sqrt(2A / (sqrt(3) N)) in 2D (hexagonal packing) and
-// r_max = (sqrt(2) V / N)^(1/3) in 3D (FCC). 0 when n == 0.
+// r_max = (sqrt(2) V / N)^(1/3) in 3D (FCC). 0 when n == 0. dims must be
+// 2 or 3 (a caller bug otherwise: asserted, not reported).
 double RelativeRadius(std::uint64_t n, double measure, int dims, double radius);
 
 }  // namespace scatter::sampler
