@@ -128,8 +128,9 @@ class PoissonRun {
 
   absl::Status Run() {
     grid_.assign(cells_ * D, std::numeric_limits<double>::quiet_NaN());
-    // One spare word so BitRun may always read the word after.
-    occupied_.assign(cells_ / 64 + 2, 0);
+    // 3D gathers scan occupancy bits (one spare word so BitRun may always
+    // read the word after); 2D gathers read the grid itself.
+    if constexpr (D == 3) occupied_.assign(cells_ / 64 + 2, 0);
     if (fill_gaps_) cover_.assign(cells_ + 8, 0);
     BuildOffsets();
     // One point per cell in the window around an active point bounds the
@@ -141,7 +142,9 @@ class PoissonRun {
       window += static_cast<std::size_t>(run.x1 - run.x0 + 1);
     }
     for (auto& column : list_) column.resize(window + 4);
-    for (auto& column : far_) column.resize(window + 1);
+    if constexpr (D == 3) {
+      for (auto& column : far_) column.resize(window + 1);
+    }
     const std::size_t gap_window = static_cast<std::size_t>(std::pow(5, D));
     // + 1: GatherAroundCell writes one past its count.
     for (auto& level : gap_lists_) level.resize((gap_window + 1) * D);
@@ -194,10 +197,7 @@ class PoissonRun {
     return static_cast<std::uint64_t>(f < last ? f : last);
   }
 
-  bool Occupied(std::uint64_t c) const { return TestBit(occupied_, c); }
-  static bool TestBit(const std::vector<std::uint64_t>& bits, std::uint64_t i) {
-    return ((bits[i >> 6] >> (i & 63)) & 1) != 0;
-  }
+  bool Occupied(std::uint64_t c) const { return !std::isnan(grid_[c * D]); }
   static void SetBit(std::vector<std::uint64_t>* bits, std::uint64_t i) {
     (*bits)[i >> 6] |= std::uint64_t{1} << (i & 63);
   }
@@ -224,7 +224,7 @@ class PoissonRun {
     const std::uint64_t c = CellOf(p);
     assert(!Occupied(c));
     for (int a = 0; a < D; ++a) grid_[c * D + a] = p[a];
-    SetBit(&occupied_, c);
+    if constexpr (D == 3) SetBit(&occupied_, c);
     if (fill_gaps_) MarkCovered(p);
     active_.push_back({c, next_index_++});
     if (!out_->Add(p, r_)) Halt(out_->StopStatus());
@@ -856,7 +856,7 @@ class PoissonRun {
   const CoverStencil2d* stencil_ = &CoverStencil2d::Get();
 
   std::vector<double> list_[D];  // The gathered neighbourhood, SoA.
-  std::vector<double> far_[D];   // Scratch for Gather's partition.
+  std::vector<double> far_[D];   // Scratch for Gather's 3D partition.
   std::size_t list_size_ = 0;
   // Per recursion level of FindUncovered, interleaved coordinates.
   std::vector<double> gap_lists_[std::max(kMaxGapDepth2d, kMaxGapDepth3d) + 1];
