@@ -23,8 +23,11 @@ if [[ $(id -u) -ne 0 ]]; then
   sudo=(sudo)
 fi
 export DEBIAN_FRONTEND=noninteractive
-# A fresh machine may have empty package lists; refresh them only when the
-# install cannot find what it needs.
+# A fresh image may have no package lists at all: fetch them first. Lists
+# that exist but are stale are refreshed only when the install fails.
+if ! compgen -G '/var/lib/apt/lists/*_Packages' >/dev/null; then
+  "${sudo[@]}" apt-get update </dev/null
+fi
 if ! "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}" </dev/null; then
   "${sudo[@]}" apt-get update </dev/null
   "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}" </dev/null
