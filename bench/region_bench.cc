@@ -1,0 +1,88 @@
+// Point-in-region cost: the inside test a region adds to every candidate.
+//   ./build/release/bench/region_bench
+
+#include <cmath>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "sampler/box.h"
+#include "sampler/region.h"
+#include "sampler/rng.h"
+
+namespace scatter::sampler {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// A wobbly ring of n vertices around (cx, cy); clockwise for holes.
+Ring Star(double cx, double cy, double r_min, double r_max, int n,
+          std::uint64_t seed, bool clockwise) {
+  Ring ring;
+  CounterRng rng(seed);
+  for (int k = 0; k < n; ++k) {
+    const double t = 2 * kPi * k / n * (clockwise ? -1 : 1);
+    const double r = r_min + (r_max - r_min) * rng.Uniform01();
+    ring.push_back({cx + r * std::cos(t), cy + r * std::sin(t)});
+  }
+  return ring;
+}
+
+// Queries at random points of the region's bounds, as candidates would be.
+void RunQueries(benchmark::State& state, const Region& region) {
+  const Box& b = region.bounds();
+  std::vector<double> points;
+  CounterRng rng(1);
+  for (int i = 0; i < 1 << 16; ++i) {
+    points.push_back(b.min(0) + rng.Uniform01() * b.extent(0));
+    points.push_back(b.min(1) + rng.Uniform01() * b.extent(1));
+  }
+  std::size_t inside = 0;
+  std::size_t i = 0;
+  for (auto _ : state) {
+    inside += region.Contains(&points[i]);
+    i = (i + 2) & ((2 << 16) - 1);
+  }
+  benchmark::DoNotOptimize(inside);
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_BoxContains(benchmark::State& state) {
+  RunQueries(state, Region::FromBox(
+                        *Box::Create(2, {-1000, -1000, 0}, {1000, 1000, 0})));
+}
+BENCHMARK(BM_BoxContains);
+
+// A 10 000-vertex outer ring with 20 lakes of 100 vertices (12 000 edges).
+void BM_PolygonContains(benchmark::State& state) {
+  std::vector<Ring> rings = {Star(0, 0, 900, 1000, 10000, 5, false)};
+  for (int h = 0; h < 20; ++h) {
+    const double t = 2 * kPi * h / 20;
+    rings.push_back(
+        Star(500 * std::cos(t), 500 * std::sin(t), 40, 80, 100, 100 + h, true));
+  }
+  absl::StatusOr<Region> region = Region::Polygons(rings);
+  if (!region.ok()) {
+    state.SkipWithError(region.status().ToString().c_str());
+    return;
+  }
+  RunQueries(state, *region);
+}
+BENCHMARK(BM_PolygonContains);
+
+void BM_PolygonBuild(benchmark::State& state) {
+  std::vector<Ring> rings = {
+      Star(0, 0, 900, 1000, static_cast<int>(state.range(0)), 5, false)};
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(Region::Polygons(rings));
+  }
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_PolygonBuild)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace scatter::sampler
+
+BENCHMARK_MAIN();

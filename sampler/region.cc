@@ -1,0 +1,319 @@
+#include "sampler/region.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace scatter::sampler {
+namespace internal {
+
+// Polygons indexed for point-in-polygon queries. A uniform grid over the
+// bounds lists, per cell, the edges that touch it, and stores the winding
+// number at the cell's centre. A query starts from its cell's centre and
+// adds the signed crossings of the segment centre -> p, which can only meet
+// edges listed in that cell: a few edges whatever the polygon's size.
+class PolygonIndex {
+ public:
+  PolygonIndex(std::vector<std::array<double, 4>> edges, FillRule rule,
+               const Box& bounds)
+      : rule_(rule), edges_(std::move(edges)) {
+    x0_ = bounds.min(0);
+    y0_ = bounds.min(1);
+    const double w = bounds.extent(0);
+    const double h = bounds.extent(1);
+    // About two cells per edge keeps lists short and the grid small.
+    const double target = std::clamp(2.0 * static_cast<double>(edges_.size()),
+                                     1.0, static_cast<double>(kMaxCells));
+    gx_ = std::clamp<std::int64_t>(
+        static_cast<std::int64_t>(std::ceil(std::sqrt(target * w / h))), 1,
+        kMaxCells);
+    gy_ = std::clamp<std::int64_t>(
+        static_cast<std::int64_t>(std::ceil(target / static_cast<double>(gx_))),
+        1, kMaxCells / gx_);
+    cw_ = w / static_cast<double>(gx_);
+    ch_ = h / static_cast<double>(gy_);
+    BuildCellLists();
+    BuildCentreWindings();
+  }
+
+  bool Contains(double px, double py) const {
+    const std::int64_t i = Clamp((px - x0_) / cw_, gx_);
+    const std::int64_t j = Clamp((py - y0_) / ch_, gy_);
+    const std::size_t cell = static_cast<std::size_t>(j * gx_ + i);
+    const double cx = x0_ + (static_cast<double>(i) + 0.5) * cw_;
+    const double cy = y0_ + (static_cast<double>(j) + 0.5) * ch_;
+    int winding = centre_winding_[cell];
+    for (std::uint32_t k = cell_begin_[cell]; k < cell_begin_[cell + 1]; ++k) {
+      const std::array<double, 4>& e = edges_[cell_edges_[k]];
+      // The edge's ends on either side of the line c -> p (an end on the
+      // line counts as the left side, so an edge chain through a vertex on
+      // the line is counted once) ...
+      const bool a_left = Orient(cx, cy, px, py, e[0], e[1]) >= 0;
+      const bool b_left = Orient(cx, cy, px, py, e[2], e[3]) >= 0;
+      if (a_left == b_left) continue;
+      // ... and c and p on either side of the edge.
+      const bool c_left = Orient(e[0], e[1], e[2], e[3], cx, cy) > 0;
+      const bool p_left = Orient(e[0], e[1], e[2], e[3], px, py) > 0;
+      if (c_left == p_left) continue;
+      // Stepping onto an edge's left side steps into a counter-clockwise
+      // ring: winding + 1.
+      winding += p_left ? 1 : -1;
+    }
+    return rule_ == FillRule::kEvenOdd ? (winding & 1) != 0 : winding != 0;
+  }
+
+ private:
+  static constexpr std::int64_t kMaxCells = std::int64_t{1} << 22;
+
+  static double Orient(double ax, double ay, double bx, double by, double cx,
+                       double cy) {
+    return (bx - ax) * (cy - ay) - (by - ay) * (cx - ax);
+  }
+
+  static std::int64_t Clamp(double f, std::int64_t n) {
+    if (!(f > 0)) return 0;
+    const double last = static_cast<double>(n - 1);
+    return static_cast<std::int64_t>(f < last ? f : last);
+  }
+
+  // Whether segment e meets the cell rectangle grown by a hair on each side
+  // (Liang-Barsky clipping): listing an edge in one cell too many costs a
+  // test; missing one would give a wrong answer.
+  bool SegmentTouchesCell(const std::array<double, 4>& e, std::int64_t i,
+                          std::int64_t j) const {
+    const double mx = cw_ * 1e-9;
+    const double my = ch_ * 1e-9;
+    const double xmin = x0_ + static_cast<double>(i) * cw_ - mx;
+    const double xmax = x0_ + static_cast<double>(i + 1) * cw_ + mx;
+    const double ymin = y0_ + static_cast<double>(j) * ch_ - my;
+    const double ymax = y0_ + static_cast<double>(j + 1) * ch_ + my;
+    double t0 = 0;
+    double t1 = 1;
+    const double dx = e[2] - e[0];
+    const double dy = e[3] - e[1];
+    const double p[4] = {-dx, dx, -dy, dy};
+    const double q[4] = {e[0] - xmin, xmax - e[0], e[1] - ymin, ymax - e[1]};
+    for (int k = 0; k < 4; ++k) {
+      if (p[k] == 0) {
+        if (q[k] < 0) return false;
+        continue;
+      }
+      const double t = q[k] / p[k];
+      if (p[k] < 0) {
+        t0 = std::max(t0, t);
+      } else {
+        t1 = std::min(t1, t);
+      }
+      if (t0 > t1) return false;
+    }
+    return true;
+  }
+
+  void BuildCellLists() {
+    const std::size_t cells = static_cast<std::size_t>(gx_ * gy_);
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;  // cell, edge
+    pairs.reserve(edges_.size() * 3);
+    for (std::size_t k = 0; k < edges_.size(); ++k) {
+      const std::array<double, 4>& e = edges_[k];
+      const std::int64_t i0 =
+          Clamp((std::min(e[0], e[2]) - x0_) / cw_ - 1e-9, gx_);
+      const std::int64_t i1 =
+          Clamp((std::max(e[0], e[2]) - x0_) / cw_ + 1e-9, gx_);
+      const std::int64_t j0 =
+          Clamp((std::min(e[1], e[3]) - y0_) / ch_ - 1e-9, gy_);
+      const std::int64_t j1 =
+          Clamp((std::max(e[1], e[3]) - y0_) / ch_ + 1e-9, gy_);
+      for (std::int64_t j = j0; j <= j1; ++j) {
+        for (std::int64_t i = i0; i <= i1; ++i) {
+          if (SegmentTouchesCell(e, i, j)) {
+            pairs.emplace_back(static_cast<std::uint32_t>(j * gx_ + i),
+                               static_cast<std::uint32_t>(k));
+          }
+        }
+      }
+    }
+    cell_begin_.assign(cells + 1, 0);
+    for (const auto& [cell, edge] : pairs) ++cell_begin_[cell + 1];
+    for (std::size_t c = 0; c < cells; ++c)
+      cell_begin_[c + 1] += cell_begin_[c];
+    cell_edges_.resize(pairs.size());
+    std::vector<std::uint32_t> fill(cell_begin_.begin(), cell_begin_.end() - 1);
+    for (const auto& [cell, edge] : pairs) cell_edges_[fill[cell]++] = edge;
+  }
+
+  // The winding number at every cell centre, a row at a time: the signed
+  // crossings of the horizontal line through the centres, left of each
+  // centre (a downward edge to the left of a point winds it +1 with
+  // counter-clockwise outer rings). An edge counts for a line when one end
+  // is at or below it and the other above: the usual half-open rule, so a
+  // vertex on the line counts once.
+  void BuildCentreWindings() {
+    std::vector<std::vector<std::pair<double, int>>> rows(
+        static_cast<std::size_t>(gy_));
+    for (const std::array<double, 4>& e : edges_) {
+      const double ylo = std::min(e[1], e[3]);
+      const double yhi = std::max(e[1], e[3]);
+      const std::int64_t j0 = Clamp((ylo - y0_) / ch_ - 0.5 - 1, gy_);
+      const std::int64_t j1 = Clamp((yhi - y0_) / ch_ - 0.5 + 1, gy_);
+      for (std::int64_t j = j0; j <= j1; ++j) {
+        const double y = y0_ + (static_cast<double>(j) + 0.5) * ch_;
+        if ((e[1] <= y) == (e[3] <= y)) continue;
+        const double x = e[0] + (y - e[1]) * (e[2] - e[0]) / (e[3] - e[1]);
+        rows[static_cast<std::size_t>(j)].emplace_back(x, e[3] < e[1] ? 1 : -1);
+      }
+    }
+    centre_winding_.assign(static_cast<std::size_t>(gx_ * gy_), 0);
+    for (std::int64_t j = 0; j < gy_; ++j) {
+      auto& row = rows[static_cast<std::size_t>(j)];
+      std::sort(row.begin(), row.end());
+      int winding = 0;
+      std::size_t next = 0;
+      for (std::int64_t i = 0; i < gx_; ++i) {
+        const double x = x0_ + (static_cast<double>(i) + 0.5) * cw_;
+        while (next < row.size() && row[next].first < x) {
+          winding += row[next++].second;
+        }
+        centre_winding_[static_cast<std::size_t>(j * gx_ + i)] = winding;
+      }
+    }
+  }
+
+  FillRule rule_;
+  std::vector<std::array<double, 4>> edges_;  // ax, ay, bx, by.
+  double x0_ = 0, y0_ = 0, cw_ = 1, ch_ = 1;
+  std::int64_t gx_ = 1, gy_ = 1;
+  std::vector<std::uint32_t> cell_begin_;  // Per cell, into cell_edges_.
+  std::vector<std::uint32_t> cell_edges_;
+  std::vector<int> centre_winding_;
+};
+
+}  // namespace internal
+
+Region Region::FromBox(const Box& box) { return Region(Kind::kBox, box); }
+
+absl::StatusOr<Region> Region::Circle(double cx, double cy, double radius) {
+  absl::StatusOr<Region> ball = Sphere({cx, cy, 0}, radius);
+  if (!ball.ok()) return ball.status();
+  absl::StatusOr<Box> bounds = Box::Create(2, {cx - radius, cy - radius, 0},
+                                           {cx + radius, cy + radius, 0});
+  if (!bounds.ok()) return bounds.status();
+  Region region(Kind::kBall, *bounds);
+  region.center_ = {cx, cy, 0};
+  region.radius2_ = radius * radius;
+  return region;
+}
+
+absl::StatusOr<Region> Region::Sphere(const Vec& center, double radius) {
+  for (int a = 0; a < 3; ++a) {
+    if (!std::isfinite(center[a])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("center must be finite, got (", center[0], ", ",
+                       center[1], ", ", center[2], ")"));
+    }
+  }
+  if (!std::isfinite(radius) || !(radius > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("radius must be finite and > 0, got ", radius));
+  }
+  absl::StatusOr<Box> bounds = Box::Create(
+      3, {center[0] - radius, center[1] - radius, center[2] - radius},
+      {center[0] + radius, center[1] + radius, center[2] + radius});
+  if (!bounds.ok()) return bounds.status();
+  Region region(Kind::kBall, *bounds);
+  region.center_ = center;
+  region.radius2_ = radius * radius;
+  return region;
+}
+
+absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
+                                        FillRule rule,
+                                        std::size_t max_vertices) {
+  if (rings.empty()) {
+    return absl::InvalidArgumentError("rings must hold at least one ring");
+  }
+  std::size_t total = 0;
+  for (const Ring& ring : rings) total += ring.size();
+  if (total > max_vertices) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the rings hold ", total,
+        " vertices, over the limit max_vertices = ", max_vertices));
+  }
+  std::vector<std::array<double, 4>> edges;
+  edges.reserve(total);
+  double lo[2] = {HUGE_VAL, HUGE_VAL};
+  double hi[2] = {-HUGE_VAL, -HUGE_VAL};
+  for (std::size_t r = 0; r < rings.size(); ++r) {
+    // Distinct consecutive vertices; a closing repeat of the first is
+    // dropped too.
+    std::vector<std::array<double, 2>> v;
+    v.reserve(rings[r].size());
+    for (std::size_t k = 0; k < rings[r].size(); ++k) {
+      const std::array<double, 2>& p = rings[r][k];
+      if (!std::isfinite(p[0]) || !std::isfinite(p[1])) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "rings[", r, "][", k, "]: coordinates must be finite, got (", p[0],
+            ", ", p[1], ")"));
+      }
+      if (v.empty() || v.back() != p) v.push_back(p);
+    }
+    while (v.size() > 1 && v.back() == v.front()) v.pop_back();
+    if (v.size() < 3) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rings[", r,
+                       "]: a ring needs at least 3 distinct "
+                       "vertices, got ",
+                       v.size()));
+    }
+    double area2 = 0;  // Twice the signed area (shoelace).
+    for (std::size_t k = 0; k < v.size(); ++k) {
+      const std::array<double, 2>& a = v[k];
+      const std::array<double, 2>& b = v[(k + 1) % v.size()];
+      area2 += a[0] * b[1] - b[0] * a[1];
+      edges.push_back({a[0], a[1], b[0], b[1]});
+      for (int c = 0; c < 2; ++c) {
+        lo[c] = std::min(lo[c], a[c]);
+        hi[c] = std::max(hi[c], a[c]);
+      }
+    }
+    if (area2 == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rings[", r,
+                       "]: a ring must enclose a non-zero area "
+                       "(its vertices are collinear)"));
+    }
+  }
+  // Half-open bounds: nudge the maximum up so the rightmost and topmost
+  // vertices are inside them.
+  absl::StatusOr<Box> bounds = Box::Create(
+      2, {lo[0], lo[1], 0},
+      {std::nextafter(hi[0], HUGE_VAL), std::nextafter(hi[1], HUGE_VAL), 0});
+  if (!bounds.ok()) return bounds.status();
+  Region region(Kind::kPolygons, *bounds);
+  region.polygons_ = std::make_shared<const internal::PolygonIndex>(
+      std::move(edges), rule, *bounds);
+  return region;
+}
+
+bool Region::Contains(const double* p) const {
+  if (!bounds_.Contains(p)) return false;
+  switch (kind_) {
+    case Kind::kBox:
+      return true;
+    case Kind::kBall: {
+      double d2 = 0;
+      for (int a = 0; a < dims(); ++a) {
+        const double d = p[a] - center_[a];
+        d2 += d * d;
+      }
+      return d2 < radius2_;
+    }
+    case Kind::kPolygons:
+      return polygons_->Contains(p[0], p[1]);
+  }
+  return false;
+}
+
+}  // namespace scatter::sampler

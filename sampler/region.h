@@ -1,0 +1,76 @@
+#ifndef SCATTER_SAMPLER_REGION_H_
+#define SCATTER_SAMPLER_REGION_H_
+
+// Regions to fill: an axis-aligned box (2D/3D), a circle (2D), a sphere
+// (3D), or polygons with holes (2D). A Region that exists is valid; it is
+// immutable and cheap to copy (polygon data is shared), and Contains() may
+// be called from several threads at once.
+//
+// Not yet wired into Sampler: see the issue note for where it goes.
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "sampler/box.h"
+
+namespace scatter::sampler {
+
+// How overlapping rings combine. Even-odd (the default) needs no particular
+// ring orientation: a point is inside when a ray from it crosses the rings
+// an odd number of times, so holes are just more rings. Nonzero counts
+// signed crossings: holes must run opposite to their outer ring, and
+// overlapping outer rings of the same orientation merge.
+enum class FillRule { kEvenOdd, kNonZero };
+
+// A closed ring of 2D vertices; the last vertex connects back to the first
+// (repeating the first vertex at the end is allowed).
+using Ring = std::vector<std::array<double, 2>>;
+
+namespace internal {
+class PolygonIndex;
+}
+
+class Region {
+ public:
+  // The box itself.
+  static Region FromBox(const Box& box);
+  // InvalidArgument naming the field and the rule when the centre is not
+  // finite or the radius is not finite and > 0.
+  static absl::StatusOr<Region> Circle(double cx, double cy, double radius);
+  static absl::StatusOr<Region> Sphere(const Vec& center, double radius);
+  // Polygons with holes: any number of rings combined by `rule`.
+  // InvalidArgument naming the ring and vertex and the rule when a
+  // coordinate is not finite, a ring has fewer than 3 distinct vertices, a
+  // ring has zero area, or there are no rings. ResourceExhausted when the
+  // rings hold more than max_vertices vertices. Building costs O(vertices)
+  // time and memory; Contains() then tests a handful of edges, whatever the
+  // vertex count (a uniform grid of edge lists over the bounds).
+  static absl::StatusOr<Region> Polygons(
+      absl::Span<const Ring> rings, FillRule rule = FillRule::kEvenOdd,
+      std::size_t max_vertices = std::size_t{1} << 24);
+
+  int dims() const { return bounds_.dims(); }
+  // A box holding the whole region (half-open, like Box).
+  const Box& bounds() const { return bounds_; }
+  // Whether p (dims() coordinates) lies in the region. Points exactly on a
+  // polygon edge or a circle may go either way.
+  bool Contains(const double* p) const;
+
+ private:
+  enum class Kind { kBox, kBall, kPolygons };
+  Region(Kind kind, const Box& bounds) : kind_(kind), bounds_(bounds) {}
+
+  Kind kind_;
+  Box bounds_;
+  Vec center_ = {0, 0, 0};  // kBall.
+  double radius2_ = 0;      // kBall: radius squared.
+  std::shared_ptr<const internal::PolygonIndex> polygons_;  // kPolygons.
+};
+
+}  // namespace scatter::sampler
+
+#endif  // SCATTER_SAMPLER_REGION_H_

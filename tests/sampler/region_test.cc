@@ -1,0 +1,238 @@
+#include "sampler/region.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sampler/box.h"
+#include "sampler/rng.h"
+
+namespace scatter::sampler {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// The winding number of (x, y) by brute force over every edge (crossings of
+// the ray to +x, upward +1, downward -1), independent of the region's grid.
+int BruteWinding(const std::vector<Ring>& rings, double x, double y) {
+  int w = 0;
+  for (const Ring& ring : rings) {
+    for (std::size_t k = 0; k < ring.size(); ++k) {
+      const std::array<double, 2>& a = ring[k];
+      const std::array<double, 2>& b = ring[(k + 1) % ring.size()];
+      if ((a[1] <= y) == (b[1] <= y)) continue;
+      const double xi = a[0] + (y - a[1]) * (b[0] - a[0]) / (b[1] - a[1]);
+      if (xi > x) w += b[1] > a[1] ? 1 : -1;
+    }
+  }
+  return w;
+}
+
+bool BruteInside(const std::vector<Ring>& rings, FillRule rule, double x,
+                 double y) {
+  const int w = BruteWinding(rings, x, y);
+  return rule == FillRule::kEvenOdd ? (w & 1) != 0 : w != 0;
+}
+
+// A star-shaped ring around (cx, cy) with n vertices whose radius wobbles
+// between r_min and r_max, counter-clockwise unless `clockwise`.
+Ring Star(double cx, double cy, double r_min, double r_max, int n,
+          std::uint64_t seed, bool clockwise = false) {
+  Ring ring;
+  CounterRng rng(seed);
+  for (int k = 0; k < n; ++k) {
+    const double t = 2 * kPi * k / n * (clockwise ? -1 : 1);
+    const double r = r_min + (r_max - r_min) * rng.Uniform01();
+    ring.push_back({cx + r * std::cos(t), cy + r * std::sin(t)});
+  }
+  return ring;
+}
+
+Ring Square(double x0, double y0, double x1, double y1) {
+  return {{x0, y0}, {x1, y0}, {x1, y1}, {x0, y1}};
+}
+
+// Compares Contains() with the brute-force winding at `probes` random
+// points of the bounds. (A point exactly on an edge may go either way; a
+// random one never lands there.)
+void ExpectMatchesBruteForce(const std::vector<Ring>& rings, FillRule rule,
+                             int probes) {
+  absl::StatusOr<Region> region = Region::Polygons(rings, rule);
+  ASSERT_TRUE(region.ok()) << region.status();
+  const Box& b = region->bounds();
+  CounterRng rng(99);
+  int inside = 0;
+  for (int i = 0; i < probes; ++i) {
+    const double p[2] = {b.min(0) + rng.Uniform01() * b.extent(0),
+                         b.min(1) + rng.Uniform01() * b.extent(1)};
+    const bool expected = BruteInside(rings, rule, p[0], p[1]);
+    ASSERT_EQ(region->Contains(p), expected)
+        << "at (" << p[0] << ", " << p[1] << ")";
+    inside += expected;
+  }
+  // The probes saw both sides.
+  EXPECT_GT(inside, probes / 20);
+  EXPECT_LT(inside, probes - probes / 20);
+}
+
+TEST(RegionTest, BoxContainsWhatItsBoxContains) {
+  const Box box = *Box::Create(3, {0, 0, 0}, {1, 2, 3});
+  const Region region = Region::FromBox(box);
+  const double in[3] = {0.5, 1.5, 2.5};
+  const double out[3] = {0.5, 2.5, 2.5};
+  EXPECT_TRUE(region.Contains(in));
+  EXPECT_FALSE(region.Contains(out));
+  EXPECT_EQ(region.dims(), 3);
+}
+
+TEST(RegionTest, CircleAndSphereContainTheirInterior) {
+  absl::StatusOr<Region> circle = Region::Circle(1, 2, 0.5);
+  ASSERT_TRUE(circle.ok()) << circle.status();
+  const double c_in[2] = {1.3, 2.3};   // 0.424 from the centre.
+  const double c_out[2] = {1.4, 2.4};  // 0.566.
+  EXPECT_TRUE(circle->Contains(c_in));
+  EXPECT_FALSE(circle->Contains(c_out));
+  EXPECT_EQ(circle->dims(), 2);
+  absl::StatusOr<Region> sphere = Region::Sphere({0, 0, 0}, 1);
+  ASSERT_TRUE(sphere.ok()) << sphere.status();
+  const double s_in[3] = {0.5, 0.5, 0.5};   // 0.866.
+  const double s_out[3] = {0.6, 0.6, 0.6};  // 1.039.
+  EXPECT_TRUE(sphere->Contains(s_in));
+  EXPECT_FALSE(sphere->Contains(s_out));
+}
+
+TEST(RegionTest, SquareWithAHoleLeavesTheHoleOut) {
+  const std::vector<Ring> rings = {Square(0, 0, 10, 10), Square(4, 4, 6, 6)};
+  absl::StatusOr<Region> region = Region::Polygons(rings);
+  ASSERT_TRUE(region.ok()) << region.status();
+  const double solid[2] = {2, 2};
+  const double hole[2] = {5, 5};
+  const double outside[2] = {11, 5};
+  EXPECT_TRUE(region->Contains(solid));
+  EXPECT_FALSE(region->Contains(hole));
+  EXPECT_FALSE(region->Contains(outside));
+}
+
+TEST(RegionTest, FillRulesDifferWhereRingsOverlap) {
+  // Two counter-clockwise squares overlapping in [1, 2] x [0, 2]: winding 2
+  // there, inside by nonzero, outside by even-odd.
+  const std::vector<Ring> rings = {Square(0, 0, 2, 2), Square(1, 0, 3, 2)};
+  const double overlap[2] = {1.5, 1};
+  const double single[2] = {0.5, 1};
+  absl::StatusOr<Region> even_odd = Region::Polygons(rings, FillRule::kEvenOdd);
+  absl::StatusOr<Region> nonzero = Region::Polygons(rings, FillRule::kNonZero);
+  ASSERT_TRUE(even_odd.ok() && nonzero.ok());
+  EXPECT_FALSE(even_odd->Contains(overlap));
+  EXPECT_TRUE(nonzero->Contains(overlap));
+  EXPECT_TRUE(even_odd->Contains(single));
+  EXPECT_TRUE(nonzero->Contains(single));
+}
+
+TEST(RegionTest, NonZeroHolesRunOppositeToTheirRing) {
+  // A clockwise hole cancels the outer ring's winding; a counter-clockwise
+  // one adds to it.
+  Ring hole_cw = Square(4, 4, 6, 6);
+  std::reverse(hole_cw.begin(), hole_cw.end());
+  const double centre[2] = {5, 5};
+  absl::StatusOr<Region> with_hole =
+      Region::Polygons({Square(0, 0, 10, 10), hole_cw}, FillRule::kNonZero);
+  absl::StatusOr<Region> no_hole = Region::Polygons(
+      {Square(0, 0, 10, 10), Square(4, 4, 6, 6)}, FillRule::kNonZero);
+  ASSERT_TRUE(with_hole.ok() && no_hole.ok());
+  EXPECT_FALSE(with_hole->Contains(centre));
+  EXPECT_TRUE(no_hole->Contains(centre));
+}
+
+TEST(RegionTest, StarPolygonMatchesBruteForceWindingEverywhere) {
+  ExpectMatchesBruteForce({Star(0, 0, 3, 10, 500, 1)}, FillRule::kEvenOdd,
+                          20000);
+}
+
+TEST(RegionTest, ManyIslandsWithLakesMatchBruteForceInBothRules) {
+  // A coastline-like case: 12 islands of 300-900 vertices, each with a lake
+  // running the other way, and one island overlapping another.
+  std::vector<Ring> rings;
+  for (int i = 0; i < 12; ++i) {
+    const double cx = 30.0 * (i % 4);
+    const double cy = 30.0 * (i / 4);
+    rings.push_back(Star(cx, cy, 8, 14, 300 + 50 * i, 10 + i));
+    rings.push_back(Star(cx, cy, 2, 4, 60, 100 + i, /*clockwise=*/true));
+  }
+  rings.push_back(Star(15, 15, 5, 9, 400, 77));
+  ExpectMatchesBruteForce(rings, FillRule::kEvenOdd, 5000);
+  ExpectMatchesBruteForce(rings, FillRule::kNonZero, 5000);
+}
+
+TEST(RegionTest, TwentyThousandVerticesWithFiftyHolesWork) {
+  std::vector<Ring> rings = {Star(0, 0, 900, 1000, 20000, 5)};
+  for (int h = 0; h < 50; ++h) {
+    const double t = 2 * kPi * h / 50;
+    const double d = 150 + 10 * (h % 7) * 8;
+    rings.push_back(Star(d * std::cos(t), d * std::sin(t), 10, 20, 40, 200 + h,
+                         /*clockwise=*/true));
+  }
+  ExpectMatchesBruteForce(rings, FillRule::kEvenOdd, 5000);
+}
+
+TEST(RegionTest, RepeatedAndClosingVerticesAreAllowed) {
+  const std::vector<Ring> rings = {
+      {{0, 0}, {0, 0}, {4, 0}, {4, 4}, {0, 4}, {0, 0}}};
+  absl::StatusOr<Region> region = Region::Polygons(rings);
+  ASSERT_TRUE(region.ok()) << region.status();
+  const double in[2] = {2, 2};
+  EXPECT_TRUE(region->Contains(in));
+}
+
+TEST(RegionTest, BadGeometryIsInvalidArgumentNamingRingAndVertex) {
+  const double nan = std::nan("");
+  struct Case {
+    std::vector<Ring> rings;
+    const char* mentions;
+  };
+  const Case cases[] = {
+      {{}, "rings"},
+      {{Square(0, 0, 1, 1), {{0, 0}, {1, nan}, {1, 1}}}, "rings[1][1]"},
+      {{{{0, 0}, {1, 1}, {0, 0}}}, "rings[0]"},  // 2 distinct.
+      {{Square(0, 0, 1, 1), {{0, 0}, {1, 1}, {2, 2}}}, "rings[1]"},  // Line.
+      {{{{0, 0}, {HUGE_VAL, 0}, {1, 1}}}, "rings[0][1]"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<Region> region = Region::Polygons(c.rings);
+    ASSERT_FALSE(region.ok()) << c.mentions;
+    EXPECT_EQ(region.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(region.status().message().find(c.mentions), std::string::npos)
+        << region.status();
+  }
+  EXPECT_EQ(Region::Circle(0, 0, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Region::Circle(nan, 0, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Region::Sphere({0, 0, 0}, -1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RegionTest, TooManyVerticesIsResourceExhausted) {
+  absl::StatusOr<Region> region =
+      Region::Polygons({Star(0, 0, 1, 2, 100, 1)}, FillRule::kEvenOdd,
+                       /*max_vertices=*/99);
+  EXPECT_EQ(region.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(region.status().message().find("max_vertices"), std::string::npos);
+}
+
+TEST(RegionTest, CopiesShareThePolygonsAndAgree) {
+  absl::StatusOr<Region> region = Region::Polygons({Star(0, 0, 3, 10, 50, 2)});
+  ASSERT_TRUE(region.ok());
+  const Region copy = *region;
+  CounterRng rng(4);
+  for (int i = 0; i < 1000; ++i) {
+    const double p[2] = {-10 + 20 * rng.Uniform01(),
+                         -10 + 20 * rng.Uniform01()};
+    EXPECT_EQ(copy.Contains(p), region->Contains(p));
+  }
+}
+
+}  // namespace
+}  // namespace scatter::sampler
