@@ -19,23 +19,23 @@ double PoissonGridBytes(const Box& box, double radius) {
   return cells * (static_cast<double>(box.dims()) * sizeof(double) + 1.125);
 }
 
-absl::Status RunPoissonScalar(const Box& box, const SamplerOptions& options,
-                              BatchWriter* out,
+absl::Status RunPoissonScalar(const Region& region,
+                              const SamplerOptions& options, BatchWriter* out,
                               absl::FunctionRef<bool()> stop) {
-  if (box.dims() == 2) {
-    return PoissonRun<2, ScalarOps>(box, options, out, stop).Run();
+  if (region.dims() == 2) {
+    return PoissonRun<2, ScalarOps>(region, options, out, stop).Run();
   }
-  return PoissonRun<3, ScalarOps>(box, options, out, stop).Run();
+  return PoissonRun<3, ScalarOps>(region, options, out, stop).Run();
 }
 
-absl::Status RunPoisson(const Box& box, const SamplerOptions& options,
+absl::Status RunPoisson(const Region& region, const SamplerOptions& options,
                         BatchWriter* out, absl::FunctionRef<bool()> stop) {
 #if SCATTER_HAVE_AVX2_PATH
   if (ResolveSimdLevel(options.simd) == SimdLevel::kAvx2) {
-    return RunPoissonAvx2(box, options, out, stop);
+    return RunPoissonAvx2(region, options, out, stop);
   }
 #endif
-  return RunPoissonScalar(box, options, out, stop);
+  return RunPoissonScalar(region, options, out, stop);
 }
 
 }  // namespace scatter::sampler::internal

@@ -27,12 +27,12 @@
 
 namespace scatter::sampler::internal {
 
-absl::Status RunPoissonAvx2(const Box& box, const SamplerOptions& options,
+absl::Status RunPoissonAvx2(const Region& region, const SamplerOptions& options,
                             BatchWriter* out, absl::FunctionRef<bool()> stop) {
-  if (box.dims() == 2) {
-    return PoissonRun<2, Avx2Ops>(box, options, out, stop).Run();
+  if (region.dims() == 2) {
+    return PoissonRun<2, Avx2Ops>(region, options, out, stop).Run();
   }
-  return PoissonRun<3, Avx2Ops>(box, options, out, stop).Run();
+  return PoissonRun<3, Avx2Ops>(region, options, out, stop).Run();
 }
 
 }  // namespace scatter::sampler::internal

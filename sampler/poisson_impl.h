@@ -41,6 +41,7 @@
 #include "sampler/box.h"
 #include "sampler/cover_stencil.h"
 #include "sampler/directions.h"
+#include "sampler/region.h"
 #include "sampler/rng.h"
 #include "sampler/sampler.h"
 
@@ -83,9 +84,11 @@ double CellSide(double radius, int dims) {
 template <int D, class Ops>
 class PoissonRun {
  public:
-  PoissonRun(const Box& box, const SamplerOptions& options, BatchWriter* out,
-             absl::FunctionRef<bool()> stop)
-      : out_(out),
+  PoissonRun(const Region& region, const SamplerOptions& options,
+             BatchWriter* out, absl::FunctionRef<bool()> stop)
+      : region_(region),
+        box_only_(region.IsBox()),
+        out_(out),
         stop_(stop),
         dense_(options.method == Method::kPoissonDense),
         fill_gaps_(options.fill_gaps),
@@ -98,6 +101,7 @@ class PoissonRun {
         StreamKey::Of(options.seed, options.layer, Purpose::kCandidates);
     gap_key_ = StreamKey::Of(options.seed, options.layer, Purpose::kGapFill);
 
+    const Box& box = region.bounds();
     cells_ = 1;
     for (int a = 0; a < D; ++a) {
       lo_[a] = box.min(a);
@@ -150,10 +154,10 @@ class PoissonRun {
     for (auto& level : gap_lists_) level.resize((gap_window + 1) * D);
 
     if (!fill_gaps_) {
-      // Bridson alone: one seed in the first cell, grown until the active
-      // list is empty.
+      // Bridson alone: one seed, in the first cell that has a place inside
+      // the region, grown until the active list is empty.
       double p[D];
-      RandomPointInCell(0, p);
+      if (!FirstSeed(p)) return absl::OkStatus();  // No room in the region.
       return FinishGapPoint(p);
     }
     return FillGaps();
@@ -215,7 +219,7 @@ class PoissonRun {
     for (int a = 0; a < D; ++a) {
       if (!(p[a] >= lo_[a] && p[a] < hi_[a])) return false;
     }
-    return true;
+    return box_only_ || region_.Contains(p);
   }
 
   // Records an accepted point: grid, active list, output. Halts the run when
@@ -561,8 +565,9 @@ class PoissonRun {
       double p[D];
       for (int a = 0; a < D; ++a) p[a] = grid_[e.cell * D + a];
       Gather(p);
-      interior_ = true;
-      for (int a = 0; a < D; ++a) {
+      // Only a box region lets a whole neighbourhood skip the inside test.
+      interior_ = box_only_;
+      for (int a = 0; a < D && interior_; ++a) {
         interior_ &= p[a] - reach_ >= lo_[a] && p[a] + reach_ < hi_[a];
       }
       if (dense_) {
@@ -607,10 +612,21 @@ class PoissonRun {
     }
   }
 
-  void RandomPointInCell(std::uint64_t c, double* p) const {
-    double b0[D], b1[D];
-    CellBounds(c, b0, b1);
-    RandomPointIn(b0, b1, c, 0, p);
+  // A random place inside the region in the first cell that has one (a
+  // few tries per cell that meets the region); false when none is found.
+  bool FirstSeed(double* p) {
+    for (std::uint64_t c = 0; c < cells_; ++c) {
+      double b0[D], b1[D];
+      CellBounds(c, b0, b1);
+      if (!box_only_ && region_.Classify(b0, b1) == Region::Overlap::kOutside) {
+        continue;
+      }
+      for (std::uint64_t piece = 0; piece < 16; ++piece) {
+        RandomPointIn(b0, b1, c, piece, p);
+        if (Inside(p)) return true;
+      }
+    }
+    return false;
   }
 
   // Scans every cell in index order; a cell that still holds an uncovered
@@ -639,6 +655,9 @@ class PoissonRun {
       if (mask == kFull) continue;
       double u0[D], u1[D];
       UnclippedCellBounds(c, u0, u1);
+      if (!box_only_ && region_.Classify(u0, u1) == Region::Overlap::kOutside) {
+        continue;
+      }
       const std::size_t n = GatherAroundCell(c, u0, u1);
       // Only the half-cells no single disk covers need a look.
       double p[D];
@@ -659,7 +678,7 @@ class PoissonRun {
           empty |= !(c0[a] < c1[a]);
         }
         if (empty) continue;
-        found = FindUncovered(c0, c1, 1, n, c, 1 + child, p);
+        found = FindUncovered(c0, c1, 1, n, c, 1 + child, !box_only_, p);
       }
       if (found) {
         absl::Status s = FinishGapPoint(p);
@@ -743,7 +762,15 @@ class PoissonRun {
   // tests bound it.
   bool FindUncovered(const double* b0, const double* b1, int depth,
                      std::size_t n, std::uint64_t cell, std::uint64_t piece,
-                     double* p) {
+                     bool partial, double* p) {
+    // `partial`: the piece may reach outside the region; then a piece
+    // wholly outside has nothing to fill, and any place found must be
+    // inside.
+    if (partial) {
+      const Region::Overlap overlap = region_.Classify(b0, b1);
+      if (overlap == Region::Overlap::kOutside) return false;
+      partial = overlap == Region::Overlap::kPartial;
+    }
     const std::vector<double>& in = gap_lists_[depth - 1];
     std::vector<double>& kept = gap_lists_[depth];
     std::size_t m = 0;
@@ -754,16 +781,23 @@ class PoissonRun {
       for (int a = 0; a < D; ++a) kept[m * D + a] = q[a];
       ++m;
     }
-    if (m == 0) {
-      RandomPointIn(b0, b1, cell, piece, p);
-      return true;
-    }
     const int max_depth = D == 2 ? kMaxGapDepth2d : kMaxGapDepth3d;
+    if (m == 0) {
+      // No disk reaches the piece: any place in it that is in the region
+      // will do. A few random tries before splitting a piece that the
+      // region's edge crosses.
+      for (int attempt = 0; attempt < (partial ? 4 : 1); ++attempt) {
+        RandomPointIn(b0, b1, cell,
+                      piece + (static_cast<std::uint64_t>(attempt) << 56), p);
+        if (!partial || Inside(p)) return true;
+      }
+      if (depth == max_depth) return false;
+    }
     if (depth == max_depth) {
       // One random place decides. (Not the centre: grid-aligned points
       // would repeat across seeds and line up.)
       RandomPointIn(b0, b1, cell, piece, p);
-      return ClearOf(kept.data(), m, p);
+      return ClearOf(kept.data(), m, p) && (!partial || Inside(p));
     }
     double mid[D];
     for (int a = 0; a < D; ++a) mid[a] = b0[a] + (b1[a] - b0[a]) / 2;
@@ -776,7 +810,8 @@ class PoissonRun {
         c0[a] = upper ? mid[a] : b0[a];
         c1[a] = upper ? b1[a] : mid[a];
       }
-      if (FindUncovered(c0, c1, depth + 1, m, cell, (piece << D) + child, p)) {
+      if (FindUncovered(c0, c1, depth + 1, m, cell, (piece << D) + child,
+                        partial, p)) {
         return true;
       }
     }
@@ -806,6 +841,8 @@ class PoissonRun {
     std::uint64_t index;  // Generation index: keys the point's candidates.
   };
 
+  const Region& region_;
+  bool box_only_;  // The region is its bounds: no inside tests needed.
   BatchWriter* out_;
   absl::FunctionRef<bool()> stop_;
   bool dense_;

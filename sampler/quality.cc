@@ -282,9 +282,10 @@ MinDistanceReport MinDistance(const std::vector<double>& points,
 }
 
 template <int kDims>
-CoverageReport Coverage(const std::vector<double>& points, const Box& box,
+CoverageReport Coverage(const std::vector<double>& points, const Region& region,
                         double radius, std::uint64_t probes,
                         std::uint64_t probe_seed) {
+  const Box& box = region.bounds();
   std::array<double, 3> lo = {0, 0, 0};
   std::array<double, 3> hi = {0, 0, 0};
   for (int a = 0; a < kDims; ++a) {
@@ -305,12 +306,14 @@ CoverageReport Coverage(const std::vector<double>& points, const Box& box,
   CounterRng rng(Combine(Mix64(probe_seed), 0x70726f6265ULL));
   const double radius2 = radius * radius;
   CoverageReport report;
-  report.probes = probes;
   double p[kDims];
   for (std::uint64_t k = 0; k < probes; ++k) {
     for (int a = 0; a < kDims; ++a) {
       p[a] = box.min(a) + rng.Uniform01() * box.extent(a);
     }
+    // Probes fall uniformly in the bounds; only those in the region count.
+    if (!region.IsBox() && !region.Contains(p)) continue;
+    ++report.probes;
     const bool covered =
         grid.VisitNeighbours(p, [&](std::size_t begin, std::size_t end) {
           for (std::size_t j = begin; j < end; ++j) {
@@ -355,6 +358,16 @@ absl::StatusOr<CoverageReport> MeasureCoverage(absl::Span<const double> coords,
                                                const Box& box, double radius,
                                                std::uint64_t probes,
                                                std::uint64_t probe_seed) {
+  return MeasureCoverage(coords, Region::FromBox(box), radius, probes,
+                         probe_seed);
+}
+
+absl::StatusOr<CoverageReport> MeasureCoverage(absl::Span<const double> coords,
+                                               const Region& region,
+                                               double radius,
+                                               std::uint64_t probes,
+                                               std::uint64_t probe_seed) {
+  const Box& box = region.bounds();
   const int dims = box.dims();
   absl::Status status = CheckDimsAndRadius(dims, radius);
   if (!status.ok()) return status;
@@ -374,8 +387,8 @@ absl::StatusOr<CoverageReport> MeasureCoverage(absl::Span<const double> coords,
     }
     if (near) points.insert(points.end(), &coords[i], &coords[i] + dims);
   }
-  return dims == 2 ? Coverage<2>(points, box, radius, probes, probe_seed)
-                   : Coverage<3>(points, box, radius, probes, probe_seed);
+  return dims == 2 ? Coverage<2>(points, region, radius, probes, probe_seed)
+                   : Coverage<3>(points, region, radius, probes, probe_seed);
 }
 
 double RelativeRadius(std::uint64_t n, double measure, int dims,

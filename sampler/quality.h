@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "sampler/box.h"
+#include "sampler/region.h"
 
 namespace scatter::sampler {
 
@@ -49,6 +50,13 @@ struct CoverageReport {
 // nothing). InvalidArgument on bad dims/radius as above.
 absl::StatusOr<CoverageReport> MeasureCoverage(absl::Span<const double> coords,
                                                const Box& box, double radius,
+                                               std::uint64_t probes,
+                                               std::uint64_t probe_seed);
+// The same over a region: probes are thrown uniformly in its bounds, and
+// only those inside it are counted (CoverageReport::probes says how many).
+absl::StatusOr<CoverageReport> MeasureCoverage(absl::Span<const double> coords,
+                                               const Region& region,
+                                               double radius,
                                                std::uint64_t probes,
                                                std::uint64_t probe_seed);
 

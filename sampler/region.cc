@@ -35,13 +35,15 @@ class PolygonIndex {
         1, kMaxCells / gx_);
     cw_ = w / static_cast<double>(gx_);
     ch_ = h / static_cast<double>(gy_);
+    inv_cw_ = 1 / cw_;
+    inv_ch_ = 1 / ch_;
     BuildCellLists();
     BuildCentreWindings();
   }
 
   bool Contains(double px, double py) const {
-    const std::int64_t i = Clamp((px - x0_) / cw_, gx_);
-    const std::int64_t j = Clamp((py - y0_) / ch_, gy_);
+    const std::int64_t i = Clamp((px - x0_) * inv_cw_, gx_);
+    const std::int64_t j = Clamp((py - y0_) * inv_ch_, gy_);
     const std::size_t cell = static_cast<std::size_t>(j * gx_ + i);
     const double cx = x0_ + (static_cast<double>(i) + 0.5) * cw_;
     const double cy = y0_ + (static_cast<double>(j) + 0.5) * ch_;
@@ -65,8 +67,36 @@ class PolygonIndex {
     return rule_ == FillRule::kEvenOdd ? (winding & 1) != 0 : winding != 0;
   }
 
+  // kInside / kOutside when no edge meets the box (then its centre tells
+  // the side); kPartial when one does, or when the box spans more than
+  // kMaxClassifyCells index cells.
+  Region::Overlap Classify(const double* lo, const double* hi) const {
+    const std::int64_t i0 = Clamp((lo[0] - x0_) * inv_cw_ - 1e-9, gx_);
+    const std::int64_t i1 = Clamp((hi[0] - x0_) * inv_cw_ + 1e-9, gx_);
+    const std::int64_t j0 = Clamp((lo[1] - y0_) * inv_ch_ - 1e-9, gy_);
+    const std::int64_t j1 = Clamp((hi[1] - y0_) * inv_ch_ + 1e-9, gy_);
+    if ((i1 - i0 + 1) * (j1 - j0 + 1) > kMaxClassifyCells) {
+      return Region::Overlap::kPartial;
+    }
+    for (std::int64_t j = j0; j <= j1; ++j) {
+      for (std::int64_t i = i0; i <= i1; ++i) {
+        const std::size_t cell = static_cast<std::size_t>(j * gx_ + i);
+        for (std::uint32_t k = cell_begin_[cell]; k < cell_begin_[cell + 1];
+             ++k) {
+          if (SegmentTouchesRect(edges_[cell_edges_[k]], lo[0], hi[0], lo[1],
+                                 hi[1])) {
+            return Region::Overlap::kPartial;
+          }
+        }
+      }
+    }
+    const bool in = Contains((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2);
+    return in ? Region::Overlap::kInside : Region::Overlap::kOutside;
+  }
+
  private:
   static constexpr std::int64_t kMaxCells = std::int64_t{1} << 22;
+  static constexpr std::int64_t kMaxClassifyCells = 64;
 
   static double Orient(double ax, double ay, double bx, double by, double cx,
                        double cy) {
@@ -79,17 +109,17 @@ class PolygonIndex {
     return static_cast<std::int64_t>(f < last ? f : last);
   }
 
-  // Whether segment e meets the cell rectangle grown by a hair on each side
-  // (Liang-Barsky clipping): listing an edge in one cell too many costs a
-  // test; missing one would give a wrong answer.
-  bool SegmentTouchesCell(const std::array<double, 4>& e, std::int64_t i,
-                          std::int64_t j) const {
-    const double mx = cw_ * 1e-9;
-    const double my = ch_ * 1e-9;
-    const double xmin = x0_ + static_cast<double>(i) * cw_ - mx;
-    const double xmax = x0_ + static_cast<double>(i + 1) * cw_ + mx;
-    const double ymin = y0_ + static_cast<double>(j) * ch_ - my;
-    const double ymax = y0_ + static_cast<double>(j + 1) * ch_ + my;
+  // Whether segment e meets the rectangle [xmin, xmax] x [ymin, ymax]
+  // grown by a hair on each side (Liang-Barsky clipping): a false yes costs
+  // a test or a split; a false no would give a wrong answer.
+  static bool SegmentTouchesRect(const std::array<double, 4>& e, double xmin,
+                                 double xmax, double ymin, double ymax) {
+    const double mx = (xmax - xmin) * 1e-9;
+    const double my = (ymax - ymin) * 1e-9;
+    xmin -= mx;
+    xmax += mx;
+    ymin -= my;
+    ymax += my;
     double t0 = 0;
     double t1 = 1;
     const double dx = e[2] - e[0];
@@ -110,6 +140,14 @@ class PolygonIndex {
       if (t0 > t1) return false;
     }
     return true;
+  }
+
+  bool SegmentTouchesCell(const std::array<double, 4>& e, std::int64_t i,
+                          std::int64_t j) const {
+    return SegmentTouchesRect(e, x0_ + static_cast<double>(i) * cw_,
+                              x0_ + static_cast<double>(i + 1) * cw_,
+                              y0_ + static_cast<double>(j) * ch_,
+                              y0_ + static_cast<double>(j + 1) * ch_);
   }
 
   void BuildCellLists() {
@@ -183,7 +221,7 @@ class PolygonIndex {
 
   FillRule rule_;
   std::vector<std::array<double, 4>> edges_;  // ax, ay, bx, by.
-  double x0_ = 0, y0_ = 0, cw_ = 1, ch_ = 1;
+  double x0_ = 0, y0_ = 0, cw_ = 1, ch_ = 1, inv_cw_ = 1, inv_ch_ = 1;
   std::int64_t gx_ = 1, gy_ = 1;
   std::vector<std::uint32_t> cell_begin_;  // Per cell, into cell_edges_.
   std::vector<std::uint32_t> cell_edges_;
@@ -295,6 +333,39 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
   region.polygons_ = std::make_shared<const internal::PolygonIndex>(
       std::move(edges), rule, *bounds);
   return region;
+}
+
+Region::Overlap Region::Classify(const double* lo, const double* hi) const {
+  for (int a = 0; a < dims(); ++a) {
+    if (hi[a] < bounds_.min(a) || lo[a] >= bounds_.max(a)) {
+      return Overlap::kOutside;
+    }
+  }
+  switch (kind_) {
+    case Kind::kBox: {
+      bool inside = true;
+      for (int a = 0; a < dims(); ++a) {
+        inside &= lo[a] >= bounds_.min(a) && hi[a] < bounds_.max(a);
+      }
+      return inside ? Overlap::kInside : Overlap::kPartial;
+    }
+    case Kind::kBall: {
+      double near2 = 0;
+      double far2 = 0;
+      for (int a = 0; a < dims(); ++a) {
+        const double n =
+            std::max(std::max(lo[a] - center_[a], center_[a] - hi[a]), 0.0);
+        const double f = std::max(center_[a] - lo[a], hi[a] - center_[a]);
+        near2 += n * n;
+        far2 += f * f;
+      }
+      if (near2 >= radius2_) return Overlap::kOutside;
+      return far2 < radius2_ ? Overlap::kInside : Overlap::kPartial;
+    }
+    case Kind::kPolygons:
+      return polygons_->Classify(lo, hi);
+  }
+  return Overlap::kPartial;
 }
 
 bool Region::Contains(const double* p) const {

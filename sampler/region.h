@@ -60,6 +60,15 @@ class Region {
   // polygon edge or a circle may go either way.
   bool Contains(const double* p) const;
 
+  // Whether the region is its bounding box (then Contains is the box test).
+  bool IsBox() const { return kind_ == Kind::kBox; }
+
+  // How the axis-aligned box [lo, hi] meets the region. kInside and
+  // kOutside are certain; kPartial may also be returned for a box that is
+  // in fact inside or outside (when telling would cost too much).
+  enum class Overlap { kInside, kOutside, kPartial };
+  Overlap Classify(const double* lo, const double* hi) const;
+
  private:
   enum class Kind { kBox, kBall, kPolygons };
   Region(Kind kind, const Box& bounds) : kind_(kind), bounds_(bounds) {}

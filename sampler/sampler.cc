@@ -77,8 +77,9 @@ const char* MethodName(Method method) {
   return "unknown";
 }
 
-absl::StatusOr<Sampler> Sampler::Create(const Box& box,
+absl::StatusOr<Sampler> Sampler::Create(const Region& region,
                                         const SamplerOptions& options) {
+  const Box& box = region.bounds();
   SamplerOptions o = options;
   if (o.batch_size < 1 || o.batch_size > kMaxBatchSize) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -130,19 +131,19 @@ absl::StatusOr<Sampler> Sampler::Create(const Box& box,
           "simd must be best, scalar or avx2, got ", static_cast<int>(o.simd)));
   }
   o.simd = ResolveSimdLevel(o.simd);
-  return Sampler(box, o);
+  return Sampler(region, o);
 }
 
 absl::Status Sampler::Run(BatchSink sink,
                           absl::FunctionRef<bool()> stop) const {
-  internal::BatchWriter out(box_.dims(), options_, sink);
+  internal::BatchWriter out(region_.dims(), options_, sink);
   absl::Status status;
   if (IsPoisson(options_.method)) {
-    status = internal::RunPoisson(box_, options_, &out, stop);
+    status = internal::RunPoisson(region_, options_, &out, stop);
   } else if (options_.method == Method::kUniform) {
-    status = internal::RunUniform(box_, options_, &out, stop);
+    status = internal::RunUniform(region_, options_, &out, stop);
   } else {
-    status = internal::RunJitteredGrid(box_, options_, &out, stop);
+    status = internal::RunJitteredGrid(region_, options_, &out, stop);
   }
   if (!status.ok()) {
     // Points made before a point cap still reach the sink, so the caller

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "sampler/box.h"
+#include "sampler/region.h"
 #include "sampler/simd.h"
 
 namespace scatter::sampler {
@@ -26,7 +27,7 @@ enum class Method {
   // stick out of the box drop their point when it falls outside. No minimum
   // distance.
   kJitteredGrid,
-  // `count` points uniform in the box. No minimum distance.
+  // `count` points uniform in the region. No minimum distance.
   kUniform,
 };
 
@@ -94,21 +95,28 @@ struct PointBatch {
 // Receives batches in generation order. Returning false stops the run.
 using BatchSink = absl::FunctionRef<bool(const PointBatch&)>;
 
-// Fills a box with points by one of the methods above. Immutable; Run() may
-// be called from several threads at once.
+// Fills a region with points by one of the methods above. Immutable; Run()
+// may be called from several threads at once.
 class Sampler {
  public:
+  // A box region: see Create(const Region&, ...).
+  static absl::StatusOr<Sampler> Create(const Box& box,
+                                        const SamplerOptions& options) {
+    return Create(Region::FromBox(box), options);
+  }
+
   // InvalidArgument naming the field and the rule when an option is out of
   // range (non-finite or <= 0 radius, max_attempts < 0, ...);
   // ResourceExhausted naming the limit when the run would need more memory
   // than max_memory_bytes or more points than max_points. Nothing large is
   // allocated before these checks.
-  static absl::StatusOr<Sampler> Create(const Box& box,
+  // Memory and point limits are judged on the region's bounding box.
+  static absl::StatusOr<Sampler> Create(const Region& region,
                                         const SamplerOptions& options);
 
-  // OK when the box is filled; Cancelled if the sink returned false or `stop`
-  // returned true; ResourceExhausted when max_points was reached. `stop` is
-  // polled inside every long loop: every 4096 candidates, and every few
+  // OK when the region is filled; Cancelled if the sink returned false or
+  // `stop` returned true; ResourceExhausted when max_points was reached. `stop`
+  // is polled inside every long loop: every 4096 candidates, and every few
   // thousand cells of the gap scan. Points arrive in generation order.
   absl::Status Run(BatchSink sink, absl::FunctionRef<bool()> stop) const;
   // The same, never stopped from outside.
@@ -116,14 +124,14 @@ class Sampler {
     return Run(sink, [] { return false; });
   }
 
-  const Box& box() const { return box_; }
+  const Region& region() const { return region_; }
   const SamplerOptions& options() const { return options_; }
 
  private:
-  Sampler(const Box& box, const SamplerOptions& options)
-      : box_(box), options_(options) {}
+  Sampler(const Region& region, const SamplerOptions& options)
+      : region_(region), options_(options) {}
 
-  Box box_;
+  Region region_;
   SamplerOptions options_;  // Defaults resolved: max_attempts > 0, simd set.
 };
 

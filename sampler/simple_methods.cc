@@ -17,21 +17,29 @@ absl::Status Stopped(const char* who) {
 
 }  // namespace
 
-absl::Status RunUniform(const Box& box, const SamplerOptions& options,
+absl::Status RunUniform(const Region& region, const SamplerOptions& options,
                         BatchWriter* out, absl::FunctionRef<bool()> stop) {
   const std::uint64_t root =
       StreamKey::Of(options.seed, options.layer, Purpose::kUniform);
+  const Box& box = region.bounds();
   const int dims = box.dims();
   double p[3] = {0, 0, 0};
+  std::uint64_t since_poll = 0;
   for (std::uint64_t i = 0; i < options.count; ++i) {
-    if (i % kPollEvery == kPollEvery - 1 && stop()) return Stopped("caller");
     // Point i has its own stream, so any prefix of the output is the same
-    // whatever the count.
+    // whatever the count. It is the first draw of that stream that lands in
+    // the region (in a box region, the first draw).
     CounterRng rng(Combine(root, i));
-    for (int a = 0; a < dims; ++a) {
-      p[a] = box.min(a) + rng.Uniform01() * box.extent(a);
-      if (!(p[a] < box.max(a))) p[a] = box.min(a);
-    }
+    do {
+      if (++since_poll == kPollEvery) {
+        since_poll = 0;
+        if (stop()) return Stopped("caller");
+      }
+      for (int a = 0; a < dims; ++a) {
+        p[a] = box.min(a) + rng.Uniform01() * box.extent(a);
+        if (!(p[a] < box.max(a))) p[a] = box.min(a);
+      }
+    } while (!region.IsBox() && !region.Contains(p));
     if (!out->Add(p, 0)) return out->StopStatus();
   }
   return absl::OkStatus();
@@ -45,8 +53,10 @@ double JitteredCellCount(const Box& box, double cell_size) {
   return cells;
 }
 
-absl::Status RunJitteredGrid(const Box& box, const SamplerOptions& options,
-                             BatchWriter* out, absl::FunctionRef<bool()> stop) {
+absl::Status RunJitteredGrid(const Region& region,
+                             const SamplerOptions& options, BatchWriter* out,
+                             absl::FunctionRef<bool()> stop) {
+  const Box& box = region.bounds();
   const std::uint64_t root =
       StreamKey::Of(options.seed, options.layer, Purpose::kJitter);
   const int dims = box.dims();
@@ -70,9 +80,9 @@ absl::Status RunJitteredGrid(const Box& box, const SamplerOptions& options,
           p[a] =
               box.min(a) + (static_cast<double>(idx[a]) + rng.Uniform01()) * s;
         }
-        // Cells that stick out of the box keep their point only when it
-        // lands inside, so the density stays uniform up to the edge.
-        if (!box.Contains(p)) continue;
+        // Cells that stick out of the region keep their point only when
+        // it lands inside, so the density stays uniform up to the edge.
+        if (!region.Contains(p)) continue;
         if (!out->Add(p, 0)) return out->StopStatus();
       }
     }
