@@ -565,10 +565,21 @@ class PoissonRun {
       double p[D];
       for (int a = 0; a < D; ++a) p[a] = grid_[e.cell * D + a];
       Gather(p);
-      // Only a box region lets a whole neighbourhood skip the inside test.
-      interior_ = box_only_;
-      for (int a = 0; a < D && interior_; ++a) {
+      // When every place a candidate can reach is inside, no candidate
+      // needs the inside test: a bounds check in a box region, one
+      // classification of the reach's box in any other (most points sit
+      // far from the region's edge).
+      interior_ = true;
+      for (int a = 0; a < D; ++a) {
         interior_ &= p[a] - reach_ >= lo_[a] && p[a] + reach_ < hi_[a];
+      }
+      if (interior_ && !box_only_) {
+        double r0[D], r1[D];
+        for (int a = 0; a < D; ++a) {
+          r0[a] = p[a] - reach_;
+          r1[a] = p[a] + reach_;
+        }
+        interior_ = region_.Classify(r0, r1) == Region::Overlap::kInside;
       }
       if (dense_) {
         VisitDense(p, e.index);
