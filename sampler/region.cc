@@ -24,8 +24,9 @@ class PolygonIndex {
     y0_ = bounds.min(1);
     const double w = bounds.extent(0);
     const double h = bounds.extent(1);
-    // About two cells per edge keeps lists short and the grid small.
-    const double target = std::clamp(2.0 * static_cast<double>(edges_.size()),
+    // About eight cells per edge: long, jagged edges (a coastline's) cross
+    // many cells, and smaller cells keep each list short.
+    const double target = std::clamp(8.0 * static_cast<double>(edges_.size()),
                                      1.0, static_cast<double>(kMaxCells));
     gx_ = std::clamp<std::int64_t>(
         static_cast<std::int64_t>(std::ceil(std::sqrt(target * w / h))), 1,
