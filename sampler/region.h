@@ -4,9 +4,7 @@
 // Regions to fill: an axis-aligned box (2D/3D), a circle (2D), a sphere
 // (3D), or polygons with holes (2D). A Region that exists is valid; it is
 // immutable and cheap to copy (polygon data is shared), and Contains() may
-// be called from several threads at once.
-//
-// Not yet wired into Sampler: see the issue note for where it goes.
+// be called from several threads at once. Sampler::Create takes one.
 
 #include <array>
 #include <cstddef>
