@@ -9,23 +9,23 @@
 #include "sampler/region.h"
 #include "sampler/rng.h"
 #include "sampler/sampler.h"
+#include "tests/sampler/shapes.h"
 
 namespace scatter::sampler {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
+using test::kPi;
+using test::Star;
 
-// A wobbly ring of n vertices around (cx, cy); clockwise for holes.
-Ring Star(double cx, double cy, double r_min, double r_max, int n,
-          std::uint64_t seed, bool clockwise) {
-  Ring ring;
-  CounterRng rng(seed);
-  for (int k = 0; k < n; ++k) {
-    const double t = 2 * kPi * k / n * (clockwise ? -1 : 1);
-    const double r = r_min + (r_max - r_min) * rng.Uniform01();
-    ring.push_back({cx + r * std::cos(t), cy + r * std::sin(t)});
+// A 10 000-vertex ring (radius 900-1000) with 20 lakes of 100 vertices.
+std::vector<Ring> Coast() {
+  std::vector<Ring> rings = {Star(0, 0, 900, 1000, 10000, 5, false)};
+  for (int h = 0; h < 20; ++h) {
+    const double t = 2 * kPi * h / 20;
+    rings.push_back(
+        Star(500 * std::cos(t), 500 * std::sin(t), 40, 80, 100, 100 + h, true));
   }
-  return ring;
+  return rings;
 }
 
 // Queries at random points of the region's bounds, as candidates would be.
@@ -53,15 +53,9 @@ void BM_BoxContains(benchmark::State& state) {
 }
 BENCHMARK(BM_BoxContains);
 
-// A 10 000-vertex outer ring with 20 lakes of 100 vertices (12 000 edges).
+// The coast (12 000 edges).
 void BM_PolygonContains(benchmark::State& state) {
-  std::vector<Ring> rings = {Star(0, 0, 900, 1000, 10000, 5, false)};
-  for (int h = 0; h < 20; ++h) {
-    const double t = 2 * kPi * h / 20;
-    rings.push_back(
-        Star(500 * std::cos(t), 500 * std::sin(t), 40, 80, 100, 100 + h, true));
-  }
-  absl::StatusOr<Region> region = Region::Polygons(rings);
+  absl::StatusOr<Region> region = Region::Polygons(Coast());
   if (!region.ok()) {
     state.SkipWithError(region.status().ToString().c_str());
     return;
@@ -82,17 +76,6 @@ BENCHMARK(BM_PolygonBuild)
     ->Arg(10000)
     ->Arg(100000)
     ->Unit(benchmark::kMillisecond);
-
-// A 10 000-vertex ring (radius 900-1000) with 20 lakes of 100 vertices.
-std::vector<Ring> Coast() {
-  std::vector<Ring> rings = {Star(0, 0, 900, 1000, 10000, 5, false)};
-  for (int h = 0; h < 20; ++h) {
-    const double t = 2 * kPi * h / 20;
-    rings.push_back(
-        Star(500 * std::cos(t), 500 * std::sin(t), 40, 80, 100, 100 + h, true));
-  }
-  return rings;
-}
 
 double RingArea(const Ring& ring) {
   double a2 = 0;

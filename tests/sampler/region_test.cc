@@ -9,11 +9,14 @@
 #include "gtest/gtest.h"
 #include "sampler/box.h"
 #include "sampler/rng.h"
+#include "tests/sampler/shapes.h"
 
 namespace scatter::sampler {
 namespace {
 
-constexpr double kPi = 3.14159265358979323846;
+using test::kPi;
+using test::Square;
+using test::Star;
 
 // The winding number of (x, y) by brute force over every edge (crossings of
 // the ray to +x, upward +1, downward -1), independent of the region's grid.
@@ -35,24 +38,6 @@ bool BruteInside(const std::vector<Ring>& rings, FillRule rule, double x,
                  double y) {
   const int w = BruteWinding(rings, x, y);
   return rule == FillRule::kEvenOdd ? (w & 1) != 0 : w != 0;
-}
-
-// A star-shaped ring around (cx, cy) with n vertices whose radius wobbles
-// between r_min and r_max, counter-clockwise unless `clockwise`.
-Ring Star(double cx, double cy, double r_min, double r_max, int n,
-          std::uint64_t seed, bool clockwise = false) {
-  Ring ring;
-  CounterRng rng(seed);
-  for (int k = 0; k < n; ++k) {
-    const double t = 2 * kPi * k / n * (clockwise ? -1 : 1);
-    const double r = r_min + (r_max - r_min) * rng.Uniform01();
-    ring.push_back({cx + r * std::cos(t), cy + r * std::sin(t)});
-  }
-  return ring;
-}
-
-Ring Square(double x0, double y0, double x1, double y1) {
-  return {{x0, y0}, {x1, y0}, {x1, y1}, {x0, y1}};
 }
 
 // Compares Contains() with the brute-force winding at `probes` random

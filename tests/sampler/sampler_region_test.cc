@@ -11,26 +11,16 @@
 #include "sampler/region.h"
 #include "sampler/sampler.h"
 #include "tests/sampler/point_set.h"
+#include "tests/sampler/shapes.h"
 
 namespace scatter::sampler {
 namespace {
 
+using test::Circle;
 using test::Collect;
 using test::Digest;
 using test::PointSet;
-
-Ring Square(double x0, double y0, double x1, double y1) {
-  return {{x0, y0}, {x1, y0}, {x1, y1}, {x0, y1}};
-}
-
-Ring Circle(double cx, double cy, double r, int n) {
-  Ring ring;
-  for (int k = 0; k < n; ++k) {
-    const double t = 2 * 3.14159265358979323846 * k / n;
-    ring.push_back({cx + r * std::cos(t), cy + r * std::sin(t)});
-  }
-  return ring;
-}
+using test::Square;
 
 struct RegionCase {
   std::string name;
