@@ -1,0 +1,230 @@
+#include "sampler/raster.h"
+
+#include <png.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csetjmp>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace scatter::sampler {
+namespace {
+
+absl::Status CheckRect(const RasterRect& r) {
+  if (!std::isfinite(r.x0) || !std::isfinite(r.y0) || !std::isfinite(r.x1) ||
+      !std::isfinite(r.y1) || !(r.x0 < r.x1) || !(r.y0 < r.y1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rect must be finite with x0 < x1 and y0 < y1, got (",
+                     r.x0, ", ", r.y0, ") to (", r.x1, ", ", r.y1, ")"));
+  }
+  return absl::OkStatus();
+}
+
+// width * height * bytes_per_pixel against max_bytes, without overflow.
+absl::Status CheckSize(std::uint32_t width, std::uint32_t height,
+                       std::size_t bytes_per_pixel, std::size_t max_bytes) {
+  if (width == 0 || height == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a raster needs width and height > 0, got ", width, " x ", height));
+  }
+  // width * height fits in 64 bits; compare it with max_bytes / bpp rather
+  // than multiply again.
+  const std::uint64_t pixels = static_cast<std::uint64_t>(width) * height;
+  if (pixels > max_bytes / bytes_per_pixel) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a ", width, " x ", height, " raster of ", bytes_per_pixel,
+                     "-byte pixels is over the limit max_bytes = ", max_bytes));
+  }
+  return absl::OkStatus();
+}
+
+// libpng reports errors by longjmp; this carries the message out.
+struct PngState {
+  absl::Span<const std::uint8_t> data;
+  std::size_t pos = 0;
+  char message[200] = {0};
+};
+
+void PngError(png_structp png, png_const_charp message) {
+  auto* state = static_cast<PngState*>(png_get_error_ptr(png));
+  std::snprintf(state->message, sizeof state->message, "%s", message);
+  png_longjmp(png, 1);
+}
+
+void PngWarning(png_structp, png_const_charp) {}
+
+void PngRead(png_structp png, png_bytep out, png_size_t n) {
+  auto* state = static_cast<PngState*>(png_get_io_ptr(png));
+  if (n > state->data.size() - state->pos) {
+    png_error(png, "truncated PNG data");
+  }
+  std::memcpy(out, state->data.data() + state->pos, n);
+  state->pos += n;
+}
+
+// The header: size and pixel format. Separate from decoding so the pixel
+// buffer is allocated (after the size checks) outside any setjmp scope.
+bool ReadPngHeader(png_structp png, png_infop info, png_uint_32* width,
+                   png_uint_32* height, int* depth, int* color) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  png_read_info(png, info);
+  int interlace = 0;
+  png_get_IHDR(png, info, width, height, depth, color, &interlace, nullptr,
+               nullptr);
+  png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  return true;
+}
+
+bool ReadPngRows(png_structp png, png_bytepp rows) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  png_read_image(png, rows);
+  png_read_end(png, nullptr);
+  return true;
+}
+
+}  // namespace
+
+Raster::Raster(std::uint32_t width, std::uint32_t height,
+               const RasterRect& rect, std::vector<float> values)
+    : width_(width),
+      height_(height),
+      rect_(rect),
+      to_col_(width / (rect.x1 - rect.x0)),
+      to_row_(height / (rect.y1 - rect.y0)),
+      values_(std::make_shared<const std::vector<float>>(std::move(values))) {}
+
+absl::StatusOr<Raster> Raster::FromRaw(RasterFormat format, std::uint32_t width,
+                                       std::uint32_t height,
+                                       absl::Span<const std::uint8_t> bytes,
+                                       const RasterRect& rect,
+                                       std::size_t max_bytes) {
+  absl::Status status = CheckRect(rect);
+  if (!status.ok()) return status;
+  const std::size_t bpp =
+      format == RasterFormat::kU8 ? 1 : (format == RasterFormat::kU16 ? 2 : 4);
+  status = CheckSize(width, height, bpp, max_bytes);
+  if (!status.ok()) return status;
+  const std::size_t n = static_cast<std::size_t>(width) * height;
+  if (bytes.size() != n * bpp) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a ", width, " x ", height, " raster of ", bpp, "-byte pixels needs ",
+        n * bpp, " bytes, got ", bytes.size()));
+  }
+  std::vector<float> values(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::uint8_t* b = &bytes[k * bpp];
+    switch (format) {
+      case RasterFormat::kU8:
+        values[k] = static_cast<float>(b[0]) / 255.0f;
+        break;
+      case RasterFormat::kU16:
+        values[k] = static_cast<float>(b[0] | (b[1] << 8)) / 65535.0f;
+        break;
+      case RasterFormat::kF32: {
+        const std::uint32_t bits = static_cast<std::uint32_t>(b[0]) |
+                                   (static_cast<std::uint32_t>(b[1]) << 8) |
+                                   (static_cast<std::uint32_t>(b[2]) << 16) |
+                                   (static_cast<std::uint32_t>(b[3]) << 24);
+        float v;
+        std::memcpy(&v, &bits, sizeof v);
+        if (std::isnan(v)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("pixel ", k % width, ", ", k / width, " is NaN"));
+        }
+        values[k] = std::clamp(v, 0.0f, 1.0f);
+        break;
+      }
+    }
+  }
+  return Raster(width, height, rect, std::move(values));
+}
+
+absl::StatusOr<Raster> Raster::FromPng(absl::Span<const std::uint8_t> bytes,
+                                       const RasterRect& rect,
+                                       std::size_t max_bytes) {
+  absl::Status status = CheckRect(rect);
+  if (!status.ok()) return status;
+  if (bytes.size() < 8 || png_sig_cmp(bytes.data(), 0, 8) != 0) {
+    return absl::InvalidArgumentError("not a PNG file (bad signature)");
+  }
+  PngState state;
+  state.data = bytes;
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state,
+                                           PngError, PngWarning);
+  if (png == nullptr) return absl::InternalError("png_create_read_struct");
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr) {
+    png_destroy_read_struct(&png, nullptr, nullptr);
+    return absl::InternalError("png_create_info_struct");
+  }
+  // Limits before anything is decoded: libpng refuses larger headers and
+  // chunks itself.
+  png_set_user_limits(png, 1u << 24, 1u << 24);
+  png_set_chunk_malloc_max(png, std::max<std::size_t>(max_bytes, 1 << 20));
+  png_set_read_fn(png, &state, PngRead);
+
+  png_uint_32 width = 0, height = 0;
+  int depth = 0, color = 0;
+  std::vector<std::uint8_t> pixels;
+  std::vector<png_bytep> rows;
+  absl::Status result;
+  if (!ReadPngHeader(png, info, &width, &height, &depth, &color)) {
+    result = absl::InvalidArgumentError(
+        absl::StrCat("corrupt or truncated PNG: ", state.message));
+  } else if (color != PNG_COLOR_TYPE_GRAY || (depth != 8 && depth != 16)) {
+    result = absl::InvalidArgumentError(absl::StrCat(
+        "a raster PNG must be 8- or 16-bit grayscale, got colour type ", color,
+        " at ", depth, " bits"));
+  } else {
+    const std::size_t bpp = depth == 16 ? 2 : 1;
+    result = CheckSize(width, height, bpp, max_bytes);
+    if (result.ok()) {
+      pixels.resize(static_cast<std::size_t>(width) * height * bpp);
+      rows.resize(height);
+      for (png_uint_32 j = 0; j < height; ++j) {
+        rows[j] = &pixels[static_cast<std::size_t>(j) * width * bpp];
+      }
+      if (!ReadPngRows(png, rows.data())) {
+        result = absl::InvalidArgumentError(
+            absl::StrCat("corrupt or truncated PNG: ", state.message));
+      }
+    }
+  }
+  png_destroy_read_struct(&png, &info, nullptr);
+  if (!result.ok()) return result;
+
+  std::vector<float> values(static_cast<std::size_t>(width) * height);
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    values[k] =
+        depth == 16
+            ? static_cast<float>((pixels[2 * k] << 8) | pixels[2 * k + 1]) /
+                  65535.0f
+            : static_cast<float>(pixels[k]) / 255.0f;
+  }
+  return Raster(width, height, rect, std::move(values));
+}
+
+double Raster::Sample(double x, double y) const {
+  // Continuous pixel coordinates with centres at integers.
+  double u = (x - rect_.x0) * to_col_ - 0.5;
+  double v = (rect_.y1 - y) * to_row_ - 0.5;
+  const double max_u = width_ - 1.0;
+  const double max_v = height_ - 1.0;
+  u = u < 0 ? 0 : (u > max_u ? max_u : u);
+  v = v < 0 ? 0 : (v > max_v ? max_v : v);
+  const auto i0 = static_cast<std::uint32_t>(u);
+  const auto j0 = static_cast<std::uint32_t>(v);
+  const std::uint32_t i1 = std::min(i0 + 1, width_ - 1);
+  const std::uint32_t j1 = std::min(j0 + 1, height_ - 1);
+  const double fu = u - i0;
+  const double fv = v - j0;
+  const double top = Pixel(i0, j0) + fu * (Pixel(i1, j0) - Pixel(i0, j0));
+  const double bottom = Pixel(i0, j1) + fu * (Pixel(i1, j1) - Pixel(i0, j1));
+  return top + fv * (bottom - top);
+}
+
+}  // namespace scatter::sampler

@@ -1,0 +1,91 @@
+#ifndef SCATTER_SAMPLER_RASTER_H_
+#define SCATTER_SAMPLER_RASTER_H_
+
+// Grayscale rasters (density and mask maps), each laid over its own world
+// rectangle. A Raster that exists is valid and immutable; Sample() may be
+// called from several threads at once.
+//
+// Layout: row 0 is the top row (largest y), as images are stored; pixel
+// (i, j) (column i, row j) has its centre at x0 + (i + 1/2) * (x1 - x0) /
+// width, y1 - (j + 1/2) * (y1 - y0) / height. Values are normalised to
+// [0, 1]: u8 / 255, u16 / 65535, f32 clamped to [0, 1].
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace scatter::sampler {
+
+enum class RasterFormat {
+  kU8,   // One byte per pixel.
+  kU16,  // Two bytes per pixel, little-endian.
+  kF32,  // Four bytes per pixel, IEEE single, little-endian.
+};
+
+// The world rectangle a raster covers: [x0, x1] x [y0, y1], x0 < x1, y0 < y1.
+struct RasterRect {
+  double x0 = 0;
+  double y0 = 0;
+  double x1 = 1;
+  double y1 = 1;
+};
+
+class Raster {
+ public:
+  // Raw pixels, row-major from the top row. InvalidArgument naming the rule
+  // when width or height is 0, the byte count is not width * height *
+  // bytes per pixel, an f32 pixel is NaN, or the rectangle is not finite and
+  // non-empty; ResourceExhausted when the pixels would take more than
+  // max_bytes (checked for overflow before anything is allocated).
+  static absl::StatusOr<Raster> FromRaw(RasterFormat format,
+                                        std::uint32_t width,
+                                        std::uint32_t height,
+                                        absl::Span<const std::uint8_t> bytes,
+                                        const RasterRect& rect,
+                                        std::size_t max_bytes);
+
+  // An 8- or 16-bit grayscale PNG, decoded with libpng under size limits
+  // set before decoding. InvalidArgument for a corrupt or truncated file or
+  // another colour type, ResourceExhausted past max_bytes (of decoded
+  // pixels), rectangle as above.
+  static absl::StatusOr<Raster> FromPng(absl::Span<const std::uint8_t> bytes,
+                                        const RasterRect& rect,
+                                        std::size_t max_bytes);
+
+  std::uint32_t width() const { return width_; }
+  std::uint32_t height() const { return height_; }
+  const RasterRect& rect() const { return rect_; }
+
+  // Bilinear value at world (x, y) between pixel centres; outside the
+  // rectangle the edge value continues (clamped), as a density should.
+  double Sample(double x, double y) const;
+  // Whether (x, y) lies in the rectangle: a mask excludes everything
+  // outside it.
+  bool Covers(double x, double y) const {
+    return x >= rect_.x0 && x <= rect_.x1 && y >= rect_.y0 && y <= rect_.y1;
+  }
+
+  // The normalised value of pixel (i, j).
+  float Pixel(std::uint32_t i, std::uint32_t j) const {
+    return (*values_)[static_cast<std::size_t>(j) * width_ + i];
+  }
+
+ private:
+  Raster(std::uint32_t width, std::uint32_t height, const RasterRect& rect,
+         std::vector<float> values);
+
+  std::uint32_t width_;
+  std::uint32_t height_;
+  RasterRect rect_;
+  double to_col_;  // Pixels per world unit, x.
+  double to_row_;  // Pixels per world unit, y.
+  std::shared_ptr<const std::vector<float>> values_;  // Shared by copies.
+};
+
+}  // namespace scatter::sampler
+
+#endif  // SCATTER_SAMPLER_RASTER_H_
