@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "sampler/batch_writer.h"
 #include "sampler/box.h"
+#include "sampler/obstacles.h"
 #include "sampler/region.h"
 #include "sampler/sampler.h"
 
@@ -19,18 +20,24 @@ namespace scatter::sampler::internal {
 // requests do not overflow before they are refused.
 double PoissonGridBytes(const Box& box, double radius);
 
-absl::Status RunPoisson(const Region& region, const SamplerOptions& options,
-                        BatchWriter* out, absl::FunctionRef<bool()> stop);
+absl::Status RunPoisson(const Region& region, const ObstacleIndex& obstacles,
+                        const SamplerOptions& options, BatchWriter* out,
+                        absl::FunctionRef<bool()> stop);
 // The two builds of RunPoisson, one per SIMD path (poisson.cc,
 // poisson_avx2.cc).
 absl::Status RunPoissonScalar(const Region& region,
+                              const ObstacleIndex& obstacles,
                               const SamplerOptions& options, BatchWriter* out,
                               absl::FunctionRef<bool()> stop);
-absl::Status RunPoissonAvx2(const Region& region, const SamplerOptions& options,
-                            BatchWriter* out, absl::FunctionRef<bool()> stop);
-absl::Status RunUniform(const Region& region, const SamplerOptions& options,
-                        BatchWriter* out, absl::FunctionRef<bool()> stop);
+absl::Status RunPoissonAvx2(const Region& region,
+                            const ObstacleIndex& obstacles,
+                            const SamplerOptions& options, BatchWriter* out,
+                            absl::FunctionRef<bool()> stop);
+absl::Status RunUniform(const Region& region, const ObstacleIndex& obstacles,
+                        const SamplerOptions& options, BatchWriter* out,
+                        absl::FunctionRef<bool()> stop);
 absl::Status RunJitteredGrid(const Region& region,
+                             const ObstacleIndex& obstacles,
                              const SamplerOptions& options, BatchWriter* out,
                              absl::FunctionRef<bool()> stop);
 

@@ -20,22 +20,25 @@ double PoissonGridBytes(const Box& box, double radius) {
 }
 
 absl::Status RunPoissonScalar(const Region& region,
+                              const ObstacleIndex& obstacles,
                               const SamplerOptions& options, BatchWriter* out,
                               absl::FunctionRef<bool()> stop) {
   if (region.dims() == 2) {
-    return PoissonRun<2, ScalarOps>(region, options, out, stop).Run();
+    return PoissonRun<2, ScalarOps>(region, obstacles, options, out, stop)
+        .Run();
   }
-  return PoissonRun<3, ScalarOps>(region, options, out, stop).Run();
+  return PoissonRun<3, ScalarOps>(region, obstacles, options, out, stop).Run();
 }
 
-absl::Status RunPoisson(const Region& region, const SamplerOptions& options,
-                        BatchWriter* out, absl::FunctionRef<bool()> stop) {
+absl::Status RunPoisson(const Region& region, const ObstacleIndex& obstacles,
+                        const SamplerOptions& options, BatchWriter* out,
+                        absl::FunctionRef<bool()> stop) {
 #if SCATTER_HAVE_AVX2_PATH
   if (ResolveSimdLevel(options.simd) == SimdLevel::kAvx2) {
-    return RunPoissonAvx2(region, options, out, stop);
+    return RunPoissonAvx2(region, obstacles, options, out, stop);
   }
 #endif
-  return RunPoissonScalar(region, options, out, stop);
+  return RunPoissonScalar(region, obstacles, options, out, stop);
 }
 
 }  // namespace scatter::sampler::internal

@@ -27,12 +27,14 @@
 
 namespace scatter::sampler::internal {
 
-absl::Status RunPoissonAvx2(const Region& region, const SamplerOptions& options,
-                            BatchWriter* out, absl::FunctionRef<bool()> stop) {
+absl::Status RunPoissonAvx2(const Region& region,
+                            const ObstacleIndex& obstacles,
+                            const SamplerOptions& options, BatchWriter* out,
+                            absl::FunctionRef<bool()> stop) {
   if (region.dims() == 2) {
-    return PoissonRun<2, Avx2Ops>(region, options, out, stop).Run();
+    return PoissonRun<2, Avx2Ops>(region, obstacles, options, out, stop).Run();
   }
-  return PoissonRun<3, Avx2Ops>(region, options, out, stop).Run();
+  return PoissonRun<3, Avx2Ops>(region, obstacles, options, out, stop).Run();
 }
 
 }  // namespace scatter::sampler::internal

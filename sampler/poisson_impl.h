@@ -41,6 +41,7 @@
 #include "sampler/box.h"
 #include "sampler/cover_stencil.h"
 #include "sampler/directions.h"
+#include "sampler/obstacles.h"
 #include "sampler/region.h"
 #include "sampler/rng.h"
 #include "sampler/sampler.h"
@@ -84,9 +85,11 @@ double CellSide(double radius, int dims) {
 template <int D, class Ops>
 class PoissonRun {
  public:
-  PoissonRun(const Region& region, const SamplerOptions& options,
-             BatchWriter* out, absl::FunctionRef<bool()> stop)
+  PoissonRun(const Region& region, const ObstacleIndex& obstacles,
+             const SamplerOptions& options, BatchWriter* out,
+             absl::FunctionRef<bool()> stop)
       : region_(region),
+        obstacles_(obstacles),
         box_only_(region.IsBox()),
         out_(out),
         stop_(stop),
@@ -153,6 +156,13 @@ class PoissonRun {
     // + 1: GatherAroundCell writes one past its count.
     for (auto& level : gap_lists_) level.resize((gap_window + 1) * D);
 
+    if (fill_gaps_) {
+      // Places within an obstacle's clearance need no point: mark them
+      // covered, so the gap scan skips them.
+      obstacles_.ForEach([&](const double* c, double clearance) {
+        MarkCoveredDisk(c, clearance);
+      });
+    }
     if (!fill_gaps_) {
       // Bridson alone: one seed, in the first cell that has a place inside
       // the region, grown until the active list is empty.
@@ -215,11 +225,12 @@ class PoissonRun {
     return len >= 64 ? v : v & ((std::uint64_t{1} << len) - 1);
   }
 
+  // In the region and clear of every obstacle.
   bool Inside(const double* p) const {
     for (int a = 0; a < D; ++a) {
       if (!(p[a] >= lo_[a] && p[a] < hi_[a])) return false;
     }
-    return box_only_ || region_.Contains(p);
+    return (box_only_ || region_.Contains(p)) && !obstacles_.TooClose(p);
   }
 
   // Records an accepted point: grid, active list, output. Halts the run when
@@ -243,13 +254,18 @@ class PoissonRun {
   void MarkCovered(const double* p) {
     if constexpr (D == 2) {
       MarkCoveredByStencil(p);
-      return;
+    } else {
+      MarkCoveredDisk(p, r_);
     }
+  }
+
+  // The half-cells inside the disk (ball) of `radius` around p.
+  void MarkCoveredDisk(const double* p, double radius) {
     const double h = cell_ / 2;
     const double inv_h = 2 * inv_cell_;
-    const double r2 = r_ * r_ * (1 - 1e-9);
-    const std::int64_t hz0 = D == 3 ? HalfIndex(2, p[2] - r_) : 0;
-    const std::int64_t hz1 = D == 3 ? HalfIndex(2, p[2] + r_) : 0;
+    const double r2 = radius * radius * (1 - 1e-9);
+    const std::int64_t hz0 = D == 3 ? HalfIndex(2, p[2] - radius) : 0;
+    const std::int64_t hz1 = D == 3 ? HalfIndex(2, p[2] + radius) : 0;
     for (std::int64_t hz = hz0; hz <= hz1; ++hz) {
       double rem_z = r2;
       if constexpr (D == 3) {
@@ -258,8 +274,8 @@ class PoissonRun {
         rem_z -= fz * fz;
         if (rem_z <= 0) continue;
       }
-      const std::int64_t hy0 = HalfIndex(1, p[1] - r_);
-      const std::int64_t hy1 = HalfIndex(1, p[1] + r_);
+      const std::int64_t hy0 = HalfIndex(1, p[1] - radius);
+      const std::int64_t hy1 = HalfIndex(1, p[1] + radius);
       for (std::int64_t hy = hy0; hy <= hy1; ++hy) {
         const double y0 = lo_[1] + static_cast<double>(hy) * h;
         const double fy = std::max(p[1] - y0, y0 + h - p[1]);
@@ -573,13 +589,16 @@ class PoissonRun {
       for (int a = 0; a < D; ++a) {
         interior_ &= p[a] - reach_ >= lo_[a] && p[a] + reach_ < hi_[a];
       }
-      if (interior_ && !box_only_) {
+      if (interior_ && (!box_only_ || !obstacles_.empty())) {
         double r0[D], r1[D];
         for (int a = 0; a < D; ++a) {
           r0[a] = p[a] - reach_;
           r1[a] = p[a] + reach_;
         }
-        interior_ = region_.Classify(r0, r1) == Region::Overlap::kInside;
+        bool covered = false, reaches = false;
+        obstacles_.Classify(r0, r1, &covered, &reaches);
+        interior_ = !reaches && (box_only_ || region_.Classify(r0, r1) ==
+                                                  Region::Overlap::kInside);
       }
       if (dense_) {
         VisitDense(p, e.index);
@@ -689,7 +708,7 @@ class PoissonRun {
           empty |= !(c0[a] < c1[a]);
         }
         if (empty) continue;
-        found = FindUncovered(c0, c1, 1, n, c, 1 + child, !box_only_, p);
+        found = FindUncovered(c0, c1, 1, n, c, 1 + child, maybe_partial_, p);
       }
       if (found) {
         absl::Status s = FinishGapPoint(p);
@@ -780,7 +799,10 @@ class PoissonRun {
     if (partial) {
       const Region::Overlap overlap = region_.Classify(b0, b1);
       if (overlap == Region::Overlap::kOutside) return false;
-      partial = overlap == Region::Overlap::kPartial;
+      bool in_obstacle = false, near_obstacle = false;
+      obstacles_.Classify(b0, b1, &in_obstacle, &near_obstacle);
+      if (in_obstacle) return false;
+      partial = overlap == Region::Overlap::kPartial || near_obstacle;
     }
     const std::vector<double>& in = gap_lists_[depth - 1];
     std::vector<double>& kept = gap_lists_[depth];
@@ -853,7 +875,10 @@ class PoissonRun {
   };
 
   const Region& region_;
+  const ObstacleIndex& obstacles_;
   bool box_only_;  // The region is its bounds: no inside tests needed.
+  // Whether a gap piece can reach outside the region or into an obstacle.
+  bool maybe_partial_ = !box_only_ || !obstacles_.empty();
   BatchWriter* out_;
   absl::FunctionRef<bool()> stop_;
   bool dense_;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "sampler/batch_writer.h"
 #include "sampler/methods.h"
+#include "sampler/obstacles.h"
 #include "sampler/rng.h"
 
 namespace scatter::sampler {
@@ -57,6 +58,40 @@ absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "radius ", o->radius, " in this box gives about ", expected,
         " points, over the limit max_points = ", o->max_points));
+  }
+  return absl::OkStatus();
+}
+
+constexpr std::size_t kMaxObstacles = std::size_t{1} << 20;
+
+// Checks the obstacles and resolves the footprint's default.
+absl::Status ValidateObstacles(int dims, SamplerOptions* o) {
+  if (o->obstacles.size() > kMaxObstacles) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(o->obstacles.size(), " obstacles is over the limit of ",
+                     kMaxObstacles));
+  }
+  for (std::size_t k = 0; k < o->obstacles.size(); ++k) {
+    const Obstacle& ob = o->obstacles[k];
+    for (int a = 0; a < dims; ++a) {
+      if (!std::isfinite(ob.center[a])) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "obstacles[", k, "].center must be finite, got ", ob.center[a]));
+      }
+    }
+    if (!std::isfinite(ob.radius) || ob.radius < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("obstacles[", k,
+                       "].radius must be finite and >= 0, got ", ob.radius));
+    }
+  }
+  if (!std::isfinite(o->footprint) || o->footprint < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("footprint must be finite and >= 0, got ", o->footprint));
+  }
+  if (o->footprint == 0) {
+    if (IsPoisson(o->method)) o->footprint = o->radius / 2;
+    if (o->method == Method::kJitteredGrid) o->footprint = o->cell_size / 2;
   }
   return absl::OkStatus();
 }
@@ -131,7 +166,11 @@ absl::StatusOr<Sampler> Sampler::Create(const Region& region,
           "simd must be best, scalar or avx2, got ", static_cast<int>(o.simd)));
   }
   o.simd = ResolveSimdLevel(o.simd);
-  return Sampler(region, o);
+  absl::Status obstacles = ValidateObstacles(box.dims(), &o);
+  if (!obstacles.ok()) return obstacles;
+  return Sampler(region, o,
+                 std::make_shared<const internal::ObstacleIndex>(
+                     o.obstacles, o.footprint, box.dims()));
 }
 
 absl::Status Sampler::Run(BatchSink sink,
@@ -139,11 +178,12 @@ absl::Status Sampler::Run(BatchSink sink,
   internal::BatchWriter out(region_.dims(), options_, sink);
   absl::Status status;
   if (IsPoisson(options_.method)) {
-    status = internal::RunPoisson(region_, options_, &out, stop);
+    status = internal::RunPoisson(region_, *obstacles_, options_, &out, stop);
   } else if (options_.method == Method::kUniform) {
-    status = internal::RunUniform(region_, options_, &out, stop);
+    status = internal::RunUniform(region_, *obstacles_, options_, &out, stop);
   } else {
-    status = internal::RunJitteredGrid(region_, options_, &out, stop);
+    status =
+        internal::RunJitteredGrid(region_, *obstacles_, options_, &out, stop);
   }
   if (!status.ok()) {
     // Points made before a point cap still reach the sink, so the caller

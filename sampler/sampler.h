@@ -3,6 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -13,6 +16,9 @@
 #include "sampler/simd.h"
 
 namespace scatter::sampler {
+namespace internal {
+class ObstacleIndex;
+}
 
 enum class Method {
   // Martin Roberts' variant of Bridson: one pass per active point, k
@@ -33,6 +39,12 @@ enum class Method {
 
 // Returns "poisson_dense", "poisson_classic", "jittered_grid" or "uniform".
 const char* MethodName(Method method);
+
+// An existing object the new points keep clear of.
+struct Obstacle {
+  Vec center = {0, 0, 0};  // z ignored in 2D.
+  double radius = 0;       // The object's own radius, >= 0.
+};
 
 struct SamplerOptions {
   Method method = Method::kPoissonDense;
@@ -55,6 +67,13 @@ struct SamplerOptions {
   // is the first cell's), so output with the fill off is not a prefix of
   // output with it on. Turning it off is for measuring Bridson alone.
   bool fill_gaps = true;
+  // Existing objects: every new point stays at least obstacle.radius +
+  // footprint from each centre (all methods). Up to 1 << 20 of them.
+  std::vector<Obstacle> obstacles;
+  // The new points' own radius when keeping clear of obstacles, >= 0; 0
+  // means half the Poisson radius (half the cell size for a jittered grid;
+  // uniform points have no size).
+  double footprint = 0;
   // Jittered grid: the side of a grid cell, finite and > 0.
   double cell_size = 0;
   // Uniform: how many points, >= 1.
@@ -128,11 +147,14 @@ class Sampler {
   const SamplerOptions& options() const { return options_; }
 
  private:
-  Sampler(const Region& region, const SamplerOptions& options)
-      : region_(region), options_(options) {}
+  Sampler(const Region& region, const SamplerOptions& options,
+          std::shared_ptr<const internal::ObstacleIndex> obstacles)
+      : region_(region), options_(options), obstacles_(std::move(obstacles)) {}
 
   Region region_;
-  SamplerOptions options_;  // Defaults resolved: max_attempts > 0, simd set.
+  SamplerOptions options_;
+  std::shared_ptr<const internal::ObstacleIndex>
+      obstacles_;  // Defaults resolved: max_attempts > 0, simd set.
 };
 
 // The stable id of a point: a hash of (seed, layer, coordinate bits), with

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "sampler/methods.h"
 #include "sampler/rng.h"
 
@@ -10,6 +11,8 @@ namespace scatter::sampler::internal {
 namespace {
 
 constexpr std::uint64_t kPollEvery = 4096;
+// A point's draws before the region is judged to have no room for it.
+constexpr std::uint64_t kMaxDraws = std::uint64_t{1} << 24;
 
 absl::Status Stopped(const char* who) {
   return absl::CancelledError(std::string("sampling stopped by the ") + who);
@@ -17,8 +20,9 @@ absl::Status Stopped(const char* who) {
 
 }  // namespace
 
-absl::Status RunUniform(const Region& region, const SamplerOptions& options,
-                        BatchWriter* out, absl::FunctionRef<bool()> stop) {
+absl::Status RunUniform(const Region& region, const ObstacleIndex& obstacles,
+                        const SamplerOptions& options, BatchWriter* out,
+                        absl::FunctionRef<bool()> stop) {
   const std::uint64_t root =
       StreamKey::Of(options.seed, options.layer, Purpose::kUniform);
   const Box& box = region.bounds();
@@ -30,7 +34,14 @@ absl::Status RunUniform(const Region& region, const SamplerOptions& options,
     // whatever the count. It is the first draw of that stream that lands in
     // the region (in a box region, the first draw).
     CounterRng rng(Combine(root, i));
+    std::uint64_t draws = 0;
     do {
+      if (++draws > kMaxDraws) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "uniform: no place found in the region clear of the obstacles "
+            "after ",
+            kMaxDraws, " draws for point ", i));
+      }
       if (++since_poll == kPollEvery) {
         since_poll = 0;
         if (stop()) return Stopped("caller");
@@ -39,7 +50,7 @@ absl::Status RunUniform(const Region& region, const SamplerOptions& options,
         p[a] = box.min(a) + rng.Uniform01() * box.extent(a);
         if (!(p[a] < box.max(a))) p[a] = box.min(a);
       }
-    } while (!region.IsBox() && !region.Contains(p));
+    } while ((!region.IsBox() && !region.Contains(p)) || obstacles.TooClose(p));
     if (!out->Add(p, 0)) return out->StopStatus();
   }
   return absl::OkStatus();
@@ -54,6 +65,7 @@ double JitteredCellCount(const Box& box, double cell_size) {
 }
 
 absl::Status RunJitteredGrid(const Region& region,
+                             const ObstacleIndex& obstacles,
                              const SamplerOptions& options, BatchWriter* out,
                              absl::FunctionRef<bool()> stop) {
   const Box& box = region.bounds();
@@ -82,7 +94,7 @@ absl::Status RunJitteredGrid(const Region& region,
         }
         // Cells that stick out of the region keep their point only when
         // it lands inside, so the density stays uniform up to the edge.
-        if (!region.Contains(p)) continue;
+        if (!region.Contains(p) || obstacles.TooClose(p)) continue;
         if (!out->Add(p, 0)) return out->StopStatus();
       }
     }

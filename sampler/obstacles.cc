@@ -1,0 +1,139 @@
+#include "sampler/obstacles.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace scatter::sampler::internal {
+namespace {
+
+// As the Poisson sampler: accept only when the squared distance is at least
+// clearance^2 * (1 + 2^-40), so rounding never lets a point inside.
+constexpr double kSlack = 0x1.0p-40;
+
+}  // namespace
+
+ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
+                             double footprint, int dims)
+    : dims_(dims) {
+  if (obstacles.empty()) return;
+  double lo[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL};
+  double hi[3] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
+  double max_clear = 0;
+  for (const Obstacle& o : obstacles) {
+    const double c = o.radius + footprint;
+    for (int a = 0; a < dims; ++a) {
+      centers_.push_back(o.center[a]);
+      lo[a] = std::min(lo[a], o.center[a] - c);
+      hi[a] = std::max(hi[a], o.center[a] + c);
+    }
+    for (int a = dims; a < 3; ++a) centers_.push_back(0);
+    clearance_.push_back(c);
+    limit2_.push_back(c * c * (1 + kSlack));
+    max_clear = std::max(max_clear, c);
+  }
+  // Cells about the largest clearance, but no more than ~4 per obstacle.
+  double volume = 1;
+  for (int a = 0; a < dims; ++a) volume *= std::max(hi[a] - lo[a], 1e-300);
+  const double cells_wanted = 4.0 * static_cast<double>(obstacles.size());
+  const double cell = std::max(
+      {max_clear, std::pow(volume / cells_wanted, 1.0 / dims), 1e-300});
+  inv_cell_ = 1 / cell;
+  std::size_t cells = 1;
+  for (int a = 0; a < dims; ++a) {
+    origin_[a] = lo[a];
+    n_[a] = std::max<std::int64_t>(
+        1, static_cast<std::int64_t>(std::ceil((hi[a] - lo[a]) * inv_cell_)));
+    cells *= static_cast<std::size_t>(n_[a]);
+  }
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+  for (std::size_t k = 0; k < clearance_.size(); ++k) {
+    double b0[3], b1[3];
+    for (int a = 0; a < dims; ++a) {
+      b0[a] = centers_[k * 3 + a] - clearance_[k];
+      b1[a] = centers_[k * 3 + a] + clearance_[k];
+    }
+    std::int64_t c0[3], c1[3];
+    if (!CellRange(b0, b1, c0, c1)) continue;
+    for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
+      for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
+        for (std::int64_t x = c0[0]; x <= c1[0]; ++x) {
+          const auto cell_id =
+              static_cast<std::uint32_t>((z * n_[1] + y) * n_[0] + x);
+          pairs.emplace_back(cell_id, static_cast<std::uint32_t>(k));
+        }
+      }
+    }
+  }
+  begin_.assign(cells + 1, 0);
+  for (const auto& pr : pairs) ++begin_[pr.first + 1];
+  for (std::size_t c = 0; c < cells; ++c) begin_[c + 1] += begin_[c];
+  index_.resize(pairs.size());
+  std::vector<std::uint32_t> fill(begin_.begin(), begin_.end() - 1);
+  for (const auto& pr : pairs) index_[fill[pr.first]++] = pr.second;
+}
+
+bool ObstacleIndex::CellRange(const double* lo, const double* hi,
+                              std::int64_t* c0, std::int64_t* c1) const {
+  for (int a = 0; a < 3; ++a) c0[a] = c1[a] = 0;
+  for (int a = 0; a < dims_; ++a) {
+    const double f0 = (lo[a] - origin_[a]) * inv_cell_;
+    const double f1 = (hi[a] - origin_[a]) * inv_cell_;
+    if (f1 < 0 || f0 >= static_cast<double>(n_[a])) return false;
+    c0[a] = f0 <= 0 ? 0 : static_cast<std::int64_t>(f0);
+    c1[a] = std::min<std::int64_t>(n_[a] - 1,
+                                   f1 <= 0 ? 0 : static_cast<std::int64_t>(f1));
+  }
+  return true;
+}
+
+bool ObstacleIndex::TooClose(const double* p) const {
+  if (empty()) return false;
+  std::int64_t c0[3], c1[3];
+  if (!CellRange(p, p, c0, c1)) return false;
+  const std::size_t cell =
+      static_cast<std::size_t>((c0[2] * n_[1] + c0[1]) * n_[0] + c0[0]);
+  for (std::uint32_t k = begin_[cell]; k < begin_[cell + 1]; ++k) {
+    const std::uint32_t o = index_[k];
+    double d2 = 0;
+    for (int a = 0; a < dims_; ++a) {
+      const double d = p[a] - centers_[o * 3 + a];
+      d2 += d * d;
+    }
+    if (d2 < limit2_[o]) return true;
+  }
+  return false;
+}
+
+void ObstacleIndex::Classify(const double* lo, const double* hi, bool* inside,
+                             bool* reaches) const {
+  *inside = false;
+  *reaches = false;
+  if (empty()) return;
+  std::int64_t c0[3], c1[3];
+  if (!CellRange(lo, hi, c0, c1)) return;
+  for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
+    for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
+      for (std::int64_t x = c0[0]; x <= c1[0]; ++x) {
+        const auto cell = static_cast<std::size_t>((z * n_[1] + y) * n_[0] + x);
+        for (std::uint32_t k = begin_[cell]; k < begin_[cell + 1]; ++k) {
+          const std::uint32_t o = index_[k];
+          double near2 = 0, far2 = 0;
+          for (int a = 0; a < dims_; ++a) {
+            const double c = centers_[o * 3 + a];
+            const double n = std::max(std::max(lo[a] - c, c - hi[a]), 0.0);
+            const double f = std::max(c - lo[a], hi[a] - c);
+            near2 += n * n;
+            far2 += f * f;
+          }
+          if (near2 < limit2_[o]) *reaches = true;
+          if (far2 < limit2_[o]) {
+            *inside = true;
+            return;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace scatter::sampler::internal

@@ -1,0 +1,58 @@
+#ifndef SCATTER_SAMPLER_OBSTACLES_H_
+#define SCATTER_SAMPLER_OBSTACLES_H_
+
+// Internal: obstacles indexed for the questions every method asks — is this
+// place too close to one, and does one cover or reach this box?
+
+#include <cstdint>
+#include <vector>
+
+#include "sampler/sampler.h"
+
+namespace scatter::sampler::internal {
+
+class ObstacleIndex {
+ public:
+  // Clearance of obstacle k: obstacles[k].radius + footprint. Obstacles
+  // arrive validated.
+  ObstacleIndex(const std::vector<Obstacle>& obstacles, double footprint,
+                int dims);
+
+  bool empty() const { return centers_.empty(); }
+
+  // Whether p is closer to some obstacle than its clearance (with the
+  // sampler's distance slack, so the true distance is never below it).
+  bool TooClose(const double* p) const;
+
+  // For the box [lo, hi]: whether one obstacle's clearance holds all of it
+  // (*inside), and whether any reaches into it (*reaches).
+  void Classify(const double* lo, const double* hi, bool* inside,
+                bool* reaches) const;
+
+  // Calls f(center, clearance) for every obstacle.
+  template <class F>
+  void ForEach(F f) const {
+    for (std::size_t k = 0; k < clearance_.size(); ++k) {
+      f(&centers_[k * 3], clearance_[k]);
+    }
+  }
+
+ private:
+  // Cells of the index overlapping [lo, hi], clamped; false when none.
+  bool CellRange(const double* lo, const double* hi, std::int64_t* c0,
+                 std::int64_t* c1) const;
+
+  int dims_;
+  std::vector<double> centers_;    // 3 per obstacle.
+  std::vector<double> clearance_;  // radius + footprint.
+  std::vector<double> limit2_;     // clearance^2 * (1 + slack).
+  double origin_[3] = {0, 0, 0};
+  double inv_cell_ = 1;
+  std::int64_t n_[3] = {1, 1, 1};
+  std::vector<std::uint32_t> begin_;  // Per cell, into index_.
+  std::vector<std::uint32_t> index_;
+};
+
+}  // namespace scatter::sampler::internal
+
+#endif  // SCATTER_SAMPLER_OBSTACLES_H_
