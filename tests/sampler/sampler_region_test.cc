@@ -2,6 +2,7 @@
 // inside, Poisson sets stay exact about the distance and maximal within the
 // region, and disconnected parts fill too.
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "sampler/quality.h"
 #include "sampler/region.h"
+#include "sampler/rng.h"
 #include "sampler/sampler.h"
 #include "tests/sampler/point_set.h"
 #include "tests/sampler/shapes.h"
@@ -152,6 +154,167 @@ TEST(SamplerRegionTest, ABoxRegionGivesTheBoxRunsPoints) {
   ASSERT_TRUE(from_box.ok());
   EXPECT_EQ(Digest(Collect(*from_box)),
             Digest(RunIn(Region::FromBox(box), options)));
+}
+
+}  // namespace
+}  // namespace scatter::sampler
+
+namespace scatter::sampler {
+namespace {
+
+using test::Collect;
+using test::PointSet;
+
+// Obstacles: a few objects of different sizes, some reaching out of the box.
+std::vector<Obstacle> SomeObstacles(int dims) {
+  std::vector<Obstacle> o = {{{0.3, 0.3, 0.5}, 0.1},
+                             {{0.7, 0.6, 0.5}, 0.05},
+                             {{0.5, 1.0, 0.5}, 0.15},
+                             {{0.05, 0.9, 0.5}, 0}};
+  if (dims == 2) {
+    for (Obstacle& ob : o) ob.center[2] = 0;
+  }
+  return o;
+}
+
+// The clearance of the nearest obstacle minus the distance to it: > 0 means
+// p is inside some obstacle's clearance. Long double, as an exact check.
+long double Intrusion(const double* p, int dims,
+                      const std::vector<Obstacle>& obstacles,
+                      double footprint) {
+  long double worst = -1e300L;
+  for (const Obstacle& ob : obstacles) {
+    long double d2 = 0;
+    for (int a = 0; a < dims; ++a) {
+      const long double d = static_cast<long double>(p[a]) -
+                            static_cast<long double>(ob.center[a]);
+      d2 += d * d;
+    }
+    const long double c = static_cast<long double>(ob.radius) + footprint;
+    worst = std::max(worst, c - std::sqrt(d2));
+  }
+  return worst;
+}
+
+class ObstacleTest : public testing::TestWithParam<std::tuple<Method, int>> {};
+
+TEST_P(ObstacleTest, PointsKeepClearAndStillFillTheRest) {
+  const Method method = std::get<0>(GetParam());
+  const int dims = std::get<1>(GetParam());
+  SamplerOptions options;
+  options.method = method;
+  options.radius = dims == 2 ? 0.01 : 0.05;
+  options.cell_size = options.radius;
+  options.count = 3000;
+  options.obstacles = SomeObstacles(dims);
+  options.seed = 5;
+  const Box box = *Box::Create(dims, {0, 0, 0}, {1, 1, 1});
+  absl::StatusOr<Sampler> sampler = Sampler::Create(box, options);
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  const PointSet points = Collect(*sampler);
+  ASSERT_TRUE(points.status.ok()) << points.status;
+  ASSERT_GT(points.size(), 100u);
+  const double footprint = sampler->options().footprint;
+  if (method == Method::kUniform) {
+    EXPECT_EQ(footprint, 0);
+  } else {
+    EXPECT_EQ(footprint, options.radius / 2);  // The default.
+  }
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    ASSERT_LE(
+        Intrusion(&points.coords[i * dims], dims, options.obstacles, footprint),
+        0)
+        << "point " << i;
+  }
+  if (method == Method::kUniform || method == Method::kJitteredGrid) return;
+  // Maximal outside the obstacles: probes clear of every obstacle's
+  // clearance must all be covered (1e6 probes in the unit box, those in a
+  // clearance skipped).
+  CounterRng rng(123);
+  std::vector<double> kept;
+  std::uint64_t probes = 0, uncovered = 0;
+  const double r2 = options.radius * options.radius;
+  // A simple bucket grid of the points, independent of the sampler's.
+  const int n = static_cast<int>(1 / options.radius);
+  std::vector<std::vector<std::size_t>> buckets(
+      static_cast<std::size_t>(std::pow(n, dims)));
+  auto bucket = [&](const double* p) {
+    std::size_t b = 0;
+    for (int a = dims - 1; a >= 0; --a) {
+      b = b * n + static_cast<std::size_t>(
+                      std::clamp(static_cast<int>(p[a] * n), 0, n - 1));
+    }
+    return b;
+  };
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    buckets[bucket(&points.coords[i * dims])].push_back(i);
+  }
+  for (int k = 0; k < 1000000; ++k) {
+    double p[3] = {rng.Uniform01(), rng.Uniform01(), rng.Uniform01()};
+    if (Intrusion(p, dims, options.obstacles, footprint) > -1e-12L) continue;
+    ++probes;
+    bool covered = false;
+    int c[3] = {0, 0, 0};
+    for (int a = 0; a < dims; ++a) c[a] = static_cast<int>(p[a] * n);
+    for (int dz = dims == 3 ? -1 : 0; dz <= (dims == 3 ? 1 : 0) && !covered;
+         ++dz) {
+      for (int dy = -1; dy <= 1 && !covered; ++dy) {
+        for (int dx = -1; dx <= 1 && !covered; ++dx) {
+          const int q[3] = {c[0] + dx, c[1] + dy, c[2] + dz};
+          bool in = true;
+          for (int a = 0; a < dims; ++a) in &= q[a] >= 0 && q[a] < n;
+          if (!in) continue;
+          std::size_t b = 0;
+          for (int a = dims - 1; a >= 0; --a) b = b * n + q[a];
+          for (std::size_t i : buckets[b]) {
+            double d2 = 0;
+            for (int a = 0; a < dims; ++a) {
+              const double d = p[a] - points.coords[i * dims + a];
+              d2 += d * d;
+            }
+            if (d2 < r2) {
+              covered = true;
+              break;
+            }
+          }
+        }
+      }
+    }
+    uncovered += !covered;
+  }
+  EXPECT_GT(probes, 500000u);
+  EXPECT_LE(static_cast<double>(uncovered) / static_cast<double>(probes), 1e-5)
+      << uncovered << " of " << probes;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Methods, ObstacleTest,
+    testing::Combine(testing::Values(Method::kPoissonDense,
+                                     Method::kPoissonClassic,
+                                     Method::kJitteredGrid, Method::kUniform),
+                     testing::Values(2, 3)),
+    [](const testing::TestParamInfo<std::tuple<Method, int>>& param) {
+      return std::string(MethodName(std::get<0>(param.param))) + "_" +
+             std::to_string(std::get<1>(param.param)) + "d";
+    });
+
+TEST(ObstacleTest, BadObstaclesAreInvalidArgument) {
+  const Box box = *Box::Create(2, {0, 0, 0}, {1, 1, 0});
+  SamplerOptions options;
+  options.radius = 0.1;
+  options.obstacles = {{{0.5, 0.5, 0}, 0.1}, {{0.2, 0.2, 0}, -1}};
+  absl::StatusOr<Sampler> negative = Sampler::Create(box, options);
+  EXPECT_EQ(negative.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(negative.status().message().find("obstacles[1].radius"),
+            std::string::npos)
+      << negative.status();
+  options.obstacles = {{{std::nan(""), 0.2, 0}, 1}};
+  EXPECT_EQ(Sampler::Create(box, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.obstacles = {};
+  options.footprint = -0.5;
+  EXPECT_EQ(Sampler::Create(box, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
