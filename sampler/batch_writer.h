@@ -34,6 +34,10 @@ class BatchWriter {
       : dims_(dims),
         capacity_(options.batch_size),
         id_key_(PointIdKey(options.seed, options.layer)),
+        attribute_key_(
+            StreamKey::Of(options.seed, options.layer, Purpose::kAttributes)),
+        scale_min_(options.scale_min),
+        scale_span_(options.scale_max - options.scale_min),
         layer_(options.layer),
         sink_(sink),
         max_points_(options.max_points) {
@@ -41,6 +45,8 @@ class BatchWriter {
     radius_.resize(capacity_);
     layers_.assign(capacity_, layer_);
     ids_.resize(capacity_);
+    yaw_.resize(capacity_);
+    scale_.resize(capacity_);
   }
 
   // Appends one point; false when the run must stop (see StopStatus()).
@@ -53,6 +59,10 @@ class BatchWriter {
     for (int a = 0; a < dims_; ++a) out[a] = p[a];
     radius_[size_] = radius;
     ids_[size_] = PointIdFromKey(id_key_, p, dims_);
+    // Attributes from the id's own stream: positions never depend on them.
+    CounterRng attributes(Combine(attribute_key_, ids_[size_]));
+    yaw_[size_] = attributes.Uniform01() * kTwoPi;
+    scale_[size_] = scale_min_ + attributes.Uniform01() * scale_span_;
     ++size_;
     ++total_;
     return size_ < capacity_ || Flush();
@@ -69,6 +79,8 @@ class BatchWriter {
     batch.radius = absl::MakeConstSpan(radius_.data(), size_);
     batch.layer = absl::MakeConstSpan(layers_.data(), size_);
     batch.id = absl::MakeConstSpan(ids_.data(), size_);
+    batch.yaw = absl::MakeConstSpan(yaw_.data(), size_);
+    batch.scale = absl::MakeConstSpan(scale_.data(), size_);
     size_ = 0;
     sink_stopped_ = !sink_(batch);
     return !sink_stopped_;
@@ -91,13 +103,20 @@ class BatchWriter {
  private:
   int dims_;
   std::size_t capacity_;
+  // 2 pi rounded to a double: yaw = u * kTwoPi stays below it for u < 1.
+  static constexpr double kTwoPi = 6.283185307179586;
   std::uint64_t id_key_;
+  std::uint64_t attribute_key_;
+  double scale_min_;
+  double scale_span_;
   std::uint32_t layer_;
   BatchSink sink_;
   std::vector<double> coords_;
   std::vector<double> radius_;
   std::vector<std::uint32_t> layers_;
   std::vector<std::uint64_t> ids_;
+  std::vector<double> yaw_;
+  std::vector<double> scale_;
   std::size_t size_ = 0;
   std::uint64_t total_ = 0;
   std::uint64_t max_points_;

@@ -116,6 +116,13 @@ absl::StatusOr<Sampler> Sampler::Create(const Region& region,
                                         const SamplerOptions& options) {
   const Box& box = region.bounds();
   SamplerOptions o = options;
+  if (!std::isfinite(o.scale_min) || !std::isfinite(o.scale_max) ||
+      !(o.scale_min > 0) || !(o.scale_min <= o.scale_max)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "scale_min and scale_max must be finite with 0 < scale_min <= "
+        "scale_max, got ",
+        o.scale_min, " and ", o.scale_max));
+  }
   if (o.batch_size < 1 || o.batch_size > kMaxBatchSize) {
     return absl::InvalidArgumentError(absl::StrCat(
         "batch_size must be in [1, ", kMaxBatchSize, "], got ", o.batch_size));

@@ -79,6 +79,11 @@ struct SamplerOptions {
   // Uniform: how many points, >= 1.
   std::uint64_t count = 0;
 
+  // Range of the per-point scale attribute; scale_min <= scale_max, both
+  // finite and > 0. Changing it changes no position or id.
+  double scale_min = 1;
+  double scale_max = 1;
+
   std::uint64_t seed = 0;         // Same inputs and seed, same points.
   std::uint32_t layer = 0;        // Keys the random streams and the point ids.
   std::size_t batch_size = 4096;  // Points per sink call, 1 to 1 << 20.
@@ -108,6 +113,11 @@ struct PointBatch {
   absl::Span<const std::uint32_t> layer;
   // Stable id from (seed, layer, coordinate bits): survives re-generation.
   absl::Span<const std::uint64_t> id;
+  // Placement attributes drawn from a stream keyed by the id, so they
+  // never move a point and survive re-generation with it: yaw in radians
+  // in [0, 2 pi), scale in [scale_min, scale_max].
+  absl::Span<const double> yaw;
+  absl::Span<const double> scale;
   std::size_t size() const { return radius.size(); }
 };
 

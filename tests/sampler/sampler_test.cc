@@ -992,3 +992,76 @@ TEST(SamplerTest, GoldenDigestsPinTheAlgorithm) {
 
 }  // namespace
 }  // namespace scatter::sampler
+
+namespace scatter::sampler {
+namespace {
+
+// Collects yaw and scale as well as positions and ids.
+struct Attributes {
+  std::vector<double> coords, yaw, scale;
+  std::vector<std::uint64_t> id;
+};
+
+Attributes RunWithAttributes(const SamplerOptions& options) {
+  const Box box = *Box::Create(2, {0, 0, 0}, {1, 1, 0});
+  absl::StatusOr<Sampler> sampler = Sampler::Create(box, options);
+  EXPECT_TRUE(sampler.ok()) << sampler.status();
+  Attributes out;
+  EXPECT_TRUE(sampler
+                  ->Run([&](const PointBatch& b) {
+                    out.coords.insert(out.coords.end(), b.coords.begin(),
+                                      b.coords.end());
+                    out.yaw.insert(out.yaw.end(), b.yaw.begin(), b.yaw.end());
+                    out.scale.insert(out.scale.end(), b.scale.begin(),
+                                     b.scale.end());
+                    out.id.insert(out.id.end(), b.id.begin(), b.id.end());
+                    return true;
+                  })
+                  .ok());
+  return out;
+}
+
+TEST(AttributeTest, YawAndScaleStayInRangeAndNeverMovePoints) {
+  SamplerOptions options;
+  options.radius = 0.02;
+  options.seed = 3;
+  const Attributes plain = RunWithAttributes(options);
+  options.scale_min = 0.5;
+  options.scale_max = 2;
+  const Attributes scaled = RunWithAttributes(options);
+  ASSERT_GT(plain.id.size(), 1000u);
+  // Positions and ids do not depend on the attribute ranges.
+  EXPECT_EQ(plain.coords, scaled.coords);
+  EXPECT_EQ(plain.id, scaled.id);
+  EXPECT_EQ(plain.yaw, scaled.yaw);
+  double yaw_sum = 0, scale_sum = 0;
+  for (std::size_t i = 0; i < scaled.id.size(); ++i) {
+    ASSERT_GE(scaled.yaw[i], 0);
+    ASSERT_LT(scaled.yaw[i], 2 * 3.14159265358979323846);
+    ASSERT_GE(scaled.scale[i], 0.5);
+    ASSERT_LE(scaled.scale[i], 2);
+    EXPECT_EQ(plain.scale[i], 1);
+    yaw_sum += scaled.yaw[i];
+    scale_sum += scaled.scale[i];
+  }
+  // Spread over their ranges (means of ~1500 uniform draws).
+  const double n = static_cast<double>(scaled.id.size());
+  EXPECT_NEAR(yaw_sum / n, 3.14159, 0.15);
+  EXPECT_NEAR(scale_sum / n, 1.25, 0.05);
+}
+
+TEST(AttributeTest, BadScaleRangeIsInvalidArgument) {
+  const Box box = *Box::Create(2, {0, 0, 0}, {1, 1, 0});
+  SamplerOptions options;
+  options.scale_min = 2;
+  options.scale_max = 1;
+  EXPECT_EQ(Sampler::Create(box, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.scale_min = 0;
+  options.scale_max = 1;
+  EXPECT_EQ(Sampler::Create(box, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace scatter::sampler
