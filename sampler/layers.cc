@@ -1,0 +1,138 @@
+#include "sampler/layers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace scatter::sampler {
+namespace {
+
+// The spacing layers are ordered by: the Poisson radius, the jittered
+// cell; uniform points have none and come last.
+double Spacing(const SamplerOptions& o) {
+  switch (o.method) {
+    case Method::kPoissonDense:
+    case Method::kPoissonClassic:
+      return o.radius;
+    case Method::kJitteredGrid:
+      return o.cell_size;
+    case Method::kUniform:
+      return 0;
+  }
+  return 0;
+}
+
+// The layer's options as its own run sees them.
+SamplerOptions LayerOptions(const LayerSpec& spec,
+                            const SamplerOptions& shared) {
+  SamplerOptions o = spec.options;
+  o.layer = spec.layer;
+  o.seed = shared.seed;
+  o.batch_size = shared.batch_size;
+  o.max_memory_bytes = shared.max_memory_bytes;
+  o.max_points = shared.max_points;
+  o.simd = shared.simd;
+  o.obstacles = shared.obstacles;
+  return o;
+}
+
+}  // namespace
+
+absl::StatusOr<LayeredSampler> LayeredSampler::Create(
+    const Region& region, std::vector<LayerSpec> layers,
+    const SamplerOptions& shared, std::vector<ClearanceOverride> overrides) {
+  if (layers.empty()) {
+    return absl::InvalidArgumentError("layers must hold at least one layer");
+  }
+  std::set<std::uint32_t> seen;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (!seen.insert(layers[i].layer).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layers[", i, "]: layer ", layers[i].layer, " appears twice"));
+    }
+    // Each layer alone must be a valid run.
+    absl::StatusOr<Sampler> alone =
+        Sampler::Create(region, LayerOptions(layers[i], shared));
+    if (!alone.ok()) {
+      return absl::Status(
+          alone.status().code(),
+          absl::StrCat("layers[", i, "]: ", alone.status().message()));
+    }
+    // Keep the resolved options (footprint default and the like).
+    layers[i].options = alone->options();
+  }
+  for (std::size_t k = 0; k < overrides.size(); ++k) {
+    const ClearanceOverride& o = overrides[k];
+    if (seen.count(o.a) == 0 || seen.count(o.b) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "overrides[", k, "]: unknown layer ", seen.count(o.a) ? o.b : o.a));
+    }
+    if (!std::isfinite(o.clearance) || o.clearance < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "overrides[", k, "].clearance must be finite and >= 0, got ",
+          o.clearance));
+    }
+  }
+  std::stable_sort(layers.begin(), layers.end(),
+                   [](const LayerSpec& x, const LayerSpec& y) {
+                     return Spacing(x.options) > Spacing(y.options);
+                   });
+  return LayeredSampler(region, std::move(layers), shared,
+                        std::move(overrides));
+}
+
+std::vector<std::uint32_t> LayeredSampler::Order() const {
+  std::vector<std::uint32_t> order;
+  for (const LayerSpec& spec : layers_) order.push_back(spec.layer);
+  return order;
+}
+
+absl::Status LayeredSampler::Run(BatchSink sink,
+                                 absl::FunctionRef<bool()> stop) const {
+  const int dims = region_.dims();
+  // Every earlier point, as an obstacle whose radius is set per layer so
+  // that radius + this layer's footprint is the clearance required.
+  struct Placed {
+    Vec center;
+    std::uint32_t layer;
+    double footprint;
+  };
+  std::vector<Placed> placed;
+  for (const LayerSpec& spec : layers_) {
+    SamplerOptions o = LayerOptions(spec, shared_);
+    o.footprint = spec.options.footprint;
+    for (const Placed& q : placed) {
+      double clearance = q.footprint + o.footprint;
+      for (const ClearanceOverride& ov : overrides_) {
+        if ((ov.a == q.layer && ov.b == spec.layer) ||
+            (ov.b == q.layer && ov.a == spec.layer)) {
+          clearance = ov.clearance;
+        }
+      }
+      // An obstacle radius below zero cannot be said; a clearance smaller
+      // than this layer's footprint keeps them that far apart instead.
+      o.obstacles.push_back({q.center, std::max(clearance - o.footprint, 0.0)});
+    }
+    absl::StatusOr<Sampler> sampler = Sampler::Create(region_, o);
+    if (!sampler.ok()) return sampler.status();
+    const double footprint = o.footprint;
+    absl::Status status = sampler->Run(
+        [&](const PointBatch& batch) {
+          for (std::size_t i = 0; i < batch.size(); ++i) {
+            Placed q{{0, 0, 0}, spec.layer, footprint};
+            for (int a = 0; a < dims; ++a) {
+              q.center[a] = batch.coords[i * dims + a];
+            }
+            placed.push_back(q);
+          }
+          return sink(batch);
+        },
+        stop);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace scatter::sampler

@@ -1,0 +1,81 @@
+#ifndef SCATTER_SAMPLER_LAYERS_H_
+#define SCATTER_SAMPLER_LAYERS_H_
+
+// Several object layers in one run: trees, then rocks among them, then
+// grass, never inside a trunk.
+//
+// Each layer has its own spacing (its same-layer Poisson radius, or any
+// method's options) and footprint (the object's own radius, default half
+// the spacing). Layers are placed in order of decreasing spacing; each
+// layer's points keep footprint_a + footprint_b from every earlier layer's
+// points (or a per-pair clearance override), and every layer keeps clear
+// of the shared obstacles. Points carry their layer; ids and random
+// streams are keyed by it.
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "sampler/region.h"
+#include "sampler/sampler.h"
+
+namespace scatter::sampler {
+
+struct LayerSpec {
+  std::uint32_t layer = 0;  // Carried by the points; unique per run.
+  // Method, radius (the spacing), footprint, attempts, scale range... The
+  // run's seed, batch size, limits, SIMD level and obstacles come from the
+  // shared options instead; `layer` above replaces options.layer.
+  SamplerOptions options;
+};
+
+// Points of layers a and b keep `clearance` apart instead of the sum of
+// their footprints (either order).
+struct ClearanceOverride {
+  std::uint32_t a = 0;
+  std::uint32_t b = 0;
+  double clearance = 0;  // Finite, >= 0.
+};
+
+class LayeredSampler {
+ public:
+  // InvalidArgument naming the layer (layers[i]: ...) for a bad layer's
+  // options, a repeated layer number, or an override naming an unknown
+  // layer or a bad clearance; the shared options are checked as Sampler
+  // checks them.
+  static absl::StatusOr<LayeredSampler> Create(
+      const Region& region, std::vector<LayerSpec> layers,
+      const SamplerOptions& shared,
+      std::vector<ClearanceOverride> overrides = {});
+
+  // Runs the layers in order (decreasing spacing), streaming every layer's
+  // batches to `sink` as they come. Same status rules as Sampler::Run;
+  // max_points applies to each layer.
+  absl::Status Run(BatchSink sink, absl::FunctionRef<bool()> stop) const;
+  absl::Status Run(BatchSink sink) const {
+    return Run(sink, [] { return false; });
+  }
+
+  // Layer numbers in the order they are placed.
+  std::vector<std::uint32_t> Order() const;
+
+ private:
+  LayeredSampler(const Region& region, std::vector<LayerSpec> layers,
+                 const SamplerOptions& shared,
+                 std::vector<ClearanceOverride> overrides)
+      : region_(region),
+        layers_(std::move(layers)),
+        shared_(shared),
+        overrides_(std::move(overrides)) {}
+
+  Region region_;
+  std::vector<LayerSpec> layers_;  // Sorted: placement order.
+  SamplerOptions shared_;
+  std::vector<ClearanceOverride> overrides_;
+};
+
+}  // namespace scatter::sampler
+
+#endif  // SCATTER_SAMPLER_LAYERS_H_

@@ -1,0 +1,151 @@
+#include "sampler/layers.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sampler/quality.h"
+#include "sampler/region.h"
+#include "tests/sampler/shapes.h"
+
+namespace scatter::sampler {
+namespace {
+
+struct Out {
+  std::map<std::uint32_t, std::vector<double>> coords;  // Per layer.
+  std::map<std::uint32_t, std::vector<std::uint64_t>> ids;
+  std::vector<std::uint32_t> layer_order;  // As batches arrived.
+};
+
+Out RunLayers(const LayeredSampler& sampler) {
+  Out out;
+  const absl::Status status = sampler.Run([&](const PointBatch& b) {
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      const std::uint32_t layer = b.layer[i];
+      if (out.layer_order.empty() || out.layer_order.back() != layer) {
+        out.layer_order.push_back(layer);
+      }
+      for (int a = 0; a < b.dims; ++a) {
+        out.coords[layer].push_back(b.coords[i * b.dims + a]);
+      }
+      out.ids[layer].push_back(b.id[i]);
+    }
+    return true;
+  });
+  EXPECT_TRUE(status.ok()) << status;
+  return out;
+}
+
+LayerSpec Layer(std::uint32_t id, double spacing, double footprint) {
+  LayerSpec spec;
+  spec.layer = id;
+  spec.options.radius = spacing;
+  spec.options.footprint = footprint;
+  return spec;
+}
+
+// Smallest distance between a point of `a` and one of `b`, long double.
+long double MinCross(const std::vector<double>& a,
+                     const std::vector<double>& b) {
+  long double best = 1e300L;
+  for (std::size_t i = 0; i < a.size(); i += 2) {
+    for (std::size_t j = 0; j < b.size(); j += 2) {
+      const long double dx = static_cast<long double>(a[i]) - b[j];
+      const long double dy = static_cast<long double>(a[i + 1]) - b[j + 1];
+      best = std::min(best, std::sqrt(dx * dx + dy * dy));
+    }
+  }
+  return best;
+}
+
+// The three layers, scaled down to a 60 m square with a pond:
+// trees spacing 8 footprint 2, rocks 3 / 0.75, grass 0.6 / 0.1.
+TEST(LayersTest, TreesRocksAndGrassKeepTheirClearances) {
+  const Region park = *Region::Polygons(
+      {test::Square(0, 0, 60, 60), test::Circle(30, 30, 8, 48)});
+  SamplerOptions shared;
+  shared.seed = 9;
+  // Given out of order: placement sorts by spacing.
+  absl::StatusOr<LayeredSampler> sampler = LayeredSampler::Create(
+      park, {Layer(3, 0.6, 0.1), Layer(1, 8, 2), Layer(2, 3, 0.75)}, shared);
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  EXPECT_EQ(sampler->Order(), (std::vector<std::uint32_t>{1, 2, 3}));
+  const Out out = RunLayers(*sampler);
+  EXPECT_EQ(out.layer_order, (std::vector<std::uint32_t>{1, 2, 3}));
+  const std::vector<double>& trees = out.coords.at(1);
+  const std::vector<double>& rocks = out.coords.at(2);
+  const std::vector<double>& grass = out.coords.at(3);
+  // Expected orders of magnitude: area 3600 - 201 = 3399 m2; a dense layer
+  // alone holds ~0.87 A / r^2 points: trees ~46; rocks ~330 minus the
+  // trees' discs; grass ~8200 minus what trees and rocks hold.
+  EXPECT_GT(trees.size() / 2, 25u);
+  EXPECT_LT(trees.size() / 2, 70u);
+  EXPECT_GT(rocks.size() / 2, 150u);
+  EXPECT_LT(rocks.size() / 2, 400u);
+  EXPECT_GT(grass.size() / 2, 4000u);
+  EXPECT_LT(grass.size() / 2, 9000u);
+  // Same layer: the spacing; across layers: the footprint sums.
+  const double spacing[4] = {0, 8, 3, 0.6};
+  for (std::uint32_t layer = 1; layer <= 3; ++layer) {
+    absl::StatusOr<MinDistanceReport> r =
+        CheckMinDistance(out.coords.at(layer), 2, spacing[layer]);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->violations, 0u) << "layer " << layer;
+    const std::set<std::uint64_t> unique(out.ids.at(layer).begin(),
+                                         out.ids.at(layer).end());
+    EXPECT_EQ(unique.size(), out.ids.at(layer).size()) << "layer " << layer;
+  }
+  EXPECT_GE(MinCross(trees, rocks), 2.75L);
+  EXPECT_GE(MinCross(trees, grass), 2.1L);
+  EXPECT_GE(MinCross(rocks, grass), 0.85L);
+  // Nothing in the pond.
+  for (const auto& [layer, c] : out.coords) {
+    for (std::size_t i = 0; i < c.size(); i += 2) {
+      ASSERT_TRUE(park.Contains(&c[i])) << "layer " << layer;
+    }
+  }
+  // Deterministic.
+  const Out again = RunLayers(*sampler);
+  EXPECT_EQ(again.coords, out.coords);
+}
+
+TEST(LayersTest, AnOverrideReplacesTheFootprintSum) {
+  const Region square = *Region::Polygons({test::Square(0, 0, 40, 40)});
+  SamplerOptions shared;
+  absl::StatusOr<LayeredSampler> sampler =
+      LayeredSampler::Create(square, {Layer(1, 8, 2), Layer(2, 1, 0.25)},
+                             shared, {{2, 1, /*clearance=*/5}});
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  const Out out = RunLayers(*sampler);
+  const long double gap = MinCross(out.coords.at(1), out.coords.at(2));
+  EXPECT_GE(gap, 5.0L);
+  EXPECT_LT(gap, 5.5L);  // And the ring around each tree gets filled.
+}
+
+TEST(LayersTest, BadLayersAreInvalidArgumentNamingTheLayer) {
+  const Region square = *Region::Polygons({test::Square(0, 0, 10, 10)});
+  SamplerOptions shared;
+  absl::StatusOr<LayeredSampler> twice =
+      LayeredSampler::Create(square, {Layer(1, 2, 0), Layer(1, 1, 0)}, shared);
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(twice.status().message().find("layers[1]"), std::string::npos);
+  absl::StatusOr<LayeredSampler> bad_radius =
+      LayeredSampler::Create(square, {Layer(1, 2, 0), Layer(2, -1, 0)}, shared);
+  EXPECT_EQ(bad_radius.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad_radius.status().message().find("layers[1]: radius"),
+            std::string::npos)
+      << bad_radius.status();
+  absl::StatusOr<LayeredSampler> unknown =
+      LayeredSampler::Create(square, {Layer(1, 2, 0)}, shared, {{1, 7, 3}});
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("unknown layer 7"),
+            std::string::npos);
+  EXPECT_EQ(LayeredSampler::Create(square, {}, shared).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace scatter::sampler
