@@ -1,6 +1,7 @@
 #include "sampler/layers.h"
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -9,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "sampler/quality.h"
 #include "sampler/region.h"
+#include "tests/sampler/point_set.h"
 #include "tests/sampler/shapes.h"
 
 namespace scatter::sampler {
@@ -145,6 +147,82 @@ TEST(LayersTest, BadLayersAreInvalidArgumentNamingTheLayer) {
             std::string::npos);
   EXPECT_EQ(LayeredSampler::Create(square, {}, shared).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace scatter::sampler
+
+namespace scatter::sampler {
+namespace {
+
+// Golden digests for algorithm_version 1 beyond the box: a polygon with a
+// lake, islands with obstacles, a ball, and three layers. Like the box
+// goldens in sampler_test.cc they change only with a version bump; a
+// mismatch prints the actual values.
+TEST(GoldenTest, RegionsObstaclesAndLayersArePinned) {
+  struct Case {
+    const char* name;
+    std::uint64_t digest;
+  };
+  const Case expected[] = {
+      {"dense lake", 0xe206eeba7f5d687fULL},
+      {"classic islands with obstacles", 0xec6c7498e73312eaULL},
+      {"dense ball", 0xb1e59ddc800076b2ULL},
+      {"three layers", 0x2300135c7fdef89dULL},
+  };
+  // Every compiled SIMD path gives the same digests.
+  for (SimdLevel level : SupportedSimdLevels()) {
+    std::vector<std::uint64_t> actual;
+    auto run = [](const Region& region, const SamplerOptions& options) {
+      return test::Collect(*Sampler::Create(region, options));
+    };
+    SamplerOptions dense;
+    dense.radius = 0.03;
+    dense.seed = 42;
+    dense.simd = level;
+    actual.push_back(
+        test::Digest(run(*Region::Polygons({test::Square(0, 0, 1, 1),
+                                            test::Circle(0.5, 0.5, 0.3, 64)}),
+                         dense)));
+    SamplerOptions classic = dense;
+    classic.method = Method::kPoissonClassic;
+    classic.obstacles = {{{0.15, 0.15, 0}, 0.03}, {{0.8, 0.85, 0}, 0.05}};
+    actual.push_back(
+        test::Digest(run(*Region::Polygons({test::Circle(0.15, 0.15, 0.1, 48),
+                                            test::Circle(0.85, 0.8, 0.12, 48)}),
+                         classic)));
+    SamplerOptions ball = dense;
+    ball.radius = 0.15;
+    actual.push_back(
+        test::Digest(run(*Region::Sphere({0.5, 0.5, 0.5}, 0.45), ball)));
+    SamplerOptions shared;
+    shared.seed = 42;
+    shared.simd = level;
+    const LayeredSampler layers = *LayeredSampler::Create(
+        *Region::Polygons(
+            {test::Square(0, 0, 30, 30), test::Circle(15, 15, 5, 32)}),
+        {Layer(1, 8, 2), Layer(2, 3, 0.75), Layer(3, 1, 0.1)}, shared);
+    test::PointSet all;
+    EXPECT_TRUE(layers
+                    .Run([&](const PointBatch& batch) {
+                      test::Append(batch, &all);
+                      return true;
+                    })
+                    .ok());
+    actual.push_back(test::Digest(all));
+    bool all_match = true;
+    for (std::size_t i = 0; i < actual.size(); ++i) {
+      EXPECT_EQ(actual[i], expected[i].digest)
+          << expected[i].name << " (" << SimdLevelName(level) << ")";
+      all_match = all_match && actual[i] == expected[i].digest;
+    }
+    if (!all_match) {
+      for (std::size_t i = 0; i < actual.size(); ++i) {
+        std::printf("      {\"%s\", 0x%016llxULL},\n", expected[i].name,
+                    static_cast<unsigned long long>(actual[i]));
+      }
+    }
+  }
 }
 
 }  // namespace
