@@ -208,6 +208,38 @@ absl::StatusOr<Raster> Raster::FromPng(absl::Span<const std::uint8_t> bytes,
   return Raster(width, height, rect, std::move(values));
 }
 
+bool Raster::Bounds(double x0, double y0, double x1, double y1, double* lo,
+                    double* hi, std::size_t max_pixels) const {
+  // Continuous pixel coordinates of the box's corners, clamped as Sample
+  // clamps; the pixels around them hold every value in between.
+  auto col = [&](double x) {
+    const double u = (x - rect_.x0) * to_col_ - 0.5;
+    return std::clamp(u, 0.0, width_ - 1.0);
+  };
+  auto row = [&](double y) {
+    const double v = (rect_.y1 - y) * to_row_ - 0.5;
+    return std::clamp(v, 0.0, height_ - 1.0);
+  };
+  const auto i0 = static_cast<std::uint32_t>(col(x0));
+  const auto i1 = std::min(static_cast<std::uint32_t>(col(x1)) + 1, width_ - 1);
+  const auto j0 = static_cast<std::uint32_t>(row(y1));
+  const auto j1 =
+      std::min(static_cast<std::uint32_t>(row(y0)) + 1, height_ - 1);
+  if (static_cast<std::size_t>(i1 - i0 + 1) * (j1 - j0 + 1) > max_pixels) {
+    return false;
+  }
+  float mn = 2, mx = -1;
+  for (std::uint32_t j = j0; j <= j1; ++j) {
+    for (std::uint32_t i = i0; i <= i1; ++i) {
+      mn = std::min(mn, Pixel(i, j));
+      mx = std::max(mx, Pixel(i, j));
+    }
+  }
+  *lo = mn;
+  *hi = mx;
+  return true;
+}
+
 double Raster::Sample(double x, double y) const {
   // Continuous pixel coordinates with centres at integers.
   double u = (x - rect_.x0) * to_col_ - 0.5;

@@ -69,6 +69,12 @@ class Raster {
     return x >= rect_.x0 && x <= rect_.x1 && y >= rect_.y0 && y <= rect_.y1;
   }
 
+  // The least and greatest value Sample() can return in the box
+  // [x0, x1] x [y0, y1] (the pixels whose bilinear support meets it). False
+  // when that is more than max_pixels pixels (then nothing is said).
+  bool Bounds(double x0, double y0, double x1, double y1, double* lo,
+              double* hi, std::size_t max_pixels = 64) const;
+
   // The normalised value of pixel (i, j).
   float Pixel(std::uint32_t i, std::uint32_t j) const {
     return (*values_)[static_cast<std::size_t>(j) * width_ + i];

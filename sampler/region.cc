@@ -336,7 +336,41 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
   return region;
 }
 
+absl::StatusOr<Region> Region::Masked(std::shared_ptr<const Raster> mask,
+                                      double threshold) const {
+  if (mask == nullptr) {
+    return absl::InvalidArgumentError("mask must be set");
+  }
+  if (!(threshold >= 0 && threshold <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mask threshold must be in [0, 1], got ", threshold));
+  }
+  Region masked = *this;
+  masked.mask_ = std::move(mask);
+  masked.mask_threshold_ = threshold;
+  return masked;
+}
+
 Region::Overlap Region::Classify(const double* lo, const double* hi) const {
+  const Overlap shape = ClassifyShape(lo, hi);
+  if (mask_ == nullptr || shape == Overlap::kOutside) return shape;
+  const RasterRect& r = mask_->rect();
+  if (hi[0] < r.x0 || lo[0] > r.x1 || hi[1] < r.y0 || lo[1] > r.y1) {
+    return Overlap::kOutside;
+  }
+  const bool within =
+      lo[0] >= r.x0 && hi[0] <= r.x1 && lo[1] >= r.y0 && hi[1] <= r.y1;
+  double least = 0, most = 0;
+  if (!mask_->Bounds(lo[0], lo[1], hi[0], hi[1], &least, &most)) {
+    return Overlap::kPartial;
+  }
+  if (most < mask_threshold_) return Overlap::kOutside;
+  if (within && least >= mask_threshold_) return shape;
+  return Overlap::kPartial;
+}
+
+Region::Overlap Region::ClassifyShape(const double* lo,
+                                      const double* hi) const {
   for (int a = 0; a < dims(); ++a) {
     if (hi[a] < bounds_.min(a) || lo[a] >= bounds_.max(a)) {
       return Overlap::kOutside;
@@ -370,6 +404,13 @@ Region::Overlap Region::Classify(const double* lo, const double* hi) const {
 }
 
 bool Region::Contains(const double* p) const {
+  if (!ContainsShape(p)) return false;
+  if (mask_ == nullptr) return true;
+  return mask_->Covers(p[0], p[1]) &&
+         mask_->Sample(p[0], p[1]) >= mask_threshold_;
+}
+
+bool Region::ContainsShape(const double* p) const {
   if (!bounds_.Contains(p)) return false;
   switch (kind_) {
     case Kind::kBox:

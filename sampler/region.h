@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "sampler/box.h"
+#include "sampler/raster.h"
 
 namespace scatter::sampler {
 
@@ -51,6 +52,13 @@ class Region {
       absl::Span<const Ring> rings, FillRule rule = FillRule::kEvenOdd,
       std::size_t max_vertices = std::size_t{1} << 24);
 
+  // This region with a mask: places where `mask` samples below
+  // `threshold`, or that lie outside the mask's rectangle, are left out (in
+  // 3D the mask maps onto x-y). InvalidArgument unless threshold is in
+  // [0, 1] and mask is set.
+  absl::StatusOr<Region> Masked(std::shared_ptr<const Raster> mask,
+                                double threshold) const;
+
   int dims() const { return bounds_.dims(); }
   // A box holding the whole region (half-open, like Box).
   const Box& bounds() const { return bounds_; }
@@ -59,7 +67,7 @@ class Region {
   bool Contains(const double* p) const;
 
   // Whether the region is its bounding box (then Contains is the box test).
-  bool IsBox() const { return kind_ == Kind::kBox; }
+  bool IsBox() const { return kind_ == Kind::kBox && mask_ == nullptr; }
 
   // How the axis-aligned box [lo, hi] meets the region. kInside and
   // kOutside are certain; kPartial may also be returned for a box that is
@@ -70,12 +78,17 @@ class Region {
  private:
   enum class Kind { kBox, kBall, kPolygons };
   Region(Kind kind, const Box& bounds) : kind_(kind), bounds_(bounds) {}
+  // The shape alone, without the mask.
+  bool ContainsShape(const double* p) const;
+  Overlap ClassifyShape(const double* lo, const double* hi) const;
 
   Kind kind_;
   Box bounds_;
   Vec center_ = {0, 0, 0};  // kBall.
   double radius2_ = 0;      // kBall: radius squared.
   std::shared_ptr<const internal::PolygonIndex> polygons_;  // kPolygons.
+  std::shared_ptr<const Raster> mask_;                      // Optional.
+  double mask_threshold_ = 0;
 };
 
 }  // namespace scatter::sampler

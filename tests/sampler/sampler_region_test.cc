@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "sampler/quality.h"
+#include "sampler/raster.h"
 #include "sampler/region.h"
 #include "sampler/rng.h"
 #include "sampler/sampler.h"
@@ -314,6 +316,61 @@ TEST(ObstacleTest, BadObstaclesAreInvalidArgument) {
   options.obstacles = {};
   options.footprint = -0.5;
   EXPECT_EQ(Sampler::Create(box, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace scatter::sampler
+
+namespace scatter::sampler {
+namespace {
+
+// A 16 x 16 mask over the unit square, bright (1) left of x = 0.5, dark (0)
+// right of it; bilinear, it crosses 0.5 at x = 0.5.
+std::shared_ptr<const Raster> HalfMask() {
+  std::vector<std::uint8_t> bytes(16 * 16);
+  for (int j = 0; j < 16; ++j) {
+    for (int i = 0; i < 16; ++i) bytes[j * 16 + i] = i < 8 ? 255 : 0;
+  }
+  return std::make_shared<const Raster>(*Raster::FromRaw(
+      RasterFormat::kU8, 16, 16, bytes, {0, 0, 1, 1}, 1 << 20));
+}
+
+TEST(MaskTest, PointsStayWhereTheMaskIsBrightAndFillIt) {
+  const Box box = *Box::Create(2, {0, 0, 0}, {1, 1, 0});
+  const Region masked = *Region::FromBox(box).Masked(HalfMask(), 0.5);
+  EXPECT_FALSE(masked.IsBox());
+  for (Method method : {Method::kPoissonDense, Method::kPoissonClassic,
+                        Method::kJitteredGrid, Method::kUniform}) {
+    SamplerOptions options;
+    options.method = method;
+    options.radius = 0.01;
+    options.cell_size = 0.01;
+    options.count = 2000;
+    const PointSet points = Collect(*Sampler::Create(masked, options));
+    ASSERT_TRUE(points.status.ok()) << points.status;
+    ASSERT_GT(points.size(), 500u) << MethodName(method);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      ASSERT_LE(points.coords[2 * i], 0.5) << MethodName(method);
+    }
+    if (method == Method::kPoissonDense || method == Method::kPoissonClassic) {
+      // 1e6 probes over the square; those on the bright half must be
+      // covered.
+      absl::StatusOr<CoverageReport> coverage =
+          MeasureCoverage(points.coords, masked, 0.01, 1000000, 8);
+      ASSERT_TRUE(coverage.ok());
+      EXPECT_GT(coverage->probes, 450000u);
+      EXPECT_LE(coverage->uncovered_fraction(), 1e-5)
+          << MethodName(method) << ": " << coverage->uncovered;
+    }
+  }
+}
+
+TEST(MaskTest, BadMaskIsInvalidArgument) {
+  const Region box = Region::FromBox(*Box::Create(2, {0, 0, 0}, {1, 1, 0}));
+  EXPECT_EQ(box.Masked(HalfMask(), 1.5).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(box.Masked(nullptr, 0.5).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
