@@ -60,7 +60,9 @@ class BatchWriter {
     radius_[size_] = radius;
     ids_[size_] = PointIdFromKey(id_key_, p, dims_);
     // Attributes from the id's own stream: positions never depend on them.
-    CounterRng attributes(Combine(attribute_key_, ids_[size_]));
+    // The id is already a full-avalanche hash, so it keys the stream
+    // directly (xor with the run's attribute key).
+    CounterRng attributes(attribute_key_ ^ ids_[size_]);
     yaw_[size_] = attributes.Uniform01() * kTwoPi;
     scale_[size_] = scale_min_ + attributes.Uniform01() * scale_span_;
     ++size_;
