@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sampler/box_distance.h"
+
 namespace scatter::sampler::internal {
 namespace {
 
@@ -117,14 +119,9 @@ void ObstacleIndex::Classify(const double* lo, const double* hi, bool* inside,
         const auto cell = static_cast<std::size_t>((z * n_[1] + y) * n_[0] + x);
         for (std::uint32_t k = begin_[cell]; k < begin_[cell + 1]; ++k) {
           const std::uint32_t o = index_[k];
-          double near2 = 0, far2 = 0;
-          for (int a = 0; a < dims_; ++a) {
-            const double c = centers_[o * 3 + a];
-            const double n = std::max(std::max(lo[a] - c, c - hi[a]), 0.0);
-            const double f = std::max(c - lo[a], hi[a] - c);
-            near2 += n * n;
-            far2 += f * f;
-          }
+          const double* c = &centers_[o * 3];
+          const double near2 = NearestDistance2(c, lo, hi, dims_);
+          const double far2 = FarthestDistance2(c, lo, hi, dims_);
           if (near2 < limit2_[o]) *reaches = true;
           if (far2 < limit2_[o]) {
             *inside = true;

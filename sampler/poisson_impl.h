@@ -39,6 +39,7 @@
 #include "absl/status/status.h"
 #include "sampler/batch_writer.h"
 #include "sampler/box.h"
+#include "sampler/box_distance.h"
 #include "sampler/cover_stencil.h"
 #include "sampler/directions.h"
 #include "sampler/obstacles.h"
@@ -230,7 +231,8 @@ class PoissonRun {
     for (int a = 0; a < D; ++a) {
       if (!(p[a] >= lo_[a] && p[a] < hi_[a])) return false;
     }
-    return (box_only_ || region_.Contains(p)) && !obstacles_.TooClose(p);
+    return (box_only_ || region_.Contains(p)) &&
+           (obstacles_.empty() || !obstacles_.TooClose(p));
   }
 
   // Records an accepted point: grid, active list, output. Halts the run when
@@ -622,12 +624,11 @@ class PoissonRun {
     return Drain();
   }
 
+  // The cell's bounds clipped to the box.
   void CellBounds(std::uint64_t c, double* b0, double* b1) const {
+    UnclippedCellBounds(c, b0, b1);
     for (int a = 0; a < D; ++a) {
-      const std::uint64_t i =
-          (c / stride_[a]) % static_cast<std::uint64_t>(n_[a]);
-      b0[a] = lo_[a] + static_cast<double>(i) * cell_;
-      b1[a] = std::min(b0[a] + cell_, hi_[a]);
+      b1[a] = std::min(b1[a], hi_[a]);
       b0[a] = std::max(b0[a], lo_[a]);
     }
   }
@@ -727,29 +728,13 @@ class PoissonRun {
     }
   }
 
-  // Squared distance from q to the box [b0, b1].
   static double DistToBox2(const double* q, const double* b0,
                            const double* b1) {
-    // max() rather than branches: which side a point lies on is a coin
-    // flip. Same values as the branches, sign of zero included once
-    // squared.
-    double d2 = 0;
-    for (int a = 0; a < D; ++a) {
-      const double d = std::max(std::max(b0[a] - q[a], q[a] - b1[a]), 0.0);
-      d2 += d * d;
-    }
-    return d2;
+    return NearestDistance2(q, b0, b1, D);
   }
-
-  // Squared distance from q to the farthest corner of [b0, b1].
   static double FarCorner2(const double* q, const double* b0,
                            const double* b1) {
-    double d2 = 0;
-    for (int a = 0; a < D; ++a) {
-      const double d = std::max(q[a] - b0[a], b1[a] - q[a]);
-      d2 += d * d;
-    }
-    return d2;
+    return FarthestDistance2(q, b0, b1, D);
   }
 
   // Points whose disks reach into cell c, into gap level 0 (interleaved).

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "sampler/box_distance.h"
 
 namespace scatter::sampler {
 namespace internal {
@@ -385,17 +386,14 @@ Region::Overlap Region::ClassifyShape(const double* lo,
       return inside ? Overlap::kInside : Overlap::kPartial;
     }
     case Kind::kBall: {
-      double near2 = 0;
-      double far2 = 0;
-      for (int a = 0; a < dims(); ++a) {
-        const double n =
-            std::max(std::max(lo[a] - center_[a], center_[a] - hi[a]), 0.0);
-        const double f = std::max(center_[a] - lo[a], hi[a] - center_[a]);
-        near2 += n * n;
-        far2 += f * f;
+      if (internal::NearestDistance2(center_.data(), lo, hi, dims()) >=
+          radius2_) {
+        return Overlap::kOutside;
       }
-      if (near2 >= radius2_) return Overlap::kOutside;
-      return far2 < radius2_ ? Overlap::kInside : Overlap::kPartial;
+      return internal::FarthestDistance2(center_.data(), lo, hi, dims()) <
+                     radius2_
+                 ? Overlap::kInside
+                 : Overlap::kPartial;
     }
     case Kind::kPolygons:
       return polygons_->Classify(lo, hi);
