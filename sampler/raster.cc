@@ -97,6 +97,16 @@ Raster::Raster(std::uint32_t width, std::uint32_t height,
       to_row_(height / (rect.y1 - rect.y0)),
       values_(std::make_shared<const std::vector<float>>(std::move(values))) {}
 
+absl::StatusOr<Raster> Raster::WithRect(const RasterRect& rect) const {
+  absl::Status status = CheckRect(rect);
+  if (!status.ok()) return status;
+  Raster copy = *this;
+  copy.rect_ = rect;
+  copy.to_col_ = width_ / (rect.x1 - rect.x0);
+  copy.to_row_ = height_ / (rect.y1 - rect.y0);
+  return copy;
+}
+
 absl::StatusOr<Raster> Raster::FromRaw(RasterFormat format, std::uint32_t width,
                                        std::uint32_t height,
                                        absl::Span<const std::uint8_t> bytes,

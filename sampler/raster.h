@@ -56,9 +56,15 @@ class Raster {
                                         const RasterRect& rect,
                                         std::size_t max_bytes);
 
+  // The same pixels laid over another rectangle; they are shared, not
+  // copied. InvalidArgument as above for a bad rectangle.
+  absl::StatusOr<Raster> WithRect(const RasterRect& rect) const;
+
   std::uint32_t width() const { return width_; }
   std::uint32_t height() const { return height_; }
   const RasterRect& rect() const { return rect_; }
+  // Bytes of decoded pixels (4 per pixel).
+  std::size_t decoded_bytes() const { return values_->size() * sizeof(float); }
 
   // Bilinear value at world (x, y) between pixel centres; outside the
   // rectangle the edge value continues (clamped), as a density should.

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Gets points from a running scatterd and prints them as CSV.
+
+Needs Debian's python3-grpcio and python3-grpc-tools; the stubs are
+generated from proto/scatter/v1/scatter.proto into a temporary directory at
+start, so nothing is installed. Example:
+
+  /usr/bin/python3 client/python/scatter_points.py --box 0,0,100,100 --spacing 2
+
+prints "x,y,layer,id" lines (x,y,z,... for a 3D box) and a summary on stderr.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROTO_ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "proto"))
+
+
+def load_stubs(proto_root=PROTO_ROOT):
+    """Compiles scatter.proto with grpc_tools and imports the modules."""
+    from grpc_tools import protoc  # Debian: python3-grpc-tools
+
+    out = tempfile.mkdtemp(prefix="scatter_stubs_")
+    status = protoc.main([
+        "protoc", "-I" + proto_root, "--python_out=" + out,
+        "--grpc_python_out=" + out,
+        os.path.join(proto_root, "scatter", "v1", "scatter.proto")
+    ])
+    if status != 0:
+        raise RuntimeError("protoc failed on scatter.proto")
+    sys.path.insert(0, out)
+    from scatter.v1 import scatter_pb2, scatter_pb2_grpc
+    return scatter_pb2, scatter_pb2_grpc
+
+
+def scatter(stub, pb, request, timeout=60):
+    """Yields (dims, coords, layers, ids) per batch; returns the summary."""
+    summary = None
+    for response in stub.Scatter(request, timeout=timeout):
+        if response.HasField("points"):
+            p = response.points
+            yield p.dims, list(p.coords), list(p.layer), list(p.id)
+        else:
+            summary = response.summary
+    scatter.summary = summary
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--address", default="127.0.0.1:50051")
+    parser.add_argument("--box", default="0,0,100,100",
+                        help="x0,y0,x1,y1 (2D) or x0,y0,z0,x1,y1,z1 (3D)")
+    parser.add_argument("--spacing", type=float, default=2.0,
+                        help="minimum distance between points")
+    parser.add_argument("--method", default="dense",
+                        choices=["dense", "classic", "jittered", "uniform"])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-points", type=int, default=0)
+    args = parser.parse_args()
+
+    import grpc  # Debian: python3-grpcio
+    pb, pb_grpc = load_stubs()
+    values = [float(v) for v in args.box.split(",")]
+    if len(values) not in (4, 6):
+        parser.error("--box needs 4 or 6 numbers")
+    dims = len(values) // 2
+    request = pb.ScatterRequest(seed=args.seed, max_points=args.max_points)
+    request.region.box.min.extend(values[:dims])
+    request.region.box.max.extend(values[dims:])
+    method = {"dense": pb.METHOD_POISSON_DENSE, "classic": pb.METHOD_POISSON_CLASSIC,
+              "jittered": pb.METHOD_JITTERED_GRID, "uniform": pb.METHOD_UNIFORM}[args.method]
+    request.layers.add(id=0, method=method, spacing=args.spacing,
+                       cell_size=args.spacing, count=1000)
+
+    with grpc.insecure_channel(args.address) as channel:
+        stub = pb_grpc.ScatterServiceStub(channel)
+        out = sys.stdout
+        try:
+            for d, coords, layers, ids in scatter(stub, pb, request):
+                for i in range(len(ids)):
+                    xyz = ",".join(repr(c) for c in coords[i * d:(i + 1) * d])
+                    out.write("%s,%d,%d\n" % (xyz, layers[i], ids[i]))
+        except grpc.RpcError as e:
+            print("scatter: %s: %s" % (e.code().name, e.details()), file=sys.stderr)
+            return 1
+        s = scatter.summary
+        print("summary: %d points, %.3f s, algorithm_version %d" %
+              (s.total_points, s.elapsed_seconds, s.algorithm_version), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,411 @@
+#include "server/convert.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "sampler/spline.h"
+
+namespace scatter::server {
+namespace {
+
+using sampler::Method;
+
+absl::Status Invalid(absl::string_view field, absl::string_view rule) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", rule));
+}
+
+// The sampler names its own fields; prefix the request's path to them.
+absl::Status Prefixed(absl::string_view path, const absl::Status& status) {
+  return absl::Status(status.code(),
+                      absl::StrCat(path, ": ", status.message()));
+}
+
+bool FinitePositive(double v) { return std::isfinite(v) && v > 0; }
+
+absl::StatusOr<std::shared_ptr<const sampler::Raster>> ResolveRaster(
+    absl::string_view field, const v1::RasterInput& input,
+    const Limits& limits, RasterCache& rasters, ScatterJob* job) {
+  std::shared_ptr<const sampler::Raster> cached;
+  switch (input.source_case()) {
+    case v1::RasterInput::kData: {
+      const v1::RasterData& data = input.data();
+      absl::StatusOr<RasterCache::Entry> entry =
+          rasters.Put(absl::StrCat(field, ".data"), data.format(), data.width(),
+                      data.height(), data.pixels(), limits.max_raster_bytes);
+      if (!entry.ok()) return entry.status();
+      cached = entry->raster;
+      break;
+    }
+    case v1::RasterInput::kDigest:
+      cached = rasters.Get(input.digest());
+      if (cached == nullptr) {
+        return absl::NotFoundError(absl::StrCat(
+            field, ".digest: no raster ", input.digest(),
+            " on this server (never uploaded here, or evicted); upload it "
+            "with PutRaster or send it inline"));
+      }
+      break;
+    default:
+      return Invalid(field, "needs data or digest");
+  }
+  job->pinned.push_back(cached);
+  absl::StatusOr<sampler::Raster> placed = cached->WithRect(
+      sampler::RasterRect{input.x0(), input.y0(), input.x1(), input.y1()});
+  if (!placed.ok()) return Prefixed(field, placed.status());
+  return std::make_shared<const sampler::Raster>(*std::move(placed));
+}
+
+absl::StatusOr<sampler::Ring> ToRing(absl::string_view field,
+                                     const google::protobuf::RepeatedField<double>& xy) {
+  if (xy.size() % 2 != 0) {
+    return Invalid(field, absl::StrCat("needs x, y pairs (an even count), got ",
+                                       xy.size(), " values"));
+  }
+  sampler::Ring ring(static_cast<std::size_t>(xy.size() / 2));
+  for (std::size_t i = 0; i < ring.size(); ++i) {
+    ring[i] = {xy[static_cast<int>(2 * i)], xy[static_cast<int>(2 * i + 1)]};
+  }
+  return ring;
+}
+
+absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
+                                        double smallest_spacing,
+                                        const Limits& limits) {
+  switch (region.shape_case()) {
+    case v1::Region::kBox: {
+      const v1::Box& box = region.box();
+      if (box.min_size() != 2 && box.min_size() != 3) {
+        return Invalid("region.box.min",
+                       absl::StrCat("needs 2 (2D) or 3 (3D) values, got ",
+                                    box.min_size()));
+      }
+      if (box.max_size() != box.min_size()) {
+        return Invalid("region.box.max",
+                       absl::StrCat("needs as many values as min (",
+                                    box.min_size(), "), got ", box.max_size()));
+      }
+      sampler::Vec lo = {0, 0, 0}, hi = {0, 0, 0};
+      for (int i = 0; i < box.min_size(); ++i) {
+        lo[static_cast<std::size_t>(i)] = box.min(i);
+        hi[static_cast<std::size_t>(i)] = box.max(i);
+      }
+      absl::StatusOr<sampler::Box> made =
+          sampler::Box::Create(box.min_size(), lo, hi);
+      if (!made.ok()) return Prefixed("region.box", made.status());
+      return sampler::Region::FromBox(*made);
+    }
+    case v1::Region::kCircle: {
+      const v1::Circle& c = region.circle();
+      absl::StatusOr<sampler::Region> made =
+          sampler::Region::Circle(c.center_x(), c.center_y(), c.radius());
+      if (!made.ok()) return Prefixed("region.circle", made.status());
+      return made;
+    }
+    case v1::Region::kSphere: {
+      const v1::Sphere& s = region.sphere();
+      absl::StatusOr<sampler::Region> made = sampler::Region::Sphere(
+          {s.center_x(), s.center_y(), s.center_z()}, s.radius());
+      if (!made.ok()) return Prefixed("region.sphere", made.status());
+      return made;
+    }
+    case v1::Region::kPolygons: {
+      const v1::Polygons& polygons = region.polygons();
+      std::vector<sampler::Ring> rings;
+      rings.reserve(static_cast<std::size_t>(polygons.rings_size() +
+                                             polygons.splines_size()));
+      std::size_t vertices = 0;
+      for (int i = 0; i < polygons.rings_size(); ++i) {
+        vertices += static_cast<std::size_t>(polygons.rings(i).xy_size() / 2);
+        if (vertices > limits.max_polygon_vertices) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "region.polygons.rings: more than max_polygon_vertices = ",
+              limits.max_polygon_vertices, " vertices"));
+        }
+        absl::StatusOr<sampler::Ring> ring = ToRing(
+            absl::StrCat("region.polygons.rings[", i, "].xy"),
+            polygons.rings(i).xy());
+        if (!ring.ok()) return ring.status();
+        rings.push_back(*std::move(ring));
+      }
+      double tolerance = polygons.spline_tolerance();
+      if (tolerance == 0) tolerance = smallest_spacing / 100;
+      if (!FinitePositive(tolerance)) {
+        return Invalid("region.polygons.spline_tolerance",
+                       absl::StrCat("must be finite and >= 0, got ",
+                                    polygons.spline_tolerance()));
+      }
+      for (int i = 0; i < polygons.splines_size(); ++i) {
+        const std::string field = absl::StrCat("region.polygons.splines[", i, "]");
+        const v1::Spline& spline = polygons.splines(i);
+        absl::StatusOr<sampler::Ring> points =
+            ToRing(absl::StrCat(field, ".xy"), spline.xy());
+        if (!points.ok()) return points.status();
+        sampler::Spline curve;
+        curve.kind = spline.kind() == v1::SPLINE_KIND_BEZIER
+                         ? sampler::SplineKind::kBezier
+                         : sampler::SplineKind::kCatmullRom;
+        curve.points = *std::move(points);
+        absl::StatusOr<sampler::Ring> ring = sampler::FlattenSpline(
+            curve, tolerance, limits.max_polygon_vertices - vertices);
+        if (!ring.ok()) return Prefixed(field, ring.status());
+        vertices += ring->size();
+        rings.push_back(*std::move(ring));
+      }
+      const sampler::FillRule rule = polygons.fill_rule() == v1::FILL_RULE_NONZERO
+                                         ? sampler::FillRule::kNonZero
+                                         : sampler::FillRule::kEvenOdd;
+      absl::StatusOr<sampler::Region> made =
+          sampler::Region::Polygons(rings, rule, limits.max_polygon_vertices);
+      if (!made.ok()) return Prefixed("region.polygons", made.status());
+      return made;
+    }
+    default:
+      return Invalid("region", "needs one of box, circle, sphere or polygons");
+  }
+}
+
+Method ToMethod(v1::Method method) {
+  switch (method) {
+    case v1::METHOD_POISSON_CLASSIC:
+      return Method::kPoissonClassic;
+    case v1::METHOD_JITTERED_GRID:
+      return Method::kJitteredGrid;
+    case v1::METHOD_UNIFORM:
+      return Method::kUniform;
+    default:
+      return Method::kPoissonDense;
+  }
+}
+
+bool IsPoisson(v1::Method method) {
+  return method == v1::METHOD_POISSON_DENSE ||
+         method == v1::METHOD_POISSON_CLASSIC;
+}
+
+absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
+                                           const ScatterJob& job) {
+  const std::string path = absl::StrCat("layers[", index, "]");
+  if (!v1::Method_IsValid(layer.method())) {
+    return Invalid(absl::StrCat(path, ".method"),
+                   absl::StrCat("unknown method ", layer.method()));
+  }
+  sampler::LayerSpec spec;
+  spec.layer = layer.id();
+  sampler::SamplerOptions& o = spec.options;
+  o = job.shared;
+  o.method = ToMethod(layer.method());
+  if (IsPoisson(layer.method())) {
+    if (!FinitePositive(layer.spacing())) {
+      return Invalid(absl::StrCat(path, ".spacing"),
+                     absl::StrCat("must be finite and > 0 for Poisson methods, got ",
+                                  layer.spacing()));
+    }
+    if (layer.max_attempts() > 1024) {
+      return Invalid(absl::StrCat(path, ".max_attempts"),
+                     absl::StrCat("must be 0 (default) to 1024, got ",
+                                  layer.max_attempts()));
+    }
+    o.radius = layer.spacing();
+    o.max_attempts = static_cast<int>(layer.max_attempts());
+  }
+  if (layer.method() == v1::METHOD_JITTERED_GRID &&
+      !FinitePositive(layer.cell_size())) {
+    return Invalid(absl::StrCat(path, ".cell_size"),
+                   absl::StrCat("must be finite and > 0 for a jittered grid, got ",
+                                layer.cell_size()));
+  }
+  if (layer.method() == v1::METHOD_UNIFORM && layer.count() == 0) {
+    return Invalid(absl::StrCat(path, ".count"),
+                   "must be >= 1 for uniform points");
+  }
+  o.cell_size = layer.cell_size();
+  o.count = layer.count();
+  if (!std::isfinite(layer.footprint()) || layer.footprint() < 0) {
+    return Invalid(absl::StrCat(path, ".footprint"),
+                   absl::StrCat("must be finite and >= 0, got ", layer.footprint()));
+  }
+  o.footprint = layer.footprint();
+  if (layer.scale_min() != 0 || layer.scale_max() != 0) {
+    if (!FinitePositive(layer.scale_min()) || !FinitePositive(layer.scale_max()) ||
+        layer.scale_min() > layer.scale_max()) {
+      return Invalid(absl::StrCat(path, ".scale_min"),
+                     absl::StrCat("needs finite 0 < scale_min <= scale_max, got ",
+                                  layer.scale_min(), " and ", layer.scale_max()));
+    }
+    o.scale_min = layer.scale_min();
+    o.scale_max = layer.scale_max();
+  }
+  return spec;
+}
+
+// An upper bound of the region's measure: the bounding box's cells of a
+// 64 x 64 (16^3 in 3D) grid that meet the region.
+double MeasureBound(const sampler::Region& region) {
+  const sampler::Box& box = region.bounds();
+  const int dims = box.dims();
+  const int n = dims == 2 ? 64 : 16;
+  double step[3] = {box.extent(0) / n, box.extent(1) / n,
+                    dims == 3 ? box.extent(2) / n : 0};
+  std::uint64_t meeting = 0;
+  const int nz = dims == 3 ? n : 1;
+  for (int k = 0; k < nz; ++k) {
+    for (int j = 0; j < n; ++j) {
+      for (int i = 0; i < n; ++i) {
+        const double lo[3] = {box.min(0) + i * step[0], box.min(1) + j * step[1],
+                              dims == 3 ? box.min(2) + k * step[2] : 0};
+        const double hi[3] = {lo[0] + step[0], lo[1] + step[1], lo[2] + step[2]};
+        if (region.Classify(lo, hi) != sampler::Region::Overlap::kOutside) {
+          ++meeting;
+        }
+      }
+    }
+  }
+  double cells = 1;
+  for (int d = 0; d < dims; ++d) cells *= n;
+  return box.Measure() * static_cast<double>(meeting) / cells;
+}
+
+// Points a layer can hold at most in `measure`: hexagonal packing in 2D
+// (2 / (sqrt(3) r^2) per unit area), FCC in 3D (sqrt(2) / r^3 per volume).
+double EstimatePoints(const sampler::SamplerOptions& o, int dims,
+                      double measure) {
+  switch (o.method) {
+    case Method::kPoissonDense:
+    case Method::kPoissonClassic:
+      return dims == 2 ? measure * 2 / (std::sqrt(3.0) * o.radius * o.radius)
+                       : measure * std::sqrt(2.0) /
+                             (o.radius * o.radius * o.radius);
+    case Method::kJitteredGrid:
+      return measure / std::pow(o.cell_size, dims);
+    case Method::kUniform:
+      return static_cast<double>(o.count);
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::size_t ClampBatchSize(std::uint32_t requested, int dims) {
+  // dims coordinates, radius, yaw, scale (8 bytes), id (8), layer (<= 5),
+  // plus tags and length prefixes: 8 * (dims + 4) + 5 bytes per point is a
+  // safe bound for packed fields.
+  const std::size_t per_point = 8 * (static_cast<std::size_t>(dims) + 4) + 5;
+  const std::size_t most = (kMaxBatchBytes - 1024) / per_point;
+  const std::size_t want = requested == 0 ? kDefaultBatchSize : requested;
+  return std::min(want, most);
+}
+
+absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
+                                 const Limits& limits, RasterCache& rasters) {
+  ScatterJob job{sampler::Region::FromBox(*sampler::Box::Create(
+                     2, {0, 0, 0}, {1, 1, 0})),
+                 {}, {}, {}, {}, 0, 0, kDefaultBatchSize};
+
+  if (request.layers_size() == 0) {
+    return Invalid("layers", "at least one layer is required");
+  }
+  if (static_cast<std::size_t>(request.layers_size()) > limits.max_layers) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("layers: ", request.layers_size(),
+                     " layers, over the limit max_layers = ", limits.max_layers));
+  }
+  double smallest_spacing = std::numeric_limits<double>::infinity();
+  for (const v1::Layer& layer : request.layers()) {
+    if (IsPoisson(layer.method()) && FinitePositive(layer.spacing())) {
+      smallest_spacing = std::min(smallest_spacing, layer.spacing());
+    }
+  }
+  if (!std::isfinite(smallest_spacing)) smallest_spacing = 1;
+
+  absl::StatusOr<sampler::Region> region =
+      ToShape(request.region(), smallest_spacing, limits);
+  if (!region.ok()) return region.status();
+  if (request.region().has_mask()) {
+    absl::StatusOr<std::shared_ptr<const sampler::Raster>> mask = ResolveRaster(
+        "region.mask", request.region().mask(), limits, rasters, &job);
+    if (!mask.ok()) return mask.status();
+    region = region->Masked(*mask, request.region().mask_threshold());
+    if (!region.ok()) return Prefixed("region.mask_threshold", region.status());
+  }
+  job.region = *std::move(region);
+  const int dims = job.region.dims();
+
+  sampler::SamplerOptions& shared = job.shared;
+  shared.seed = request.seed();
+  job.batch_size = ClampBatchSize(request.batch_size(), dims);
+  shared.batch_size = job.batch_size;
+  shared.max_memory_bytes = limits.max_grid_bytes;
+  // The estimate below and the stream's cap enforce max_points; the
+  // sampler's own bounding-box estimate must not refuse first.
+  shared.max_points = std::numeric_limits<std::uint32_t>::max() * std::uint64_t{4096};
+
+  if (static_cast<std::size_t>(request.obstacles_size()) > limits.max_obstacles) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "obstacles: ", request.obstacles_size(),
+        " obstacles, over the limit max_obstacles = ", limits.max_obstacles));
+  }
+  for (int i = 0; i < request.obstacles_size(); ++i) {
+    const v1::Obstacle& o = request.obstacles(i);
+    if (!std::isfinite(o.x()) || !std::isfinite(o.y()) || !std::isfinite(o.z())) {
+      return Invalid(absl::StrCat("obstacles[", i, "]"),
+                     "coordinates must be finite");
+    }
+    if (!std::isfinite(o.radius()) || o.radius() < 0) {
+      return Invalid(absl::StrCat("obstacles[", i, "].radius"),
+                     absl::StrCat("must be finite and >= 0, got ", o.radius()));
+    }
+    shared.obstacles.push_back({{o.x(), o.y(), o.z()}, o.radius()});
+  }
+
+  absl::flat_hash_set<std::uint32_t> ids;
+  const double measure = MeasureBound(job.region);
+  for (int i = 0; i < request.layers_size(); ++i) {
+    absl::StatusOr<sampler::LayerSpec> layer = ToLayer(i, request.layers(i), job);
+    if (!layer.ok()) return layer.status();
+    if (!ids.insert(layer->layer).second) {
+      return Invalid(absl::StrCat("layers[", i, "].id"),
+                     absl::StrCat("layer ", layer->layer,
+                                  " appears twice; ids must be unique"));
+    }
+    job.estimated_points += EstimatePoints(layer->options, dims, measure);
+    job.layers.push_back(*std::move(layer));
+  }
+  for (int i = 0; i < request.clearances_size(); ++i) {
+    const v1::Clearance& c = request.clearances(i);
+    const std::string path = absl::StrCat("clearances[", i, "]");
+    if (!ids.contains(c.layer_a())) {
+      return Invalid(absl::StrCat(path, ".layer_a"),
+                     absl::StrCat("names no layer of the request: ", c.layer_a()));
+    }
+    if (!ids.contains(c.layer_b())) {
+      return Invalid(absl::StrCat(path, ".layer_b"),
+                     absl::StrCat("names no layer of the request: ", c.layer_b()));
+    }
+    if (!std::isfinite(c.clearance()) || c.clearance() < 0) {
+      return Invalid(absl::StrCat(path, ".clearance"),
+                     absl::StrCat("must be finite and >= 0, got ", c.clearance()));
+    }
+    job.overrides.push_back({c.layer_a(), c.layer_b(), c.clearance()});
+  }
+
+  if (job.estimated_points > static_cast<double>(limits.max_points)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the request would make up to ",
+        static_cast<std::uint64_t>(job.estimated_points),
+        " points (2 / (sqrt(3) r^2) per unit area over the region, per layer), "
+        "over the limit max_points = ",
+        limits.max_points));
+  }
+  job.point_cap = limits.max_points;
+  if (request.max_points() != 0) {
+    job.point_cap = std::min<std::uint64_t>(job.point_cap, request.max_points());
+  }
+  return job;
+}
+
+}  // namespace scatter::server

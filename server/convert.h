@@ -1,0 +1,69 @@
+#ifndef SCATTER_SERVER_CONVERT_H_
+#define SCATTER_SERVER_CONVERT_H_
+
+// Request proto -> validated sampler spec. Every bad input gets
+// InvalidArgument whose message names the field path and the rule; limits
+// the request would exceed get ResourceExhausted naming the limit, before
+// anything is sampled. The adapter never does geometry; the core never sees
+// protobuf.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sampler/layers.h"
+#include "sampler/raster.h"
+#include "sampler/region.h"
+#include "sampler/sampler.h"
+#include "scatter/v1/scatter.pb.h"
+#include "server/raster_cache.h"
+
+namespace scatter::server {
+
+// What one request may ask for. Defaults suit one machine serving tools.
+struct Limits {
+  // Points per request: the estimate (the integral of 2 / (sqrt(3) r^2)
+  // over the region, per layer) must stay under it before sampling, and the
+  // stream is cut at exactly this many while running.
+  std::uint64_t max_points = 200'000'000;
+  // Decoded bytes of one raster (4 per pixel), inline or uploaded.
+  std::size_t max_raster_bytes = std::size_t{256} << 20;
+  // Polygon vertices over all rings and flattened splines.
+  std::size_t max_polygon_vertices = std::size_t{1} << 22;
+  std::size_t max_obstacles = std::size_t{1} << 20;
+  std::size_t max_layers = 64;
+  // The sampler's acceleration grid of one layer.
+  std::uint64_t max_grid_bytes = std::uint64_t{8} << 30;
+};
+
+struct ScatterJob {
+  sampler::Region region;
+  std::vector<sampler::LayerSpec> layers;
+  sampler::SamplerOptions shared;
+  std::vector<sampler::ClearanceOverride> overrides;
+  // Cache entries of the rasters in use, pinned for the request's life.
+  std::vector<std::shared_ptr<const sampler::Raster>> pinned;
+  // Points to send at most: the request's cap or the server's.
+  std::uint64_t point_cap = 0;
+  double estimated_points = 0;
+  std::size_t batch_size = 4096;
+};
+
+// Points per message when the request says 0.
+inline constexpr std::size_t kDefaultBatchSize = 4096;
+// A PointBatch message stays under this many bytes.
+inline constexpr std::size_t kMaxBatchBytes = std::size_t{1} << 20;
+
+// NotFound naming the digest when a raster is given by an unknown digest.
+absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
+                                 const Limits& limits, RasterCache& rasters);
+
+// The largest value of `requested` points per batch (0 = default) whose
+// message stays under kMaxBatchBytes in `dims` dimensions.
+std::size_t ClampBatchSize(std::uint32_t requested, int dims);
+
+}  // namespace scatter::server
+
+#endif  // SCATTER_SERVER_CONVERT_H_

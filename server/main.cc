@@ -1,0 +1,126 @@
+// scatterd: the Scatter gRPC service. Runs with no configuration: listens
+// on 127.0.0.1:50051, metrics on 127.0.0.1:9464. SIGTERM or SIGINT drains
+// and stops it.
+
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "sampler/simd.h"
+#include "sampler/version.h"
+#include "server/server.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, address, "127.0.0.1:50051",
+          "host:port to serve gRPC on; port 0 picks a free port");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
+          "host:port of the Prometheus /metrics endpoint; empty turns it off");
+ABSL_FLAG(int, max_streams, 16, "Scatter streams running at once");
+ABSL_FLAG(std::uint64_t, max_points, 200'000'000,
+          "points per request: estimated before sampling, and a hard cap");
+ABSL_FLAG(std::uint64_t, max_raster_bytes, std::uint64_t{256} << 20,
+          "decoded bytes of one raster (4 per pixel)");
+ABSL_FLAG(std::uint64_t, raster_cache_bytes, std::uint64_t{1} << 30,
+          "decoded raster bytes kept for reference by digest");
+ABSL_FLAG(int, max_request_bytes, 64 << 20, "largest request message accepted");
+ABSL_FLAG(absl::Duration, max_call_duration, absl::Minutes(30),
+          "calls still running after this are cancelled");
+ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(10),
+          "on SIGTERM, how long in-flight calls may finish");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain file (enables TLS)");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key file");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA file: when set, clients must present a certificate it signed");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+
+namespace {
+
+bool ReadFile(const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "The Scatter gRPC service: Poisson-disk placement streamed to clients.\n"
+      "Usage: scatterd [--address=127.0.0.1:50051] [flags]");
+  absl::ParseCommandLine(argc, argv);
+  // Logs go to stderr; stdout carries only the line with the ports.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("scatterd"));
+  spdlog::set_level(spdlog::level::from_str(absl::GetFlag(FLAGS_log_level)));
+
+  // Signals are taken by sigwait below, not by whichever thread they hit.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  scatter::server::ServerOptions options;
+  options.address = absl::GetFlag(FLAGS_address);
+  options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  options.service.max_streams = absl::GetFlag(FLAGS_max_streams);
+  options.service.limits.max_points = absl::GetFlag(FLAGS_max_points);
+  options.service.limits.max_raster_bytes = absl::GetFlag(FLAGS_max_raster_bytes);
+  options.service.max_upload_bytes = absl::GetFlag(FLAGS_max_raster_bytes);
+  options.service.raster_cache_bytes = absl::GetFlag(FLAGS_raster_cache_bytes);
+  options.service.max_call_duration = absl::GetFlag(FLAGS_max_call_duration);
+  options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  options.grace_period = absl::GetFlag(FLAGS_grace_period);
+  for (const auto& [flag, path, out] :
+       {std::tuple{"tls_cert", absl::GetFlag(FLAGS_tls_cert), &options.tls_cert_pem},
+        std::tuple{"tls_key", absl::GetFlag(FLAGS_tls_key), &options.tls_key_pem},
+        std::tuple{"tls_client_ca", absl::GetFlag(FLAGS_tls_client_ca),
+                   &options.tls_client_ca_pem}}) {
+    if (!path.empty() && !ReadFile(path, out)) {
+      spdlog::error("--{}: cannot read {}", flag, path);
+      return 2;
+    }
+  }
+
+  auto server = scatter::server::ScatterServer::Start(options);
+  if (!server.ok()) {
+    spdlog::error("{}", server.status().ToString());
+    return 1;
+  }
+  const std::string host = options.address.substr(0, options.address.rfind(':'));
+  spdlog::info(
+      "scatterd listening on {}:{} ({}), metrics on {}, algorithm_version {}, "
+      "SIMD {}",
+      host, (*server)->port(), options.tls_cert_pem.empty() ? "plaintext" : "TLS",
+      options.metrics_address.empty()
+          ? std::string("off")
+          : absl::StrCat(options.metrics_address.substr(
+                             0, options.metrics_address.rfind(':')),
+                         ":", (*server)->metrics_port()),
+      scatter::sampler::kAlgorithmVersion,
+      scatter::sampler::SimdLevelName(scatter::sampler::ResolveSimdLevel(scatter::sampler::SimdLevel::kBest)));
+  // One machine-readable line on stdout for tools that start scatterd on
+  // port 0.
+  std::printf("port %d metrics_port %d\n", (*server)->port(),
+              (*server)->metrics_port());
+  std::fflush(stdout);
+
+  int signal = 0;
+  sigwait(&signals, &signal);
+  spdlog::info("scatterd: signal {}, draining (grace {})", signal,
+               absl::FormatDuration(options.grace_period));
+  (*server)->Shutdown();
+  spdlog::info("scatterd: stopped");
+  return 0;
+}

@@ -1,0 +1,146 @@
+#include "server/raster_cache.h"
+
+#include <openssl/evp.h>
+
+#include <array>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace scatter::server {
+namespace {
+
+template <typename T>
+void AppendLittleEndian(T value, std::string* out) {
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    out->push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+  }
+}
+
+}  // namespace
+
+std::string RasterDigest(v1::RasterFormat format, std::uint32_t width,
+                         std::uint32_t height, absl::string_view pixels) {
+  std::string header;
+  header.push_back(static_cast<char>(format));
+  AppendLittleEndian<std::uint32_t>(width, &header);
+  AppendLittleEndian<std::uint32_t>(height, &header);
+  AppendLittleEndian<std::uint64_t>(pixels.size(), &header);
+
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  EVP_MD_CTX* context = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(context, EVP_sha256(), nullptr);
+  EVP_DigestUpdate(context, header.data(), header.size());
+  EVP_DigestUpdate(context, pixels.data(), pixels.size());
+  EVP_DigestFinal_ex(context, digest.data(), &length);
+  EVP_MD_CTX_free(context);
+  return absl::BytesToHexString(absl::string_view(
+      reinterpret_cast<const char*>(digest.data()), length));
+}
+
+absl::StatusOr<sampler::Raster> DecodeRaster(absl::string_view field,
+                                             v1::RasterFormat format,
+                                             std::uint32_t width,
+                                             std::uint32_t height,
+                                             absl::string_view pixels,
+                                             std::size_t max_bytes) {
+  const auto bytes = absl::MakeConstSpan(
+      reinterpret_cast<const std::uint8_t*>(pixels.data()), pixels.size());
+  const sampler::RasterRect unit;
+  absl::StatusOr<sampler::Raster> raster;
+  switch (format) {
+    case v1::RASTER_FORMAT_U8:
+      raster = sampler::Raster::FromRaw(sampler::RasterFormat::kU8, width,
+                                        height, bytes, unit, max_bytes);
+      break;
+    case v1::RASTER_FORMAT_U16:
+      raster = sampler::Raster::FromRaw(sampler::RasterFormat::kU16, width,
+                                        height, bytes, unit, max_bytes);
+      break;
+    case v1::RASTER_FORMAT_F32:
+      raster = sampler::Raster::FromRaw(sampler::RasterFormat::kF32, width,
+                                        height, bytes, unit, max_bytes);
+      break;
+    case v1::RASTER_FORMAT_PNG:
+      raster = sampler::Raster::FromPng(bytes, unit, max_bytes);
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".format: must be U8, U16, F32 or PNG, got ",
+                       static_cast<int>(format)));
+  }
+  if (!raster.ok()) {
+    return absl::Status(raster.status().code(),
+                        absl::StrCat(field, ": ", raster.status().message()));
+  }
+  return raster;
+}
+
+absl::StatusOr<RasterCache::Entry> RasterCache::Put(
+    absl::string_view field, v1::RasterFormat format, std::uint32_t width,
+    std::uint32_t height, absl::string_view pixels,
+    std::size_t max_raster_bytes) {
+  std::string digest = RasterDigest(format, width, height, pixels);
+  if (auto known = Get(digest)) return Entry{std::move(digest), known};
+
+  absl::StatusOr<sampler::Raster> raster =
+      DecodeRaster(field, format, width, height, pixels, max_raster_bytes);
+  if (!raster.ok()) return raster.status();
+  auto shared = std::make_shared<const sampler::Raster>(*std::move(raster));
+  const std::size_t bytes = shared->decoded_bytes();
+
+  absl::MutexLock lock(&mu_);
+  if (auto it = slots_.find(digest); it != slots_.end()) {
+    // Another upload of the same content won the race.
+    return Entry{std::move(digest), it->second.raster};
+  }
+  if (!MakeRoomLocked(bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": a raster of ", bytes,
+        " decoded bytes does not fit the raster cache (raster_cache_bytes = ",
+        max_bytes_, ", ", bytes_, " in use by running requests)"));
+  }
+  lru_.push_front(digest);
+  slots_.emplace(digest, Slot{shared, bytes, lru_.begin()});
+  bytes_ += bytes;
+  return Entry{std::move(digest), std::move(shared)};
+}
+
+std::shared_ptr<const sampler::Raster> RasterCache::Get(
+    const std::string& digest) {
+  absl::MutexLock lock(&mu_);
+  auto it = slots_.find(digest);
+  if (it == slots_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second.lru);
+  return it->second.raster;
+}
+
+bool RasterCache::MakeRoomLocked(std::size_t incoming) {
+  if (incoming > max_bytes_) return false;
+  auto it = lru_.end();
+  while (bytes_ + incoming > max_bytes_ && it != lru_.begin()) {
+    --it;
+    auto slot = slots_.find(*it);
+    // use_count() is exact here: copies are only made under mu_, and a
+    // holder releasing concurrently only makes an entry evictable later.
+    if (slot->second.raster.use_count() > 1) continue;
+    bytes_ -= slot->second.bytes;
+    slots_.erase(slot);
+    it = lru_.erase(it);
+  }
+  return bytes_ + incoming <= max_bytes_;
+}
+
+std::size_t RasterCache::bytes() const {
+  absl::MutexLock lock(&mu_);
+  return bytes_;
+}
+
+std::size_t RasterCache::size() const {
+  absl::MutexLock lock(&mu_);
+  return slots_.size();
+}
+
+}  // namespace scatter::server

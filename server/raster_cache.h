@@ -1,0 +1,81 @@
+#ifndef SCATTER_SERVER_RASTER_CACHE_H_
+#define SCATTER_SERVER_RASTER_CACHE_H_
+
+// Rasters uploaded once and named by a digest the server computes, so a
+// client can never bind a digest to someone else's data. Entries are
+// decoded rasters, evicted least recently used first when the bytes exceed
+// the budget; an entry a running request holds is pinned (never evicted).
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "sampler/raster.h"
+#include "scatter/v1/scatter.pb.h"
+
+namespace scatter::server {
+
+// Lower-case hex SHA-256 over the canonical encoding RasterRef documents:
+// format byte, width and height (u32 LE), pixel byte count (u64 LE), pixels.
+std::string RasterDigest(v1::RasterFormat format, std::uint32_t width,
+                         std::uint32_t height, absl::string_view pixels);
+
+// Decodes raster content; the rectangle is the unit square (callers lay it
+// over their own with Raster::WithRect). InvalidArgument naming `field` and
+// the rule; ResourceExhausted past max_bytes of decoded pixels.
+absl::StatusOr<sampler::Raster> DecodeRaster(absl::string_view field,
+                                             v1::RasterFormat format,
+                                             std::uint32_t width,
+                                             std::uint32_t height,
+                                             absl::string_view pixels,
+                                             std::size_t max_bytes);
+
+class RasterCache {
+ public:
+  struct Entry {
+    std::string digest;
+    std::shared_ptr<const sampler::Raster> raster;  // Pins while held.
+  };
+
+  explicit RasterCache(std::size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // Decodes and stores the content (or refreshes it when already present),
+  // returning its digest. Errors as DecodeRaster; ResourceExhausted naming
+  // the cache budget when the raster cannot fit beside the pinned ones.
+  absl::StatusOr<Entry> Put(absl::string_view field, v1::RasterFormat format,
+                            std::uint32_t width, std::uint32_t height,
+                            absl::string_view pixels,
+                            std::size_t max_raster_bytes);
+
+  // The raster with this digest, pinned while the result is held; nullptr
+  // when unknown (never uploaded here, or evicted).
+  std::shared_ptr<const sampler::Raster> Get(const std::string& digest);
+
+  std::size_t bytes() const;
+  std::size_t size() const;
+
+ private:
+  struct Slot {
+    std::shared_ptr<const sampler::Raster> raster;
+    std::size_t bytes = 0;
+    std::list<std::string>::iterator lru;  // Front = most recent.
+  };
+  // Drops unpinned entries, oldest first, until `incoming` more bytes fit.
+  bool MakeRoomLocked(std::size_t incoming) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::size_t max_bytes_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Slot> slots_ ABSL_GUARDED_BY(mu_);
+  std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);
+  std::size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace scatter::server
+
+#endif  // SCATTER_SERVER_RASTER_CACHE_H_

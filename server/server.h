@@ -1,0 +1,89 @@
+#ifndef SCATTER_SERVER_SERVER_H_
+#define SCATTER_SERVER_SERVER_H_
+
+// scatterd as a library: the gRPC server with the Scatter service, health,
+// reflection, keepalive, TLS, Prometheus metrics and graceful shutdown.
+// main() parses flags into ServerOptions and calls this.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+#include "server/service.h"
+#include "spdlog/logger.h"
+
+namespace scatter::server {
+
+struct ServerOptions {
+  // host:port to listen on; port 0 picks a free one (see port()). Empty
+  // listens nowhere (in-process channels only).
+  std::string address = "127.0.0.1:50051";
+  // host:port of the Prometheus /metrics endpoint; port 0 picks one, empty
+  // turns it off.
+  std::string metrics_address = "127.0.0.1:9464";
+  ServiceOptions service;
+  // TLS: PEM server certificate chain and key. Both empty = plaintext.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  // PEM CA bundle; when set, clients must present a certificate it signed.
+  std::string tls_client_ca_pem;
+  // Largest request message accepted (inline rasters and polygons).
+  int max_request_bytes = 64 << 20;
+  // HTTP/2 keepalive: ping an idle connection this often and drop it when
+  // the ack does not come within the timeout.
+  absl::Duration keepalive_time = absl::Seconds(30);
+  absl::Duration keepalive_timeout = absl::Seconds(10);
+  // Connections are closed this long after they open (after in-flight calls
+  // finish, within max_connection_age_grace) so clients re-resolve and new
+  // replicas get traffic.
+  absl::Duration max_connection_age = absl::Minutes(10);
+  absl::Duration max_connection_age_grace = absl::Minutes(30);
+  // Shutdown: how long in-flight calls may finish before they are stopped
+  // with UNAVAILABLE.
+  absl::Duration grace_period = absl::Seconds(10);
+  std::shared_ptr<spdlog::logger> logger;  // nullptr: spdlog's default.
+};
+
+// The health service reports this name (and "") as SERVING until shutdown.
+inline constexpr char kServiceName[] = "scatter.v1.ScatterService";
+
+class ScatterServer {
+ public:
+  // Starts serving. InvalidArgument for a bad address or TLS material,
+  // Unavailable when the port cannot be bound.
+  static absl::StatusOr<std::unique_ptr<ScatterServer>> Start(
+      ServerOptions options);
+  ~ScatterServer();
+
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_port_; }
+  std::shared_ptr<grpc::Channel> InProcessChannel();
+
+  // Graceful shutdown, as on SIGTERM: health NOT_SERVING and new calls
+  // UNAVAILABLE; in-flight calls get grace_period to finish, then their
+  // samplers stop and their streams end with UNAVAILABLE. Idempotent.
+  void Shutdown();
+
+  const ServiceStats& stats() const { return service_->stats(); }
+  ScatterServiceImpl& service() { return *service_; }
+
+ private:
+  ScatterServer() = default;
+
+  ServerOptions options_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<ScatterServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  int metrics_port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace scatter::server
+
+#endif  // SCATTER_SERVER_SERVER_H_

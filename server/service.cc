@@ -1,0 +1,409 @@
+#include "server/service.h"
+
+#include <algorithm>
+#include <deque>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "sampler/layers.h"
+#include "sampler/version.h"
+
+namespace scatter::server {
+namespace {
+
+using Message = std::unique_ptr<v1::ScatterResponse>;
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+const char* CodeName(grpc::StatusCode code) {
+  static constexpr const char* kNames[] = {
+      "OK",           "CANCELLED",          "UNKNOWN",
+      "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+      "FAILED_PRECONDITION", "ABORTED",     "OUT_OF_RANGE",
+      "UNIMPLEMENTED", "INTERNAL",          "UNAVAILABLE",
+      "DATA_LOSS",    "UNAUTHENTICATED"};
+  const int i = static_cast<int>(code);
+  return i >= 0 && i < 17 ? kNames[i] : "UNKNOWN";
+}
+
+// Batches between the sampler thread and the writer: the sampler blocks
+// when `capacity` are waiting, so a slow client slows the sampler and the
+// server never buffers a result.
+class BatchQueue {
+ public:
+  explicit BatchQueue(std::size_t capacity) : capacity_(capacity) {}
+
+  // Waits for room; false once the consumer has gone, or when `give_up`
+  // turns true while waiting (checked every 10 ms).
+  template <typename GiveUp>
+  bool Push(Message message, GiveUp give_up) {
+    absl::MutexLock lock(&mu_);
+    auto room = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return consumer_gone_ || items_.size() < capacity_;
+    };
+    while (!mu_.AwaitWithTimeout(absl::Condition(&room), absl::Milliseconds(10))) {
+      if (give_up()) return false;
+    }
+    if (consumer_gone_) return false;
+    items_.push_back(std::move(message));
+    ++produced_;
+    return true;
+  }
+
+  enum class Got { kItem, kTimeout, kDone };
+  Got Pop(absl::Duration timeout, Message* out) {
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return producer_done_ || !items_.empty();
+    };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) {
+      return Got::kTimeout;
+    }
+    if (items_.empty()) return Got::kDone;
+    *out = std::move(items_.front());
+    items_.pop_front();
+    return Got::kItem;
+  }
+
+  void ProducerDone() {
+    absl::MutexLock lock(&mu_);
+    producer_done_ = true;
+  }
+  void ConsumerGone() {
+    absl::MutexLock lock(&mu_);
+    consumer_gone_ = true;
+    items_.clear();
+  }
+  std::uint64_t produced() {
+    absl::MutexLock lock(&mu_);
+    return produced_;
+  }
+
+ private:
+  const std::size_t capacity_;
+  absl::Mutex mu_;
+  std::deque<Message> items_ ABSL_GUARDED_BY(mu_);
+  std::uint64_t produced_ ABSL_GUARDED_BY(mu_) = 0;
+  bool producer_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool consumer_gone_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+template <typename T>
+void Append(google::protobuf::RepeatedField<T>* field,
+            absl::Span<const T> values, std::size_t n) {
+  field->Add(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
+// The first n points of `batch` as a message, with the arrays `fields` asks for.
+Message Pack(const sampler::PointBatch& batch, std::size_t n,
+             const v1::Fields& fields) {
+  auto message = std::make_unique<v1::ScatterResponse>();
+  v1::PointBatch* points = message->mutable_points();
+  points->set_dims(static_cast<std::uint32_t>(batch.dims));
+  Append(points->mutable_coords(), batch.coords,
+         n * static_cast<std::size_t>(batch.dims));
+  if (!fields.omit_radius()) Append(points->mutable_radius(), batch.radius, n);
+  if (!fields.omit_layer()) Append(points->mutable_layer(), batch.layer, n);
+  if (!fields.omit_id()) {
+    // fixed64 on the wire is uint64 in C++ (google::protobuf::uint64 may be
+    // a different but same-sized type).
+    auto* ids = points->mutable_id();
+    ids->Reserve(static_cast<int>(n));
+    for (std::size_t i = 0; i < n; ++i) ids->AddAlreadyReserved(batch.id[i]);
+  }
+  if (!fields.omit_yaw()) Append(points->mutable_yaw(), batch.yaw, n);
+  if (!fields.omit_scale()) Append(points->mutable_scale(), batch.scale, n);
+  return message;
+}
+
+void RaiseMax(std::atomic<std::uint64_t>& target, std::uint64_t value) {
+  std::uint64_t seen = target.load();
+  while (value > seen && !target.compare_exchange_weak(seen, value)) {
+  }
+}
+
+}  // namespace
+
+ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
+                                       std::shared_ptr<spdlog::logger> logger,
+                                       prometheus::Registry& registry)
+    : options_(options),
+      logger_(std::move(logger)),
+      rasters_(options.raster_cache_bytes),
+      requests_(prometheus::BuildCounter()
+                    .Name("scatter_requests_total")
+                    .Help("Finished calls by method and status code")
+                    .Register(registry)),
+      points_(prometheus::BuildCounter()
+                  .Name("scatter_points_sent_total")
+                  .Help("Points written to Scatter streams")
+                  .Register(registry)
+                  .Add({})),
+      in_flight_gauge_(prometheus::BuildGauge()
+                           .Name("scatter_streams_in_flight")
+                           .Help("Scatter streams running now")
+                           .Register(registry)
+                           .Add({})),
+      cache_bytes_(prometheus::BuildGauge()
+                       .Name("scatter_raster_cache_bytes")
+                       .Help("Decoded raster bytes held for digests")
+                       .Register(registry)
+                       .Add({})),
+      seconds_(prometheus::BuildHistogram()
+                   .Name("scatter_request_duration_seconds")
+                   .Help("Scatter call duration, request to status")
+                   .Register(registry)
+                   .Add({}, prometheus::Histogram::BucketBoundaries{
+                                0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3,
+                                10, 30, 100})) {}
+
+void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
+                                absl::Duration elapsed) {
+  requests_.Add({{"method", method}, {"code", CodeName(status.error_code())}})
+      .Increment();
+  if (std::string(method) == "Scatter") {
+    seconds_.Observe(absl::ToDoubleSeconds(elapsed));
+  }
+  cache_bytes_.Set(static_cast<double>(rasters_.bytes()));
+}
+
+grpc::Status ScatterServiceImpl::Scatter(
+    grpc::ServerContext* context, const v1::ScatterRequest* request,
+    grpc::ServerWriter<v1::ScatterResponse>* writer) {
+  const absl::Time start = absl::Now();
+  std::uint64_t sent = 0;
+  grpc::Status status;
+  if (draining_.load()) {
+    status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down");
+  } else if (stats_.in_flight.fetch_add(1) >= options_.max_streams) {
+    stats_.in_flight.fetch_sub(1);
+    status = grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("concurrent streams: the limit max_streams = ",
+                     options_.max_streams, " is reached; retry later"));
+  } else {
+    in_flight_gauge_.Increment();
+    status = Stream(context, *request, writer, &sent);
+    in_flight_gauge_.Decrement();
+    stats_.in_flight.fetch_sub(1);
+  }
+  const absl::Duration elapsed = absl::Now() - start;
+  Record("Scatter", status, elapsed);
+  logger_->info(
+      "Scatter peer={} layers={} seed={} points={} code={} elapsed_ms={:.1f}{}{}",
+      context->peer(), request->layers_size(), request->seed(), sent,
+      CodeName(status.error_code()), absl::ToDoubleMilliseconds(elapsed),
+      status.ok() ? "" : " message=", status.error_message());
+  return status;
+}
+
+grpc::Status ScatterServiceImpl::Stream(
+    grpc::ServerContext* context, const v1::ScatterRequest& request,
+    grpc::ServerWriter<v1::ScatterResponse>* writer, std::uint64_t* sent) {
+  const absl::Time start = absl::Now();
+  if (request.algorithm_version() != 0 &&
+      request.algorithm_version() != sampler::kAlgorithmVersion) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("algorithm_version: this server implements version ",
+                     sampler::kAlgorithmVersion, " only, asked for ",
+                     request.algorithm_version()));
+  }
+  absl::StatusOr<ScatterJob> job = ToJob(request, options_.limits, rasters_);
+  if (!job.ok()) return ToGrpc(job.status());
+  absl::StatusOr<sampler::LayeredSampler> run = sampler::LayeredSampler::Create(
+      job->region, job->layers, job->shared, job->overrides);
+  if (!run.ok()) return ToGrpc(run.status());
+
+  const absl::Time give_up_at = start + options_.max_call_duration;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> timed_out{false};
+  // Past the maximum duration the call is cancelled outright, which also
+  // unblocks a Write held up by a client that stopped reading.
+  auto expired = [&] {
+    if (absl::Now() < give_up_at) return false;
+    if (!timed_out.exchange(true)) context->TryCancel();
+    return true;
+  };
+  auto should_stop = [&] {
+    return stop.load(std::memory_order_relaxed) ||
+           stopping_.load(std::memory_order_relaxed) || expired();
+  };
+
+  BatchQueue queue(options_.queue_batches);
+  bool cap_hit = false;
+  std::uint64_t queued_points = 0;
+  std::vector<std::uint64_t> per_layer;
+  const std::vector<std::uint32_t> order = run->Order();
+  per_layer.assign(order.size(), 0);
+  absl::Status sampled;
+  const std::uint64_t cap = job->point_cap;
+  const v1::Fields fields = request.fields();
+
+  std::thread producer([&] {
+    sampled = run->Run(
+        [&](const sampler::PointBatch& batch) {
+          std::size_t n = batch.size();
+          if (queued_points + n > cap) {
+            n = static_cast<std::size_t>(cap - queued_points);
+            cap_hit = true;
+          }
+          if (n > 0) {
+            for (std::size_t i = 0; i < n; ++i) {
+              const auto at = std::find(order.begin(), order.end(), batch.layer[i]);
+              ++per_layer[static_cast<std::size_t>(at - order.begin())];
+            }
+            queued_points += n;
+            if (!queue.Push(Pack(batch, n, fields), should_stop)) return false;
+          }
+          return !cap_hit;
+        },
+        should_stop);
+    queue.ProducerDone();
+  });
+
+  std::uint64_t written = 0;
+  bool client_gone = false;
+  for (;;) {
+    Message message;
+    const BatchQueue::Got got = queue.Pop(absl::Milliseconds(5), &message);
+    if (got == BatchQueue::Got::kDone) break;
+    if (got == BatchQueue::Got::kTimeout) {
+      if (context->IsCancelled()) {
+        client_gone = true;
+        stop.store(true);
+        queue.ConsumerGone();
+      }
+      continue;
+    }
+    const std::uint64_t n = static_cast<std::uint64_t>(message->points().layer_size() > 0
+                                ? message->points().layer_size()
+                                : message->points().coords_size() /
+                                      static_cast<int>(message->points().dims()));
+    if (!writer->Write(*message)) {
+      client_gone = true;
+      stop.store(true);
+      queue.ConsumerGone();
+      continue;
+    }
+    ++written;
+    RaiseMax(stats_.max_backlog, queue.produced() - written);
+    *sent += n;
+    points_.Increment(static_cast<double>(n));
+    stats_.points_sent.fetch_add(n);
+  }
+  producer.join();
+
+  if (timed_out.load()) {
+    return grpc::Status(
+        grpc::StatusCode::DEADLINE_EXCEEDED,
+        absl::StrCat("max_call_duration = ",
+                     absl::FormatDuration(options_.max_call_duration),
+                     " reached after ", *sent, " points sent"));
+  }
+  if (client_gone || context->IsCancelled()) {
+    return grpc::Status(grpc::StatusCode::CANCELLED,
+                        absl::StrCat("cancelled by the client after ", *sent,
+                                     " points sent"));
+  }
+  if (cap_hit) {
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("point cap reached: ", *sent,
+                     " points sent; the limit is max_points = ", cap,
+                     request.max_points() != 0 && request.max_points() == cap
+                         ? " (the request's own)"
+                         : " (the server's)"));
+  }
+  if (stopping_.load()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat("server shutting down after ", *sent,
+                                     " points sent; retry elsewhere"));
+  }
+  if (!sampled.ok()) {
+    return grpc::Status(
+        static_cast<grpc::StatusCode>(sampled.code()),
+        absl::StrCat(sampled.message(), " (after ", *sent, " points sent)"));
+  }
+
+  v1::ScatterResponse last;
+  v1::Summary* summary = last.mutable_summary();
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    v1::LayerCount* count = summary->add_layers();
+    count->set_layer(order[i]);
+    count->set_points(per_layer[i]);
+  }
+  summary->set_total_points(*sent);
+  summary->set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+  summary->set_algorithm_version(sampler::kAlgorithmVersion);
+  if (!writer->Write(last)) {
+    return grpc::Status(grpc::StatusCode::CANCELLED,
+                        "the client went away before the summary");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ScatterServiceImpl::PutRaster(
+    grpc::ServerContext* context, grpc::ServerReader<v1::RasterChunk>* reader,
+    v1::RasterRef* response) {
+  const absl::Time start = absl::Now();
+  grpc::Status status;
+  v1::RasterChunk chunk;
+  std::string pixels;
+  v1::RasterFormat format = v1::RASTER_FORMAT_UNSPECIFIED;
+  std::uint32_t width = 0, height = 0;
+  bool first = true;
+  while (status.ok() && reader->Read(&chunk)) {
+    if (first) {
+      format = chunk.format();
+      width = chunk.width();
+      height = chunk.height();
+      first = false;
+    }
+    if (pixels.size() + chunk.pixels().size() > options_.max_upload_bytes) {
+      status = grpc::Status(
+          grpc::StatusCode::RESOURCE_EXHAUSTED,
+          absl::StrCat("pixels: an upload over the limit max_upload_bytes = ",
+                       options_.max_upload_bytes));
+    } else {
+      pixels.append(chunk.pixels());
+    }
+  }
+  if (status.ok() && context->IsCancelled()) {
+    status = grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled");
+  }
+  if (status.ok() && first) {
+    status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "chunks: an upload needs at least one chunk");
+  }
+  if (status.ok()) {
+    absl::StatusOr<RasterCache::Entry> entry = rasters_.Put(
+        "chunks", format, width, height, pixels, options_.limits.max_raster_bytes);
+    if (!entry.ok()) {
+      status = ToGrpc(entry.status());
+    } else {
+      response->set_digest(entry->digest);
+      response->set_pixel_bytes(pixels.size());
+      response->set_width(entry->raster->width());
+      response->set_height(entry->raster->height());
+    }
+  }
+  const absl::Duration elapsed = absl::Now() - start;
+  Record("PutRaster", status, elapsed);
+  logger_->info("PutRaster peer={} bytes={} code={} elapsed_ms={:.1f}{}{}",
+                context->peer(), pixels.size(), CodeName(status.error_code()),
+                absl::ToDoubleMilliseconds(elapsed),
+                status.ok() ? " digest=" : " message=",
+                status.ok() ? response->digest() : status.error_message());
+  return status;
+}
+
+}  // namespace scatter::server

@@ -1,0 +1,93 @@
+#ifndef SCATTER_SERVER_SERVICE_H_
+#define SCATTER_SERVER_SERVICE_H_
+
+// The gRPC face of the sampler: converts, checks limits, runs the sampler
+// on its own thread a few batches ahead of the network, and streams.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/time/time.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "scatter/v1/scatter.grpc.pb.h"
+#include "server/convert.h"
+#include "server/raster_cache.h"
+#include "spdlog/logger.h"
+
+namespace scatter::server {
+
+struct ServiceOptions {
+  Limits limits;
+  // Scatter streams running at once; more get RESOURCE_EXHAUSTED.
+  int max_streams = 16;
+  // Batches the sampler may run ahead of the writer.
+  std::size_t queue_batches = 4;
+  // A call still running after this long is cancelled (a client that
+  // stopped reading without cancelling holds no stream for ever).
+  absl::Duration max_call_duration = absl::Minutes(30);
+  // Decoded raster bytes kept for reference by digest.
+  std::size_t raster_cache_bytes = std::size_t{1} << 30;
+  // PutRaster: bytes received per upload at most.
+  std::size_t max_upload_bytes = std::size_t{256} << 20;
+};
+
+// Counters a test or an operator can read directly.
+struct ServiceStats {
+  std::atomic<int> in_flight{0};
+  // Largest (batches produced - batches written) seen on any stream.
+  std::atomic<std::uint64_t> max_backlog{0};
+  std::atomic<std::uint64_t> points_sent{0};
+};
+
+class ScatterServiceImpl final : public v1::ScatterService::Service {
+ public:
+  ScatterServiceImpl(const ServiceOptions& options,
+                     std::shared_ptr<spdlog::logger> logger,
+                     prometheus::Registry& registry);
+
+  grpc::Status Scatter(grpc::ServerContext* context,
+                       const v1::ScatterRequest* request,
+                       grpc::ServerWriter<v1::ScatterResponse>* writer) override;
+  grpc::Status PutRaster(grpc::ServerContext* context,
+                         grpc::ServerReader<v1::RasterChunk>* reader,
+                         v1::RasterRef* response) override;
+
+  // Draining: new calls get UNAVAILABLE "server shutting down".
+  void StartDraining() { draining_.store(true); }
+  // Stops running samplers; their streams end with UNAVAILABLE.
+  void StopInFlight() { stopping_.store(true); }
+
+  const ServiceStats& stats() const { return stats_; }
+  RasterCache& rasters() { return rasters_; }
+
+ private:
+  grpc::Status Stream(grpc::ServerContext* context,
+                      const v1::ScatterRequest& request,
+                      grpc::ServerWriter<v1::ScatterResponse>* writer,
+                      std::uint64_t* points_sent);
+  void Record(const char* method, const grpc::Status& status,
+              absl::Duration elapsed);
+
+  const ServiceOptions options_;
+  std::shared_ptr<spdlog::logger> logger_;
+  RasterCache rasters_;
+  ServiceStats stats_;
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> stopping_{false};
+
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Counter& points_;
+  prometheus::Gauge& in_flight_gauge_;
+  prometheus::Gauge& cache_bytes_;
+  prometheus::Histogram& seconds_;
+};
+
+}  // namespace scatter::server
+
+#endif  // SCATTER_SERVER_SERVICE_H_
