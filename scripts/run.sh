@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build the release preset, and run
-# the demo (2D unit square, r = 0.001), which samples and prints a summary.
-# Extra arguments go to scatter_demo, e.g. --dims=3 --radius=0.015.
+# The main job: install what is missing, build the release preset, and start
+# scatterd, the Scatter gRPC service, on 127.0.0.1:50051 (metrics on
+# 127.0.0.1:9464/metrics). Extra arguments go to scatterd, e.g.
+# --address=0.0.0.0:50051; `scatterd --help` lists them. Ctrl-C or SIGTERM
+# drains and stops it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release --target scatter_demo
-exec ./build/release/demo/scatter_demo "$@"
+cmake --build --preset release --target scatterd
+exec ./build/release/server/scatterd "$@"

@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "sampler/spline.h"
 
@@ -161,7 +163,24 @@ absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
                                          : sampler::FillRule::kEvenOdd;
       absl::StatusOr<sampler::Region> made =
           sampler::Region::Polygons(rings, rule, limits.max_polygon_vertices);
-      if (!made.ok()) return Prefixed("region.polygons", made.status());
+      if (!made.ok()) {
+        // The sampler says "rings[i]: ..." over the rings and then the
+        // flattened splines; name the request's field instead.
+        const absl::string_view message = made.status().message();
+        std::size_t index = 0;
+        const std::size_t close = message.find("]");
+        if (absl::StartsWith(message, "rings[") && close != message.npos &&
+            absl::SimpleAtoi(message.substr(6, close - 6), &index)) {
+          const auto given = static_cast<std::size_t>(polygons.rings_size());
+          const std::string field =
+              index < given ? absl::StrCat("region.polygons.rings[", index, "]")
+                            : absl::StrCat("region.polygons.splines[",
+                                           index - given, "]");
+          return absl::Status(made.status().code(),
+                              absl::StrCat(field, message.substr(close + 1)));
+        }
+        return Prefixed("region.polygons", made.status());
+      }
       return made;
     }
     default:

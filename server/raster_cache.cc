@@ -49,6 +49,15 @@ absl::StatusOr<sampler::Raster> DecodeRaster(absl::string_view field,
   const auto bytes = absl::MakeConstSpan(
       reinterpret_cast<const std::uint8_t*>(pixels.data()), pixels.size());
   const sampler::RasterRect unit;
+  // The limit is on decoded pixels, 4 bytes each, whatever the format.
+  if (format != v1::RASTER_FORMAT_PNG &&
+      static_cast<std::uint64_t>(width) * height > max_bytes / 4) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": ", width, " x ", height,
+        " pixels decode to more bytes (4 per pixel) than the limit "
+        "max_raster_bytes = ",
+        max_bytes));
+  }
   absl::StatusOr<sampler::Raster> raster;
   switch (format) {
     case v1::RASTER_FORMAT_U8:
@@ -64,7 +73,8 @@ absl::StatusOr<sampler::Raster> DecodeRaster(absl::string_view field,
                                         height, bytes, unit, max_bytes);
       break;
     case v1::RASTER_FORMAT_PNG:
-      raster = sampler::Raster::FromPng(bytes, unit, max_bytes);
+      // libpng's limit counts pixels at the file's depth (1 or 2 bytes).
+      raster = sampler::Raster::FromPng(bytes, unit, max_bytes / 4);
       break;
     default:
       return absl::InvalidArgumentError(
@@ -72,8 +82,13 @@ absl::StatusOr<sampler::Raster> DecodeRaster(absl::string_view field,
                        static_cast<int>(format)));
   }
   if (!raster.ok()) {
-    return absl::Status(raster.status().code(),
-                        absl::StrCat(field, ": ", raster.status().message()));
+    return absl::Status(
+        raster.status().code(),
+        absl::StrCat(field, ": ", raster.status().message(),
+                     raster.status().code() == absl::StatusCode::kResourceExhausted
+                         ? absl::StrCat(" (max_raster_bytes = ", max_bytes,
+                                        " at 4 bytes per decoded pixel)")
+                         : ""));
   }
   return raster;
 }

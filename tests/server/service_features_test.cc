@@ -1,0 +1,327 @@
+// Rasters by digest, TLS and the metrics endpoint.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/raster_cache.h"
+#include "tests/server/service_test_util.h"
+
+namespace scatter::server::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A mask: left half dark (0), right half bright (255).
+std::string HalfBright(std::uint32_t width, std::uint32_t height) {
+  std::string pixels(static_cast<std::size_t>(width) * height, '\0');
+  for (std::uint32_t j = 0; j < height; ++j) {
+    for (std::uint32_t i = width / 2; i < width; ++i) {
+      pixels[static_cast<std::size_t>(j) * width + i] = '\xff';
+    }
+  }
+  return pixels;
+}
+
+// SHA-256 of the canonical encoding, computed here independently of the
+// server's code: format byte, width, height (u32 LE), byte count (u64 LE).
+std::string ExpectedDigest(v1::RasterFormat format, std::uint32_t width,
+                           std::uint32_t height, const std::string& pixels) {
+  std::string data;
+  data.push_back(static_cast<char>(format));
+  for (int i = 0; i < 4; ++i) data.push_back(static_cast<char>(width >> (8 * i)));
+  for (int i = 0; i < 4; ++i) data.push_back(static_cast<char>(height >> (8 * i)));
+  const std::uint64_t n = pixels.size();
+  for (int i = 0; i < 8; ++i) data.push_back(static_cast<char>(n >> (8 * i)));
+  data += pixels;
+  unsigned char digest[32];
+  unsigned int length = 0;
+  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest), length));
+}
+
+v1::RasterRef Upload(v1::ScatterService::Stub& stub, v1::RasterFormat format,
+                     std::uint32_t width, std::uint32_t height,
+                     const std::string& pixels, grpc::Status* status) {
+  grpc::ClientContext context;
+  v1::RasterRef ref;
+  auto writer = stub.PutRaster(&context, &ref);
+  constexpr std::size_t kChunk = 1 << 20;
+  for (std::size_t at = 0; at < pixels.size() || at == 0; at += kChunk) {
+    v1::RasterChunk chunk;
+    if (at == 0) {
+      chunk.set_format(format);
+      chunk.set_width(width);
+      chunk.set_height(height);
+    }
+    chunk.set_pixels(pixels.substr(at, kChunk));
+    if (!writer->Write(chunk)) break;
+    if (pixels.empty()) break;
+  }
+  writer->WritesDone();
+  *status = writer->Finish();
+  return ref;
+}
+
+TEST(RasterTest, ChunkedUploadThenReferenceByDigest) {
+  LoopbackServer server;
+  auto stub = server.TcpStub();
+  // 3000 x 2000 u8 = 6 MB, over gRPC's 4 MiB message limit: chunks only.
+  const std::uint32_t width = 3000, height = 2000;
+  const std::string pixels = HalfBright(width, height);
+  grpc::Status status;
+  const v1::RasterRef ref =
+      Upload(*stub, v1::RASTER_FORMAT_U8, width, height, pixels, &status);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  // The server computed the digest itself, over the content.
+  EXPECT_EQ(ref.digest(), ExpectedDigest(v1::RASTER_FORMAT_U8, width, height, pixels));
+  EXPECT_EQ(ref.pixel_bytes(), pixels.size());
+  EXPECT_EQ(ref.width(), width);
+  // Idempotent: the same content, the same digest, nothing new stored.
+  const std::size_t stored = server.server().service().rasters().size();
+  EXPECT_EQ(Upload(*stub, v1::RASTER_FORMAT_U8, width, height, pixels, &status)
+                .digest(),
+            ref.digest());
+  EXPECT_EQ(server.server().service().rasters().size(), stored);
+
+  v1::ScatterRequest request = BoxRequest(10, 0.1);
+  v1::RasterInput* mask = request.mutable_region()->mutable_mask();
+  mask->set_digest(ref.digest());
+  mask->set_x1(10);
+  mask->set_y1(10);
+  request.mutable_region()->set_mask_threshold(0.5);
+  const Received got = Collect(*stub, request);
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_GT(got.size(), 3000u);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_GE(got.coords[2 * i], 4.99) << "point on the dark half";
+  }
+}
+
+TEST(RasterTest, DifferentContentDifferentDigestAndUnknownDigestIsNotFound) {
+  LoopbackServer server;
+  auto stub = server.InProcessStub();
+  grpc::Status status;
+  const std::string a(64, 'a'), b(64, 'b');
+  const auto ref_a = Upload(*stub, v1::RASTER_FORMAT_U8, 8, 8, a, &status);
+  ASSERT_TRUE(status.ok());
+  const auto ref_b = Upload(*stub, v1::RASTER_FORMAT_U8, 8, 8, b, &status);
+  ASSERT_TRUE(status.ok());
+  EXPECT_NE(ref_a.digest(), ref_b.digest());
+  // The same bytes read as another shape are other content.
+  const auto ref_c = Upload(*stub, v1::RASTER_FORMAT_U8, 16, 4, a, &status);
+  ASSERT_TRUE(status.ok());
+  EXPECT_NE(ref_a.digest(), ref_c.digest());
+
+  v1::ScatterRequest request = BoxRequest(1, 0.1);
+  v1::RasterInput* mask = request.mutable_region()->mutable_mask();
+  const std::string unknown = ExpectedDigest(v1::RASTER_FORMAT_U8, 8, 8, std::string(64, 'c'));
+  mask->set_digest(unknown);
+  mask->set_x1(1);
+  mask->set_y1(1);
+  const Received got = Collect(*stub, request);
+  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(got.status.error_message(), HasSubstr(unknown));
+
+  // Inline data is stored as well, so its digest works afterwards.
+  mask->mutable_data()->set_format(v1::RASTER_FORMAT_U8);
+  mask->mutable_data()->set_width(8);
+  mask->mutable_data()->set_height(8);
+  mask->mutable_data()->set_pixels(std::string(64, 'c'));
+  ASSERT_TRUE(Collect(*stub, request).status.ok());
+  mask->set_digest(unknown);
+  EXPECT_TRUE(Collect(*stub, request).status.ok());
+}
+
+TEST(RasterTest, BadUploadsGetTheirCodes) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.limits.max_raster_bytes = 4 * 100 * 100;
+  LoopbackServer server(options);
+  auto stub = server.InProcessStub();
+  grpc::Status status;
+  Upload(*stub, v1::RASTER_FORMAT_U8, 10, 10, std::string(99, 'x'), &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("chunks"));
+  Upload(*stub, v1::RASTER_FORMAT_UNSPECIFIED, 10, 10, std::string(100, 'x'), &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("format"));
+  Upload(*stub, v1::RASTER_FORMAT_U8, 101, 100, std::string(10100, 'x'), &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("max_raster_bytes = 40000"));
+}
+
+TEST(RasterCacheTest, EvictsLeastRecentlyUsedButNeverAPinnedRaster) {
+  // Room for two 32 x 32 rasters (4 KiB decoded each).
+  RasterCache cache(2 * 4096);
+  auto put = [&](char fill) {
+    return cache.Put("r", v1::RASTER_FORMAT_U8, 32, 32, std::string(1024, fill),
+                     1 << 20);
+  };
+  auto a = put('a');
+  ASSERT_TRUE(a.ok());
+  auto pinned = cache.Get(a->digest);  // Held, as a running request would.
+  a->raster.reset();
+  auto b = put('b');
+  ASSERT_TRUE(b.ok());
+  const std::string b_digest = b->digest;
+  b->raster.reset();
+  auto c = put('c');  // Evicts b: a is pinned.
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(cache.Get(a->digest), nullptr);
+  EXPECT_EQ(cache.Get(b_digest), nullptr);
+  // Both slots pinned: a fourth cannot fit, and says which limit.
+  auto d = put('d');
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr("raster_cache_bytes"));
+}
+
+struct Pem {
+  std::string cert;
+  std::string key;
+};
+
+std::string BioString(BIO* bio) {
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio, &data);
+  return std::string(data, static_cast<std::size_t>(n));
+}
+
+// A self-signed certificate for localhost / 127.0.0.1, valid for a day.
+Pem SelfSigned() {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("localhost"),
+                             -1, -1, 0);
+  X509_set_issuer_name(cert, name);
+  X509V3_CTX context;
+  X509V3_set_ctx_nodb(&context);
+  X509V3_set_ctx(&context, cert, cert, nullptr, nullptr, 0);
+  for (const auto& [nid, value] :
+       {std::pair{NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1"},
+        std::pair{NID_basic_constraints, "critical,CA:TRUE"}}) {
+    X509_EXTENSION* extension = X509V3_EXT_conf_nid(nullptr, &context, nid, value);
+    X509_add_ext(cert, extension, -1);
+    X509_EXTENSION_free(extension);
+  }
+  X509_sign(cert, key, EVP_sha256());
+  Pem pem;
+  BIO* bio = BIO_new(BIO_s_mem());
+  PEM_write_bio_X509(bio, cert);
+  pem.cert = BioString(bio);
+  BIO_free(bio);
+  bio = BIO_new(BIO_s_mem());
+  PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
+  pem.key = BioString(bio);
+  BIO_free(bio);
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return pem;
+}
+
+TEST(TlsTest, TlsClientGetsPointsAndPlaintextClientIsRefused) {
+  const Pem pem = SelfSigned();
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.tls_cert_pem = pem.cert;
+  options.tls_key_pem = pem.key;
+  LoopbackServer server(options);
+
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = pem.cert;
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride("localhost");
+  auto secure = v1::ScatterService::NewStub(grpc::CreateCustomChannel(
+      server.target(), grpc::SslCredentials(ssl), args));
+  const Received got = Collect(*secure, BoxRequest(1, 0.02));
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_GT(got.size(), 1000u);
+
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  const Received plain = Collect(*server.TcpStub(), BoxRequest(1, 0.02), &context);
+  EXPECT_FALSE(plain.status.ok());
+  EXPECT_EQ(plain.size(), 0u);
+}
+
+TEST(TlsTest, KeyWithoutCertificateIsRefusedAtStart) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.tls_key_pem = SelfSigned().key;
+  auto server = ScatterServer::Start(options);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// GET /metrics over a plain socket.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string request =
+      absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  if (write(fd, request.data(), request.size()) < 0) {
+    close(fd);
+    return "";
+  }
+  std::string response;
+  char buffer[4096];
+  ssize_t n;
+  // Read to the end of the body (Content-Length), not to the server's close.
+  std::size_t want = std::string::npos;
+  while (response.size() < want && (n = read(fd, buffer, sizeof buffer)) > 0) {
+    response.append(buffer, static_cast<std::size_t>(n));
+    const std::size_t end = response.find("\r\n\r\n");
+    const std::size_t length = response.find("Content-Length: ");
+    if (end != std::string::npos && length != std::string::npos && length < end) {
+      want = end + 4 + std::stoul(response.substr(length + 16));
+    }
+  }
+  close(fd);
+  return response;
+}
+
+TEST(MetricsTest, EndpointReportsCallsAndPoints) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.metrics_address = "127.0.0.1:0";
+  LoopbackServer server(options);
+  ASSERT_GT(server.server().metrics_port(), 0);
+  auto stub = server.TcpStub();
+  const Received a = Collect(*stub, BoxRequest(1, 0.05));
+  const Received b = Collect(*stub, BoxRequest(1, 0.05, 99));
+  Collect(*stub, BoxRequest(1, 0));
+  ASSERT_TRUE(a.status.ok() && b.status.ok());
+  const std::string text = HttpGet(server.server().metrics_port(), "/metrics");
+  EXPECT_THAT(text, HasSubstr("scatter_requests_total{code=\"OK\",method=\"Scatter\"} 2"));
+  EXPECT_THAT(text, HasSubstr(
+      "scatter_requests_total{code=\"INVALID_ARGUMENT\",method=\"Scatter\"} 1"));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("scatter_points_sent_total ",
+                                           a.size() + b.size())));
+  EXPECT_THAT(text, HasSubstr("scatter_streams_in_flight 0"));
+  EXPECT_THAT(text, HasSubstr("scatter_request_duration_seconds_count 3"));
+}
+
+}  // namespace
+}  // namespace scatter::server::testing

@@ -1,0 +1,440 @@
+// The Scatter service end to end: in-process and over loopback TCP.
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "sampler/quality.h"
+#include "sampler/version.h"
+#include "tests/server/service_test_util.h"
+
+namespace scatter::server::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+void ExpectMinDistance(const Received& got, double spacing) {
+  auto report = sampler::CheckMinDistance(got.coords, got.dims, spacing);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->violations, 0u);
+  EXPECT_GE(report->min_ratio, 1.0);
+}
+
+// ~1 M points: dense packing gives about 0.87 / r^2 per unit area.
+constexpr double kMillionSpacing = 0.00093;
+
+TEST(ServiceTest, MillionPointsArriveCompleteInProcessAndOverTcp) {
+  LoopbackServer server;
+  for (const bool tcp : {false, true}) {
+    SCOPED_TRACE(tcp ? "tcp" : "in-process");
+    auto stub = tcp ? server.TcpStub() : server.InProcessStub();
+    const Received got = Collect(*stub, BoxRequest(1, kMillionSpacing));
+    ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+    EXPECT_GT(got.size(), 950'000u);
+    ASSERT_TRUE(got.has_summary);
+    EXPECT_EQ(got.summary.total_points(), got.size());
+    ASSERT_EQ(got.summary.layers_size(), 1);
+    EXPECT_EQ(got.summary.layers(0).points(), got.size());
+    EXPECT_EQ(got.summary.algorithm_version(), sampler::kAlgorithmVersion);
+    EXPECT_EQ(got.coords.size(), 2 * got.size());
+    EXPECT_EQ(got.radius.size(), got.size());
+    EXPECT_EQ(got.layer.size(), got.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_TRUE(got.coords[2 * i] >= 0 && got.coords[2 * i] < 1 &&
+                  got.coords[2 * i + 1] >= 0 && got.coords[2 * i + 1] < 1);
+      ASSERT_EQ(got.radius[i], kMillionSpacing);
+      ASSERT_EQ(got.layer[i], 1u);
+    }
+    ExpectMinDistance(got, kMillionSpacing);
+  }
+}
+
+TEST(ServiceTest, SameRequestSamePointsOnBothTransports) {
+  LoopbackServer server;
+  const auto request = BoxRequest(10, 0.1, 42);
+  const Received a = Collect(*server.InProcessStub(), request);
+  const Received b = Collect(*server.TcpStub(), request);
+  ASSERT_TRUE(a.status.ok() && b.status.ok());
+  EXPECT_EQ(a.coords, b.coords);
+  EXPECT_EQ(a.id, b.id);
+  const Received c = Collect(*server.TcpStub(), BoxRequest(10, 0.1, 43));
+  EXPECT_NE(a.coords, c.coords);
+}
+
+TEST(ServiceTest, LayersRegionsAndFieldsTravel) {
+  LoopbackServer server;
+  v1::ScatterRequest request;
+  request.set_seed(3);
+  v1::Polygons* polygons = request.mutable_region()->mutable_polygons();
+  // A 100 m square with a 40 m square lake.
+  v1::Ring* outer = polygons->add_rings();
+  for (double v : {0, 0, 100, 0, 100, 100, 0, 100}) outer->add_xy(v);
+  v1::Ring* lake = polygons->add_rings();
+  for (double v : {30, 30, 70, 30, 70, 70, 30, 70}) lake->add_xy(v);
+  v1::Layer* trees = request.add_layers();
+  trees->set_id(10);
+  trees->set_spacing(8);
+  trees->set_footprint(2);
+  v1::Layer* grass = request.add_layers();
+  grass->set_id(20);
+  grass->set_spacing(1);
+  grass->set_footprint(0.2);
+  request.mutable_fields()->set_omit_yaw(true);
+  const Received got = Collect(*server.TcpStub(), request);
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  ASSERT_EQ(got.summary.layers_size(), 2);
+  EXPECT_EQ(got.summary.layers(0).layer(), 10u);  // Larger spacing first.
+  EXPECT_GT(got.summary.layers(0).points(), 50u);
+  EXPECT_GT(got.summary.layers(1).points(), 5000u);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double x = got.coords[2 * i], y = got.coords[2 * i + 1];
+    ASSERT_FALSE(x > 30 && x < 70 && y > 30 && y < 70) << "in the lake";
+    if (got.layer[i] == 20) continue;
+    for (std::size_t j = 0; j < got.size(); ++j) {
+      if (got.layer[j] != 20) continue;
+      const double dx = got.coords[2 * j] - x, dy = got.coords[2 * j + 1] - y;
+      ASSERT_GE(dx * dx + dy * dy, 2.2 * 2.2) << "grass in a trunk";
+    }
+  }
+}
+
+struct BadCase {
+  const char* name;
+  void (*edit)(v1::ScatterRequest*);
+  grpc::StatusCode code;
+  const char* message;  // A substring the status must carry.
+};
+
+const BadCase kBadCases[] = {
+    {"no layers", [](v1::ScatterRequest* r) { r->clear_layers(); },
+     grpc::StatusCode::INVALID_ARGUMENT, "layers: at least one layer"},
+    {"negative spacing",
+     [](v1::ScatterRequest* r) { r->mutable_layers(0)->set_spacing(-1); },
+     grpc::StatusCode::INVALID_ARGUMENT, "layers[0].spacing"},
+    {"NaN spacing",
+     [](v1::ScatterRequest* r) { r->mutable_layers(0)->set_spacing(NAN); },
+     grpc::StatusCode::INVALID_ARGUMENT, "layers[0].spacing"},
+    {"too many attempts",
+     [](v1::ScatterRequest* r) { r->mutable_layers(0)->set_max_attempts(5000); },
+     grpc::StatusCode::INVALID_ARGUMENT, "layers[0].max_attempts"},
+    {"repeated layer id",
+     [](v1::ScatterRequest* r) { *r->add_layers() = r->layers(0); },
+     grpc::StatusCode::INVALID_ARGUMENT, "layers[1].id"},
+    {"no region", [](v1::ScatterRequest* r) { r->clear_region(); },
+     grpc::StatusCode::INVALID_ARGUMENT, "region: needs one of"},
+    {"inverted box",
+     [](v1::ScatterRequest* r) { r->mutable_region()->mutable_box()->set_max(0, -1); },
+     grpc::StatusCode::INVALID_ARGUMENT, "region.box"},
+    {"box of 1 value",
+     [](v1::ScatterRequest* r) {
+       r->mutable_region()->mutable_box()->mutable_min()->RemoveLast();
+     },
+     grpc::StatusCode::INVALID_ARGUMENT, "region.box.min"},
+    {"circle radius 0",
+     [](v1::ScatterRequest* r) { r->mutable_region()->mutable_circle()->set_radius(0); },
+     grpc::StatusCode::INVALID_ARGUMENT, "region.circle"},
+    {"odd ring",
+     [](v1::ScatterRequest* r) {
+       auto* ring = r->mutable_region()->mutable_polygons()->add_rings();
+       for (double v : {0, 0, 1, 0, 1}) ring->add_xy(v);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT, "region.polygons.rings[0].xy"},
+    {"degenerate ring",
+     [](v1::ScatterRequest* r) {
+       auto* ring = r->mutable_region()->mutable_polygons()->add_rings();
+       for (double v : {0, 0, 1, 1, 2, 2}) ring->add_xy(v);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT, "region.polygons.rings[0]: a ring must"},
+    {"short spline",
+     [](v1::ScatterRequest* r) {
+       auto* polygons = r->mutable_region()->mutable_polygons();
+       auto* ring = polygons->add_rings();
+       for (double v : {0, 0, 1, 0, 1, 1}) ring->add_xy(v);
+       for (double v : {0, 0, 1, 0}) polygons->add_splines()->add_xy(v);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT, "region.polygons.splines[0]"},
+    {"negative obstacle",
+     [](v1::ScatterRequest* r) { r->add_obstacles()->set_radius(-2); },
+     grpc::StatusCode::INVALID_ARGUMENT, "obstacles[0].radius"},
+    {"clearance to unknown layer",
+     [](v1::ScatterRequest* r) {
+       auto* c = r->add_clearances();
+       c->set_layer_a(1);
+       c->set_layer_b(99);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT, "clearances[0].layer_b"},
+    {"raster size mismatch",
+     [](v1::ScatterRequest* r) {
+       auto* mask = r->mutable_region()->mutable_mask();
+       mask->mutable_data()->set_format(v1::RASTER_FORMAT_U8);
+       mask->mutable_data()->set_width(4);
+       mask->mutable_data()->set_height(4);
+       mask->mutable_data()->set_pixels(std::string(15, '\xff'));
+       mask->set_x1(1);
+       mask->set_y1(1);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT, "region.mask.data"},
+    {"corrupt png",
+     [](v1::ScatterRequest* r) {
+       auto* mask = r->mutable_region()->mutable_mask();
+       mask->mutable_data()->set_format(v1::RASTER_FORMAT_PNG);
+       mask->mutable_data()->set_pixels("\x89PNG\r\n\x1a\n garbage");
+       mask->set_x1(1);
+       mask->set_y1(1);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT, "region.mask.data"},
+    {"unknown digest",
+     [](v1::ScatterRequest* r) {
+       auto* mask = r->mutable_region()->mutable_mask();
+       mask->set_digest(std::string(64, 'a'));
+       mask->set_x1(1);
+       mask->set_y1(1);
+     },
+     grpc::StatusCode::NOT_FOUND, "digest: no raster aaaaaaaaaaaaaaaa"},
+    {"unimplemented version",
+     [](v1::ScatterRequest* r) { r->set_algorithm_version(999); },
+     grpc::StatusCode::FAILED_PRECONDITION, "algorithm_version"},
+    {"too many points",
+     [](v1::ScatterRequest* r) { r->mutable_layers(0)->set_spacing(1e-6); },
+     grpc::StatusCode::RESOURCE_EXHAUSTED, "max_points = 200000000"},
+};
+
+TEST(ServiceTest, EveryBadInputGetsItsCodeAndNamesTheField) {
+  LoopbackServer server;
+  auto stub = server.InProcessStub();
+  for (const BadCase& bad : kBadCases) {
+    SCOPED_TRACE(bad.name);
+    v1::ScatterRequest request = BoxRequest(1, 0.01);
+    if (std::string(bad.name).find("ring") != std::string::npos ||
+        std::string(bad.name).find("spline") != std::string::npos ||
+        std::string(bad.name).find("circle") != std::string::npos) {
+      request.mutable_region()->clear_box();
+    }
+    bad.edit(&request);
+    const Received got = Collect(*stub, request);
+    EXPECT_EQ(got.status.error_code(), bad.code) << got.status.error_message();
+    EXPECT_THAT(got.status.error_message(), HasSubstr(bad.message));
+    EXPECT_EQ(got.size(), 0u);
+  }
+}
+
+TEST(ServiceTest, HardCapEndsTheStreamAfterTheCountedPoints) {
+  LoopbackServer server;
+  v1::ScatterRequest request = BoxRequest(1, 0.003);  // ~97 000 points.
+  request.set_max_points(10'000);
+  request.set_batch_size(3000);
+  const Received got = Collect(*server.TcpStub(), request);
+  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(got.status.error_message(), HasSubstr("10000 points sent"));
+  EXPECT_THAT(got.status.error_message(), HasSubstr("max_points = 10000"));
+  EXPECT_EQ(got.size(), 10'000u);
+  EXPECT_FALSE(got.has_summary);
+}
+
+TEST(ServiceTest, ServerPointLimitIsAHardCapToo) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.limits.max_points = 50'000;
+  LoopbackServer server(options);
+  // The estimate is over the limit: refused before any sampling.
+  Received got = Collect(*server.InProcessStub(), BoxRequest(1, 0.003));
+  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(got.status.error_message(), HasSubstr("max_points = 50000"));
+  EXPECT_EQ(got.size(), 0u);
+}
+
+double CpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
+// A request that runs for many seconds: 3D, about 60 M points' worth.
+v1::ScatterRequest LongRequest() {
+  v1::ScatterRequest request = BoxRequest(1, 0.0002);
+  return request;
+}
+
+// Waits until no stream is in flight; returns how long that took.
+absl::Duration WaitIdle(ScatterServer& server, absl::Duration limit) {
+  const absl::Time start = absl::Now();
+  while (server.stats().in_flight.load() > 0 && absl::Now() - start < limit) {
+    absl::SleepFor(absl::Microseconds(200));
+  }
+  return absl::Now() - start;
+}
+
+TEST(ServiceTest, CancelStopsTheSamplerPromptly) {
+  LoopbackServer server;
+  auto stub = server.TcpStub();
+  grpc::ClientContext context;
+  auto reader = stub->Scatter(&context, LongRequest());
+  v1::ScatterResponse response;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(reader->Read(&response));
+  ASSERT_EQ(server.server().stats().in_flight.load(), 1);
+  context.TryCancel();
+  const absl::Duration took = WaitIdle(server.server(), absl::Seconds(5));
+  EXPECT_LT(took, absl::Milliseconds(50));
+  EXPECT_EQ(server.server().stats().in_flight.load(), 0);
+  const double cpu = CpuSeconds();
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_LT(CpuSeconds() - cpu, 0.020);
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+TEST(ServiceTest, DeadlineStopsTheSamplerPromptly) {
+  LoopbackServer server;
+  auto stub = server.TcpStub();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(300));
+  const absl::Time start = absl::Now();
+  const Received got = Collect(*stub, LongRequest(), &context);
+  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_GT(got.size(), 0u);
+  const absl::Duration took = WaitIdle(server.server(), absl::Seconds(5));
+  EXPECT_LT(took, absl::Milliseconds(50));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  const double cpu = CpuSeconds();
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_LT(CpuSeconds() - cpu, 0.020);
+}
+
+TEST(ServiceTest, MaxCallDurationCutsOffAClientThatStoppedReading) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.max_call_duration = absl::Milliseconds(300);
+  LoopbackServer server(options);
+  auto stub = server.TcpStub();
+  grpc::ClientContext context;
+  auto reader = stub->Scatter(&context, LongRequest());
+  v1::ScatterResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  // Read nothing more: the server must not wait for ever.
+  const absl::Duration took = WaitIdle(server.server(), absl::Seconds(10));
+  EXPECT_LT(took, absl::Seconds(2));
+  EXPECT_EQ(server.server().stats().in_flight.load(), 0);
+  context.TryCancel();
+  reader->Finish();
+}
+
+std::size_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * 4096;
+}
+
+TEST(ServiceTest, SlowReaderSlowsTheSamplerAndMemoryStaysFlat) {
+  LoopbackServer server;
+  auto stub = server.TcpStub();
+  grpc::ClientContext context;
+  // ~10 M points.
+  auto reader = stub->Scatter(&context, BoxRequest(1, 0.000295));
+  v1::ScatterResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  const std::size_t rss_before = ResidentBytes();
+  std::size_t received = 1;
+  std::uint64_t worst_ahead = 0;
+  for (int i = 0; i < 20; ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+    ASSERT_TRUE(reader->Read(&response));
+    ++received;
+    const std::uint64_t sent_points = server.server().stats().points_sent.load();
+    const std::uint64_t sent_batches = sent_points / 4096;
+    worst_ahead = std::max<std::uint64_t>(worst_ahead, sent_batches - received);
+  }
+  const std::size_t rss_after = ResidentBytes();
+  // Produced minus written on the server: the bounded queue.
+  EXPECT_LE(server.server().stats().max_backlog.load(), 4u);
+  // Written on the server minus read by this client: what the transport
+  // holds (HTTP/2 flow-control windows).
+  std::printf("batches held by the transport at most: %d\n",
+              static_cast<int>(worst_ahead));
+  EXPECT_LE(worst_ahead, 32u);
+  EXPECT_LT(rss_after, rss_before + (std::size_t{50} << 20));
+  EXPECT_LT(server.server().stats().points_sent.load(), 2'000'000u);
+  context.TryCancel();
+  reader->Finish();
+}
+
+TEST(ServiceTest, ConcurrencyLimitRefusesTheExtraStream) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.max_streams = 1;
+  LoopbackServer server(options);
+  auto stub = server.TcpStub();
+  grpc::ClientContext context;
+  auto reader = stub->Scatter(&context, LongRequest());
+  v1::ScatterResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  const Received second = Collect(*stub, BoxRequest(1, 0.1));
+  EXPECT_EQ(second.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(second.status.error_message(), HasSubstr("max_streams = 1"));
+  context.TryCancel();
+  reader->Finish();
+  WaitIdle(server.server(), absl::Seconds(5));
+  EXPECT_TRUE(Collect(*stub, BoxRequest(1, 0.1)).status.ok());
+}
+
+TEST(ServiceTest, ShutdownEndsAStreamInFlightWithAStatus) {
+  LoopbackServer server;
+  auto stub = server.TcpStub();
+  grpc::ClientContext context;
+  auto reader = stub->Scatter(&context, LongRequest());
+  v1::ScatterResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  std::thread stopper([&] { server.server().Shutdown(); });
+  // While draining, new calls are turned away.
+  absl::SleepFor(absl::Milliseconds(50));
+  const Received late = Collect(*stub, BoxRequest(1, 0.1));
+  EXPECT_EQ(late.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  while (reader->Read(&response)) {
+  }
+  const grpc::Status status = reader->Finish();
+  stopper.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("shutting down"));
+  EXPECT_THAT(status.error_message(), HasSubstr("points sent"));
+}
+
+// Reflection is asked from Python (python_client_test.py): the C++ reflection
+// messages live inside grpc++_reflection.
+TEST(ServiceTest, HealthAnswers) {
+  LoopbackServer server;
+  auto channel = server.TcpChannel();
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  for (const std::string service : {"", kServiceName}) {
+    grpc::ClientContext context;
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    grpc::health::v1::HealthCheckResponse response;
+    ASSERT_TRUE(health->Check(&context, request, &response).ok());
+    EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+  }
+}
+
+TEST(ServiceTest, LogLineNamesTheCallAndItsOutcome) {
+  LoopbackServer server;
+  const Received got = Collect(*server.TcpStub(), BoxRequest(1, 0.05, 11));
+  ASSERT_TRUE(got.status.ok());
+  Collect(*server.TcpStub(), BoxRequest(1, -1));
+  const std::string log = server.log();
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("Scatter peer=ipv4:127.0.0.1:")));
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("seed=11 points=", got.size(),
+                                          " code=OK")));
+  EXPECT_THAT(log, HasSubstr("code=INVALID_ARGUMENT"));
+  EXPECT_THAT(log, HasSubstr("message=layers[0].spacing"));
+}
+
+}  // namespace
+}  // namespace scatter::server::testing

@@ -1,0 +1,121 @@
+#ifndef SCATTER_TESTS_SERVER_SERVICE_TEST_UTIL_H_
+#define SCATTER_TESTS_SERVER_SERVICE_TEST_UTIL_H_
+
+// Shared pieces of the service tests: a server on loopback with a captured
+// log, requests, and a client that collects a whole stream.
+
+#include <cstdint>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "grpcpp/grpcpp.h"
+#include "scatter/v1/scatter.grpc.pb.h"
+#include "server/server.h"
+#include "spdlog/logger.h"
+#include "spdlog/sinks/ostream_sink.h"
+
+namespace scatter::server::testing {
+
+// What a client received from one Scatter call.
+struct Received {
+  grpc::Status status;
+  int dims = 0;
+  std::vector<double> coords;
+  std::vector<double> radius;
+  std::vector<std::uint32_t> layer;
+  std::vector<std::uint64_t> id;
+  std::size_t messages = 0;
+  bool has_summary = false;
+  v1::Summary summary;
+  std::size_t size() const { return id.size(); }
+};
+
+inline Received Collect(v1::ScatterService::Stub& stub,
+                        const v1::ScatterRequest& request,
+                        grpc::ClientContext* context = nullptr) {
+  grpc::ClientContext own;
+  if (context == nullptr) context = &own;
+  Received out;
+  auto reader = stub.Scatter(context, request);
+  v1::ScatterResponse response;
+  while (reader->Read(&response)) {
+    ++out.messages;
+    if (response.has_summary()) {
+      out.has_summary = true;
+      out.summary = response.summary();
+      continue;
+    }
+    const v1::PointBatch& p = response.points();
+    out.dims = static_cast<int>(p.dims());
+    out.coords.insert(out.coords.end(), p.coords().begin(), p.coords().end());
+    out.radius.insert(out.radius.end(), p.radius().begin(), p.radius().end());
+    out.layer.insert(out.layer.end(), p.layer().begin(), p.layer().end());
+    out.id.insert(out.id.end(), p.id().begin(), p.id().end());
+  }
+  out.status = reader->Finish();
+  return out;
+}
+
+// A dense Poisson layer over a 2D box [0, side]^2.
+inline v1::ScatterRequest BoxRequest(double side, double spacing,
+                                     std::uint64_t seed = 7) {
+  v1::ScatterRequest request;
+  request.set_seed(seed);
+  v1::Box* box = request.mutable_region()->mutable_box();
+  box->add_min(0);
+  box->add_min(0);
+  box->add_max(side);
+  box->add_max(side);
+  v1::Layer* layer = request.add_layers();
+  layer->set_id(1);
+  layer->set_spacing(spacing);
+  return request;
+}
+
+// A server on 127.0.0.1:0 whose log lines land in `log`.
+class LoopbackServer {
+ public:
+  explicit LoopbackServer(ServerOptions options = DefaultOptions()) {
+    options.logger = std::make_shared<spdlog::logger>(
+        "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_));
+    auto started = ScatterServer::Start(std::move(options));
+    if (!started.ok()) std::abort();
+    server_ = *std::move(started);
+  }
+
+  static ServerOptions DefaultOptions() {
+    ServerOptions options;
+    options.address = "127.0.0.1:0";
+    options.metrics_address = "";
+    options.grace_period = absl::Milliseconds(200);
+    return options;
+  }
+
+  std::string target() const {
+    return "127.0.0.1:" + std::to_string(server_->port());
+  }
+  std::shared_ptr<grpc::Channel> TcpChannel() const {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    return grpc::CreateCustomChannel(target(), grpc::InsecureChannelCredentials(),
+                                     args);
+  }
+  std::unique_ptr<v1::ScatterService::Stub> TcpStub() const {
+    return v1::ScatterService::NewStub(TcpChannel());
+  }
+  std::unique_ptr<v1::ScatterService::Stub> InProcessStub() {
+    return v1::ScatterService::NewStub(server_->InProcessChannel());
+  }
+  ScatterServer& server() { return *server_; }
+  std::string log() const { return log_.str(); }
+
+ private:
+  std::ostringstream log_;  // Before server_: outlives the logger's use.
+  std::unique_ptr<ScatterServer> server_;
+};
+
+}  // namespace scatter::server::testing
+
+#endif  // SCATTER_TESTS_SERVER_SERVICE_TEST_UTIL_H_
