@@ -62,6 +62,10 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
                              Millis(options.max_connection_age));
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
                              Millis(options.max_connection_age_grace));
+  // Sync server threads wake this often when idle, so stopping (which joins
+  // them) takes a fraction of a second instead of their default 10 s.
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC,
+                              100);
   // Each Scatter stream holds a handler thread while it runs.
   grpc::ResourceQuota quota("scatterd");
   quota.SetMaxThreads(2 * options.service.max_streams + 16);

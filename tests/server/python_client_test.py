@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""A tool in another language uses the service: Python with Debian's
+python3-grpcio calls a running scatterd, checks the points, and asks
+health and reflection. Stubs are generated from the protos at test time.
+
+Usage: python_client_test.py SCATTERD PROTO_ROOT
+"""
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+import grpc
+from grpc_tools import protoc
+
+GRPC_PROTO = "/usr/share/grpc-proto"
+
+
+def generate(out):
+    for root, name in ((sys.argv[2], "scatter/v1/scatter.proto"),
+                       (GRPC_PROTO, "grpc/health/v1/health.proto"),
+                       (GRPC_PROTO, "grpc/reflection/v1alpha/reflection.proto")):
+        if protoc.main(["protoc", "-I" + root, "--python_out=" + out,
+                        "--grpc_python_out=" + out, os.path.join(root, name)]) != 0:
+            raise RuntimeError("protoc failed on " + name)
+    sys.path.insert(0, out)
+    # grpc.health and grpc.reflection live under the installed grpc package's
+    # name: let it find the generated modules too.
+    grpc.__path__.append(os.path.join(out, "grpc"))
+
+
+def check_min_distance(coords, r):
+    """Exact pairwise check through a grid of cell r: no pair closer than r."""
+    cells = {}
+    for i in range(0, len(coords), 2):
+        cells.setdefault((int(coords[i] // r), int(coords[i + 1] // r)), []).append(i)
+    worst = math.inf
+    for (cx, cy), members in cells.items():
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                for j in cells.get((cx + dx, cy + dy), ()):
+                    for i in members:
+                        if i < j:
+                            d2 = (coords[i] - coords[j]) ** 2 + (coords[i + 1] - coords[j + 1]) ** 2
+                            worst = min(worst, d2)
+    return worst >= r * r
+
+
+def main():
+    scatterd = subprocess.Popen([sys.argv[1], "--address=127.0.0.1:0", "--metrics_address="],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(scatterd.stdout.readline().split()[1])
+        with tempfile.TemporaryDirectory() as out:
+            generate(out)
+            from scatter.v1 import scatter_pb2 as pb, scatter_pb2_grpc as pb_grpc
+            from grpc.health.v1 import health_pb2, health_pb2_grpc
+            from grpc.reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+            channel = grpc.insecure_channel("127.0.0.1:%d" % port)
+            stub = pb_grpc.ScatterServiceStub(channel)
+            request = pb.ScatterRequest(seed=5)
+            request.region.box.min.extend([0, 0])
+            request.region.box.max.extend([50, 50])
+            request.layers.add(id=3, spacing=1.0)
+            coords, ids, summary = [], [], None
+            for response in stub.Scatter(request, timeout=30):
+                if response.HasField("points"):
+                    assert response.points.dims == 2
+                    coords.extend(response.points.coords)
+                    ids.extend(response.points.id)
+                    assert list(response.points.layer) == [3] * len(response.points.id)
+                else:
+                    summary = response.summary
+            n = len(ids)
+            assert summary is not None and summary.total_points == n, (summary, n)
+            assert len(coords) == 2 * n
+            # Dense packing: about 0.87 / r^2 points per unit area.
+            assert 0.8 * 2500 < n < 1.2 * 0.87 * 2500 * 1.1, n
+            assert all(0 <= c < 50 for c in coords)
+            assert check_min_distance(coords, 1.0)
+            assert len(set(ids)) == n
+
+            bad = pb.ScatterRequest()
+            bad.region.box.min.extend([0, 0])
+            bad.region.box.max.extend([1, 1])
+            bad.layers.add(spacing=float("nan"))
+            try:
+                list(stub.Scatter(bad, timeout=10))
+                raise AssertionError("a NaN spacing was accepted")
+            except grpc.RpcError as e:
+                assert e.code() == grpc.StatusCode.INVALID_ARGUMENT, e.code()
+                assert "layers[0].spacing" in e.details(), e.details()
+
+            health = health_pb2_grpc.HealthStub(channel)
+            reply = health.Check(health_pb2.HealthCheckRequest(
+                service="scatter.v1.ScatterService"), timeout=10)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+            reflection = reflection_pb2_grpc.ServerReflectionStub(channel)
+            answers = reflection.ServerReflectionInfo(
+                iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10)
+            names = [s.name for a in answers for s in a.list_services_response.service]
+            assert "scatter.v1.ScatterService" in names, names
+            channel.close()
+            print("python client: %d points, min distance holds, health SERVING, "
+                  "reflection lists %s" % (n, ", ".join(sorted(names))))
+    finally:
+        scatterd.send_signal(signal.SIGTERM)
+        code = scatterd.wait(timeout=30)
+    assert code == 0, code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
