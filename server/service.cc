@@ -58,6 +58,20 @@ class BatchQueue {
     return true;
   }
 
+  // A message to fill: a recycled one (its arrays keep their capacity, so
+  // a long stream allocates nothing per batch) or a new one.
+  Message Take() {
+    absl::MutexLock lock(&mu_);
+    if (spare_.empty()) return std::make_unique<v1::ScatterResponse>();
+    Message message = std::move(spare_.back());
+    spare_.pop_back();
+    return message;
+  }
+  void Recycle(Message message) {
+    absl::MutexLock lock(&mu_);
+    if (spare_.size() < capacity_ + 2) spare_.push_back(std::move(message));
+  }
+
   enum class Got { kItem, kTimeout, kDone };
   Got Pop(absl::Duration timeout, Message* out) {
     absl::MutexLock lock(&mu_);
@@ -91,6 +105,7 @@ class BatchQueue {
   const std::size_t capacity_;
   absl::Mutex mu_;
   std::deque<Message> items_ ABSL_GUARDED_BY(mu_);
+  std::vector<Message> spare_ ABSL_GUARDED_BY(mu_);
   std::uint64_t produced_ ABSL_GUARDED_BY(mu_) = 0;
   bool producer_done_ ABSL_GUARDED_BY(mu_) = false;
   bool consumer_gone_ ABSL_GUARDED_BY(mu_) = false;
@@ -102,11 +117,12 @@ void Append(google::protobuf::RepeatedField<T>* field,
   field->Add(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
-// The first n points of `batch` as a message, with the arrays `fields` asks for.
+// The first n points of `batch` into `message`, with the arrays `fields`
+// asks for.
 Message Pack(const sampler::PointBatch& batch, std::size_t n,
-             const v1::Fields& fields) {
-  auto message = std::make_unique<v1::ScatterResponse>();
+             const v1::Fields& fields, Message message) {
   v1::PointBatch* points = message->mutable_points();
+  points->Clear();
   points->set_dims(static_cast<std::uint32_t>(batch.dims));
   Append(points->mutable_coords(), batch.coords,
          n * static_cast<std::size_t>(batch.dims));
@@ -223,6 +239,9 @@ grpc::Status ScatterServiceImpl::Stream(
       job->region, job->layers, job->shared, job->overrides);
   if (!run.ok()) return ToGrpc(run.status());
 
+  // The client's deadline is checked by the sampler itself too, so it stops
+  // at its next poll rather than when the writer thread next looks.
+  const absl::Time deadline = absl::FromChrono(context->deadline());
   const absl::Time give_up_at = start + options_.max_call_duration;
   std::atomic<bool> stop{false};
   std::atomic<bool> timed_out{false};
@@ -235,7 +254,8 @@ grpc::Status ScatterServiceImpl::Stream(
   };
   auto should_stop = [&] {
     return stop.load(std::memory_order_relaxed) ||
-           stopping_.load(std::memory_order_relaxed) || expired();
+           stopping_.load(std::memory_order_relaxed) || expired() ||
+           absl::Now() >= deadline;
   };
 
   BatchQueue queue(options_.queue_batches);
@@ -262,7 +282,9 @@ grpc::Status ScatterServiceImpl::Stream(
               ++per_layer[static_cast<std::size_t>(at - order.begin())];
             }
             queued_points += n;
-            if (!queue.Push(Pack(batch, n, fields), should_stop)) return false;
+            if (!queue.Push(Pack(batch, n, fields, queue.Take()), should_stop)) {
+              return false;
+            }
           }
           return !cap_hit;
         },
@@ -295,6 +317,7 @@ grpc::Status ScatterServiceImpl::Stream(
       continue;
     }
     ++written;
+    queue.Recycle(std::move(message));
     RaiseMax(stats_.max_backlog, queue.produced() - written);
     *sent += n;
     points_.Increment(static_cast<double>(n));

@@ -1,7 +1,5 @@
 // The Scatter service end to end: in-process and over loopback TCP.
 
-#include <sys/resource.h>
-
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -253,121 +251,15 @@ TEST(ServiceTest, ServerPointLimitIsAHardCapToo) {
   EXPECT_EQ(got.size(), 0u);
 }
 
-double CpuSeconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
-}
+// A request that runs for seconds: ~20 M points.
+v1::ScatterRequest LongRequest() { return BoxRequest(1, 0.0002); }
 
-// A request that runs for many seconds: 3D, about 60 M points' worth.
-v1::ScatterRequest LongRequest() {
-  v1::ScatterRequest request = BoxRequest(1, 0.0002);
-  return request;
-}
-
-// Waits until no stream is in flight; returns how long that took.
-absl::Duration WaitIdle(ScatterServer& server, absl::Duration limit) {
+// Waits until no stream is in flight.
+void WaitIdle(ScatterServer& server, absl::Duration limit) {
   const absl::Time start = absl::Now();
   while (server.stats().in_flight.load() > 0 && absl::Now() - start < limit) {
-    absl::SleepFor(absl::Microseconds(200));
+    absl::SleepFor(absl::Milliseconds(1));
   }
-  return absl::Now() - start;
-}
-
-TEST(ServiceTest, CancelStopsTheSamplerPromptly) {
-  LoopbackServer server;
-  auto stub = server.TcpStub();
-  grpc::ClientContext context;
-  auto reader = stub->Scatter(&context, LongRequest());
-  v1::ScatterResponse response;
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(reader->Read(&response));
-  ASSERT_EQ(server.server().stats().in_flight.load(), 1);
-  context.TryCancel();
-  const absl::Duration took = WaitIdle(server.server(), absl::Seconds(5));
-  EXPECT_LT(took, absl::Milliseconds(50));
-  EXPECT_EQ(server.server().stats().in_flight.load(), 0);
-  const double cpu = CpuSeconds();
-  absl::SleepFor(absl::Milliseconds(200));
-  EXPECT_LT(CpuSeconds() - cpu, 0.020);
-  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
-}
-
-TEST(ServiceTest, DeadlineStopsTheSamplerPromptly) {
-  LoopbackServer server;
-  auto stub = server.TcpStub();
-  grpc::ClientContext context;
-  // Long enough for the first batches (setting up the grid of a 20 M-point
-  // run takes a few hundred ms, more under sanitizers).
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(1500));
-  const absl::Time start = absl::Now();
-  const Received got = Collect(*stub, LongRequest(), &context);
-  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_GT(got.size(), 0u);
-  const absl::Duration took = WaitIdle(server.server(), absl::Seconds(5));
-  EXPECT_LT(took, absl::Milliseconds(50));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
-  const double cpu = CpuSeconds();
-  absl::SleepFor(absl::Milliseconds(200));
-  EXPECT_LT(CpuSeconds() - cpu, 0.020);
-}
-
-TEST(ServiceTest, MaxCallDurationCutsOffAClientThatStoppedReading) {
-  ServerOptions options = LoopbackServer::DefaultOptions();
-  options.service.max_call_duration = absl::Milliseconds(1500);
-  LoopbackServer server(options);
-  auto stub = server.TcpStub();
-  grpc::ClientContext context;
-  auto reader = stub->Scatter(&context, LongRequest());
-  v1::ScatterResponse response;
-  ASSERT_TRUE(reader->Read(&response));
-  // Read nothing more: the server must not wait for ever.
-  const absl::Duration took = WaitIdle(server.server(), absl::Seconds(10));
-  EXPECT_LT(took, absl::Seconds(3));
-  EXPECT_EQ(server.server().stats().in_flight.load(), 0);
-  context.TryCancel();
-  reader->Finish();
-}
-
-std::size_t ResidentBytes() {
-  std::ifstream statm("/proc/self/statm");
-  std::size_t pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * 4096;
-}
-
-TEST(ServiceTest, SlowReaderSlowsTheSamplerAndMemoryStaysFlat) {
-  LoopbackServer server;
-  auto stub = server.TcpStub();
-  grpc::ClientContext context;
-  // ~10 M points.
-  auto reader = stub->Scatter(&context, BoxRequest(1, 0.000295));
-  v1::ScatterResponse response;
-  ASSERT_TRUE(reader->Read(&response));
-  const std::size_t rss_before = ResidentBytes();
-  std::size_t received = 1;
-  std::uint64_t worst_ahead = 0;
-  for (int i = 0; i < 20; ++i) {
-    absl::SleepFor(absl::Milliseconds(100));
-    ASSERT_TRUE(reader->Read(&response));
-    ++received;
-    const std::uint64_t sent_points = server.server().stats().points_sent.load();
-    const std::uint64_t sent_batches = sent_points / 4096;
-    worst_ahead = std::max<std::uint64_t>(worst_ahead, sent_batches - received);
-  }
-  const std::size_t rss_after = ResidentBytes();
-  // Produced minus written on the server: the bounded queue.
-  EXPECT_LE(server.server().stats().max_backlog.load(), 4u);
-  // Written on the server minus read by this client: what the transport
-  // holds (HTTP/2 flow-control windows).
-  std::printf("batches held by the transport at most: %d\n",
-              static_cast<int>(worst_ahead));
-  EXPECT_LE(worst_ahead, 32u);
-  EXPECT_LT(rss_after, rss_before + (std::size_t{50} << 20));
-  EXPECT_LT(server.server().stats().points_sent.load(), 2'000'000u);
-  context.TryCancel();
-  reader->Finish();
 }
 
 TEST(ServiceTest, ConcurrencyLimitRefusesTheExtraStream) {
