@@ -242,6 +242,10 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
     return Invalid(absl::StrCat(path, ".count"),
                    "must be >= 1 for uniform points");
   }
+  if (layer.has_density()) {
+    return absl::UnimplementedError(absl::StrCat(
+        path, ".density: variable radius is not in this build of scatterd"));
+  }
   o.cell_size = layer.cell_size();
   o.count = layer.count();
   if (!std::isfinite(layer.footprint()) || layer.footprint() < 0) {
@@ -307,7 +311,31 @@ double EstimatePoints(const sampler::SamplerOptions& o, int dims,
   return 0;
 }
 
+template <typename T>
+void Append(google::protobuf::RepeatedField<T>* field,
+            absl::Span<const T> values, std::size_t n) {
+  field->Add(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
 }  // namespace
+
+void PackBatch(const sampler::PointBatch& batch, std::size_t n,
+               const v1::Fields& fields, v1::PointBatch* points) {
+  points->set_dims(static_cast<std::uint32_t>(batch.dims));
+  Append(points->mutable_coords(), batch.coords,
+         n * static_cast<std::size_t>(batch.dims));
+  if (!fields.omit_radius()) Append(points->mutable_radius(), batch.radius, n);
+  if (!fields.omit_layer()) Append(points->mutable_layer(), batch.layer, n);
+  if (!fields.omit_id()) {
+    // fixed64 is google::protobuf::uint64, which may be another type of the
+    // same size than std::uint64_t.
+    auto* ids = points->mutable_id();
+    ids->Reserve(ids->size() + static_cast<int>(n));
+    for (std::size_t i = 0; i < n; ++i) ids->AddAlreadyReserved(batch.id[i]);
+  }
+  if (!fields.omit_yaw()) Append(points->mutable_yaw(), batch.yaw, n);
+  if (!fields.omit_scale()) Append(points->mutable_scale(), batch.scale, n);
+}
 
 std::size_t ClampBatchSize(std::uint32_t requested, int dims) {
   // dims coordinates, radius, yaw, scale (8 bytes), id (8), layer (<= 5),

@@ -64,6 +64,11 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
 // message stays under kMaxBatchBytes in `dims` dimensions.
 std::size_t ClampBatchSize(std::uint32_t requested, int dims);
 
+// Appends the first n points of `batch` to `out` (the arrays `fields` asks
+// for): the one packing the server and `scatter run --local` share.
+void PackBatch(const sampler::PointBatch& batch, std::size_t n,
+               const v1::Fields& fields, v1::PointBatch* out);
+
 }  // namespace scatter::server
 
 #endif  // SCATTER_SERVER_CONVERT_H_

@@ -111,32 +111,12 @@ class BatchQueue {
   bool consumer_gone_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-template <typename T>
-void Append(google::protobuf::RepeatedField<T>* field,
-            absl::Span<const T> values, std::size_t n) {
-  field->Add(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n));
-}
-
-// The first n points of `batch` into `message`, with the arrays `fields`
-// asks for.
+// The first n points of `batch` into `message`, reusing its arrays.
 Message Pack(const sampler::PointBatch& batch, std::size_t n,
              const v1::Fields& fields, Message message) {
   v1::PointBatch* points = message->mutable_points();
   points->Clear();
-  points->set_dims(static_cast<std::uint32_t>(batch.dims));
-  Append(points->mutable_coords(), batch.coords,
-         n * static_cast<std::size_t>(batch.dims));
-  if (!fields.omit_radius()) Append(points->mutable_radius(), batch.radius, n);
-  if (!fields.omit_layer()) Append(points->mutable_layer(), batch.layer, n);
-  if (!fields.omit_id()) {
-    // fixed64 on the wire is uint64 in C++ (google::protobuf::uint64 may be
-    // a different but same-sized type).
-    auto* ids = points->mutable_id();
-    ids->Reserve(static_cast<int>(n));
-    for (std::size_t i = 0; i < n; ++i) ids->AddAlreadyReserved(batch.id[i]);
-  }
-  if (!fields.omit_yaw()) Append(points->mutable_yaw(), batch.yaw, n);
-  if (!fields.omit_scale()) Append(points->mutable_scale(), batch.scale, n);
+  PackBatch(batch, n, fields, points);
   return message;
 }
 
@@ -277,10 +257,9 @@ grpc::Status ScatterServiceImpl::Stream(
             cap_hit = true;
           }
           if (n > 0) {
-            for (std::size_t i = 0; i < n; ++i) {
-              const auto at = std::find(order.begin(), order.end(), batch.layer[i]);
-              ++per_layer[static_cast<std::size_t>(at - order.begin())];
-            }
+            // A batch comes from one layer's run.
+            const auto at = std::find(order.begin(), order.end(), batch.layer[0]);
+            per_layer[static_cast<std::size_t>(at - order.begin())] += n;
             queued_points += n;
             if (!queue.Push(Pack(batch, n, fields, queue.Take()), should_stop)) {
               return false;

@@ -1,0 +1,173 @@
+#include "client/client.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+
+namespace scatter::client {
+namespace {
+
+void ApplyCall(const CallOptions& call, grpc::ClientContext* context) {
+  if (call.timeout > absl::ZeroDuration()) {
+    context->set_deadline(std::chrono::system_clock::now() +
+                          absl::ToChronoMilliseconds(call.timeout));
+  }
+}
+
+void InlineOne(v1::RasterInput* input,
+               const absl::flat_hash_map<std::string, v1::RasterData>& known,
+               bool* changed) {
+  if (input->source_case() != v1::RasterInput::kDigest) return;
+  auto it = known.find(input->digest());
+  if (it == known.end()) return;
+  *input->mutable_data() = it->second;
+  *changed = true;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
+    const ClientOptions& options) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  if (options.tls_ca_pem.empty()) {
+    if (!options.tls_cert_pem.empty()) {
+      return absl::InvalidArgumentError(
+          "tls: a client certificate needs the server's CA (TLS) as well");
+    }
+    credentials = grpc::InsecureChannelCredentials();
+  } else {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = options.tls_ca_pem;
+    ssl.pem_cert_chain = options.tls_cert_pem;
+    ssl.pem_private_key = options.tls_key_pem;
+    credentials = grpc::SslCredentials(ssl);
+    if (!options.tls_server_name.empty()) {
+      args.SetSslTargetNameOverride(options.tls_server_name);
+    }
+  }
+  auto channel = grpc::CreateCustomChannel(options.address, credentials, args);
+  if (channel == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot make a channel to ", options.address));
+  }
+  return std::make_unique<Client>(std::move(channel), options.address);
+}
+
+Client::Client(std::shared_ptr<grpc::Channel> channel, std::string address)
+    : channel_(std::move(channel)),
+      address_(std::move(address)),
+      stub_(v1::ScatterService::NewStub(channel_)) {}
+
+absl::Status Client::FromGrpc(const grpc::Status& status) const {
+  if (status.ok()) return absl::OkStatus();
+  std::string message = status.error_message();
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      message.find("shutting down") == std::string::npos) {
+    message = absl::StrCat("cannot reach scatterd at ", address_, ": ", message);
+  }
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
+}
+
+bool Client::InlineKnownDigests(v1::ScatterRequest* request) {
+  absl::MutexLock lock(&mu_);
+  bool changed = false;
+  if (request->region().has_mask()) {
+    InlineOne(request->mutable_region()->mutable_mask(), uploaded_, &changed);
+  }
+  for (v1::Layer& layer : *request->mutable_layers()) {
+    if (layer.has_density()) InlineOne(layer.mutable_density(), uploaded_, &changed);
+  }
+  return changed;
+}
+
+absl::StatusOr<v1::Summary> Client::Scatter(v1::ScatterRequest request,
+                                            const BatchHandler& handler,
+                                            const CallOptions& call) {
+  for (int attempt = 0;; ++attempt) {
+    grpc::ClientContext context;
+    ApplyCall(call, &context);
+    auto reader = stub_->Scatter(&context, request);
+    v1::ScatterResponse response;
+    v1::Summary summary;
+    bool any = false;
+    bool stopped = false;
+    while (reader->Read(&response)) {
+      any = true;
+      if (response.has_summary()) {
+        summary = response.summary();
+        continue;
+      }
+      if ((call.cancelled && call.cancelled()) || !handler(response.points())) {
+        context.TryCancel();
+        stopped = true;
+        break;
+      }
+    }
+    if (stopped) {
+      while (reader->Read(&response)) {
+      }
+    }
+    const grpc::Status status = reader->Finish();
+    if (stopped) return absl::CancelledError("cancelled by the caller");
+    if (status.error_code() == grpc::StatusCode::NOT_FOUND && !any &&
+        attempt == 0 && InlineKnownDigests(&request)) {
+      continue;  // The server lost a raster we uploaded: send it inline.
+    }
+    if (!status.ok()) return FromGrpc(status);
+    return summary;
+  }
+}
+
+absl::StatusOr<v1::RasterRef> Client::PutRaster(const v1::RasterData& raster,
+                                                const CallOptions& call) {
+  grpc::ClientContext context;
+  ApplyCall(call, &context);
+  v1::RasterRef ref;
+  auto writer = stub_->PutRaster(&context, &ref);
+  constexpr std::size_t kChunk = std::size_t{1} << 20;
+  const std::string& pixels = raster.pixels();
+  std::size_t at = 0;
+  do {
+    v1::RasterChunk chunk;
+    if (at == 0) {
+      chunk.set_format(raster.format());
+      chunk.set_width(raster.width());
+      chunk.set_height(raster.height());
+    }
+    chunk.set_pixels(pixels.substr(at, kChunk));
+    at += kChunk;
+    if (!writer->Write(chunk)) break;
+  } while (at < pixels.size());
+  writer->WritesDone();
+  const grpc::Status status = writer->Finish();
+  if (!status.ok()) return FromGrpc(status);
+  absl::MutexLock lock(&mu_);
+  uploaded_[ref.digest()] = raster;
+  return ref;
+}
+
+absl::Status Client::Health(absl::Duration timeout) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       absl::ToChronoMilliseconds(timeout));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service("scatter.v1.ScatterService");
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status status = health->Check(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
+    return absl::UnavailableError(
+        absl::StrCat("scatterd at ", address_, " is not serving (",
+                     grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
+                         response.status()),
+                     ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace scatter::client

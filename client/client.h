@@ -1,0 +1,89 @@
+#ifndef SCATTER_CLIENT_CLIENT_H_
+#define SCATTER_CLIENT_CLIENT_H_
+
+// The C++ client library: connect to scatterd (plain or TLS), run a scatter
+// and receive its batches as they arrive, cancel, set deadlines, upload
+// rasters once and refer to them by digest.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "scatter/v1/scatter.grpc.pb.h"
+
+namespace scatter::client {
+
+struct ClientOptions {
+  std::string address = "127.0.0.1:50051";  // host:port
+  // TLS: the PEM CA bundle that signed the server's certificate. Empty
+  // means plaintext.
+  std::string tls_ca_pem;
+  // Mutual TLS: this client's PEM certificate chain and key.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  // Check the server's certificate for this name instead of the address's
+  // host.
+  std::string tls_server_name;
+};
+
+// How one call runs.
+struct CallOptions {
+  // Zero: no deadline.
+  absl::Duration timeout = absl::ZeroDuration();
+  // Polled between batches; true cancels the call.
+  std::function<bool()> cancelled;
+};
+
+// Receives each PointBatch as it arrives; returning false cancels the call.
+using BatchHandler = std::function<bool(const v1::PointBatch&)>;
+
+class Client {
+ public:
+  // Builds the channel; it connects lazily, on the first call.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(
+      const ClientOptions& options);
+  // Over an existing channel (in-process, tests).
+  explicit Client(std::shared_ptr<grpc::Channel> channel, std::string address = "");
+
+  // Runs the request, passing batches to `handler` in order. Returns the
+  // summary, or the call's status as an absl::Status (code and message as
+  // the server sent them; UNAVAILABLE says "cannot reach scatterd at ...").
+  // When a raster named by digest is unknown to the server (NOT_FOUND: an
+  // evicted cache, another replica) and this client uploaded it, the request
+  // is sent again with that raster inline.
+  absl::StatusOr<v1::Summary> Scatter(v1::ScatterRequest request,
+                                      const BatchHandler& handler,
+                                      const CallOptions& call = {});
+
+  // Uploads raster content in chunks; returns the server's digest, and
+  // remembers the content for the inline fallback above.
+  absl::StatusOr<v1::RasterRef> PutRaster(const v1::RasterData& raster,
+                                          const CallOptions& call = {});
+
+  // OK when the server's health service says SERVING for the Scatter service.
+  absl::Status Health(absl::Duration timeout = absl::Seconds(5));
+
+  const std::string& address() const { return address_; }
+
+ private:
+  absl::Status FromGrpc(const grpc::Status& status) const;
+  // Replaces every digest this client uploaded, in `request`, with its data.
+  bool InlineKnownDigests(v1::ScatterRequest* request);
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::string address_;
+  std::unique_ptr<v1::ScatterService::Stub> stub_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, v1::RasterData> uploaded_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace scatter::client
+
+#endif  // SCATTER_CLIENT_CLIENT_H_

@@ -1,0 +1,303 @@
+#include "client/output.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace scatter::client {
+namespace {
+
+constexpr char kRawMagic[8] = {'S', 'C', 'A', 'T', 'R', 'A', 'W', '1'};
+
+absl::Status IoError(const std::string& path) {
+  return absl::UnavailableError(
+      absl::StrCat("cannot write ", path, ": ", std::strerror(errno)));
+}
+
+template <typename T>
+void PutLittleEndian(T value, std::string* out) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));  // x86-64 and ARM64 are little-endian.
+  out->append(bytes, sizeof(T));
+}
+
+template <typename T>
+T GetLittleEndian(const char* at) {
+  T value;
+  std::memcpy(&value, at, sizeof(T));
+  return value;
+}
+
+class FileWriter : public PointWriter {
+ public:
+  FileWriter(Format format, std::string path, std::FILE* file)
+      : format_(format), path_(std::move(path)), file_(file) {}
+  ~FileWriter() override {
+    if (file_ != nullptr && file_ != stdout) std::fclose(file_);
+  }
+
+  absl::Status Write(const v1::PointBatch& batch) override {
+    const int dims = static_cast<int>(batch.dims());
+    if (dims_ == 0) {
+      dims_ = dims;
+      if (format_ == Format::kCsv) {
+        buffer_ = dims == 3 ? "x,y,z" : "x,y";
+        buffer_ += ",layer,radius,id,yaw,scale\n";
+      } else if (format_ == Format::kRaw) {
+        buffer_.append(kRawMagic, 8);
+        PutLittleEndian<std::uint32_t>(static_cast<std::uint32_t>(dims), &buffer_);
+      }
+    }
+    const int n = batch.id_size();
+    if (batch.radius_size() != n || batch.layer_size() != n ||
+        batch.yaw_size() != n || batch.scale_size() != n ||
+        batch.coords_size() != n * dims) {
+      return absl::InvalidArgumentError("a batch without every per-point array");
+    }
+    char number[32];
+    auto put = [&](double v) {
+      // %.17g round-trips every double.
+      const int length = std::snprintf(number, sizeof number, "%.17g", v);
+      buffer_.append(number, static_cast<std::size_t>(length));
+    };
+    for (int i = 0; i < n; ++i) {
+      const double* c = batch.coords().data() + i * dims;
+      switch (format_) {
+        case Format::kCsv:
+          for (int d = 0; d < dims; ++d) {
+            put(c[d]);
+            buffer_ += ',';
+          }
+          absl::StrAppend(&buffer_, batch.layer(i), ",");
+          put(batch.radius(i));
+          absl::StrAppend(&buffer_, ",", batch.id(i), ",");
+          put(batch.yaw(i));
+          buffer_ += ',';
+          put(batch.scale(i));
+          buffer_ += '\n';
+          break;
+        case Format::kJsonLines: {
+          static constexpr const char* kAxes[] = {"{\"x\":", ",\"y\":", ",\"z\":"};
+          for (int d = 0; d < dims; ++d) {
+            buffer_ += kAxes[d];
+            put(c[d]);
+          }
+          absl::StrAppend(&buffer_, ",\"layer\":", batch.layer(i), ",\"radius\":");
+          put(batch.radius(i));
+          absl::StrAppend(&buffer_, ",\"id\":", batch.id(i), ",\"yaw\":");
+          put(batch.yaw(i));
+          buffer_ += ",\"scale\":";
+          put(batch.scale(i));
+          buffer_ += "}\n";
+          break;
+        }
+        case Format::kPly:
+          for (int d = 0; d < 3; ++d) PutLittleEndian<double>(d < dims ? c[d] : 0, &body_);
+          PutLittleEndian<std::uint32_t>(batch.layer(i), &body_);
+          PutLittleEndian<double>(batch.radius(i), &body_);
+          PutLittleEndian<std::uint32_t>(static_cast<std::uint32_t>(batch.id(i)), &body_);
+          PutLittleEndian<std::uint32_t>(static_cast<std::uint32_t>(batch.id(i) >> 32),
+                                         &body_);
+          PutLittleEndian<double>(batch.yaw(i), &body_);
+          PutLittleEndian<double>(batch.scale(i), &body_);
+          break;
+        case Format::kRaw:
+          for (int d = 0; d < dims; ++d) PutLittleEndian<double>(c[d], &buffer_);
+          PutLittleEndian<std::uint32_t>(batch.layer(i), &buffer_);
+          PutLittleEndian<double>(batch.radius(i), &buffer_);
+          PutLittleEndian<std::uint64_t>(batch.id(i), &buffer_);
+          PutLittleEndian<double>(batch.yaw(i), &buffer_);
+          PutLittleEndian<double>(batch.scale(i), &buffer_);
+          break;
+      }
+    }
+    count_ += static_cast<std::uint64_t>(n);
+    return Flush(false);
+  }
+
+  absl::Status Finish() override {
+    if (format_ == Format::kPly) {
+      // The header needs the count, so PLY bodies wait for the end.
+      buffer_ = absl::StrCat(
+          "ply\nformat binary_little_endian 1.0\ncomment scatter points\n",
+          "element vertex ", count_,
+          "\nproperty double x\nproperty double y\nproperty double z\n"
+          "property uint layer\nproperty double radius\nproperty uint id_lo\n"
+          "property uint id_hi\nproperty double yaw\nproperty double scale\n"
+          "end_header\n");
+      buffer_ += body_;
+      body_.clear();
+    }
+    if (dims_ == 0 && format_ == Format::kCsv) buffer_ = "x,y,layer,radius,id,yaw,scale\n";
+    absl::Status status = Flush(true);
+    if (!status.ok()) return status;
+    if (std::fflush(file_) != 0) return IoError(path_);
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Flush(bool all) {
+    if (!all && buffer_.size() < (std::size_t{1} << 20)) return absl::OkStatus();
+    if (!buffer_.empty() &&
+        std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) {
+      return IoError(path_);
+    }
+    buffer_.clear();
+    return absl::OkStatus();
+  }
+
+  const Format format_;
+  const std::string path_;
+  std::FILE* file_;
+  int dims_ = 0;
+  std::uint64_t count_ = 0;
+  std::string buffer_;
+  std::string body_;  // PLY vertex data until Finish.
+};
+
+void AddPoint(v1::PointBatch* out, const double* c, int dims, std::uint32_t layer,
+              double radius, std::uint64_t id, double yaw, double scale) {
+  for (int d = 0; d < dims; ++d) out->add_coords(c[d]);
+  out->add_layer(layer);
+  out->add_radius(radius);
+  out->add_id(id);
+  out->add_yaw(yaw);
+  out->add_scale(scale);
+}
+
+absl::StatusOr<v1::PointBatch> ReadText(Format format, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  v1::PointBatch out;
+  std::string line;
+  int dims = 0;
+  std::size_t number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    std::vector<std::string> fields;
+    if (format == Format::kCsv) {
+      if (number == 1) {
+        dims = absl::StartsWith(line, "x,y,z,") ? 3 : 2;
+        continue;
+      }
+      fields = absl::StrSplit(line, ',');
+    } else {
+      // {"x":1,"y":2,...}: the values in order, keys checked by count.
+      for (absl::string_view part : absl::StrSplit(line, ',')) {
+        const std::size_t colon = part.find(':');
+        std::string value(part.substr(colon + 1));
+        if (!value.empty() && value.back() == '}') value.pop_back();
+        fields.push_back(value);
+      }
+      dims = absl::StrContains(line, "\"z\":") ? 3 : 2;
+    }
+    if (fields.size() != static_cast<std::size_t>(dims) + 5) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", number, ": expected ", dims + 5, " fields"));
+    }
+    double c[3], radius, yaw, scale;
+    std::uint32_t layer;
+    std::uint64_t id;
+    bool ok = true;
+    for (int d = 0; d < dims; ++d) ok &= absl::SimpleAtod(fields[d], &c[d]);
+    ok &= absl::SimpleAtoi(fields[dims], &layer) &&
+          absl::SimpleAtod(fields[dims + 1], &radius) &&
+          absl::SimpleAtoi(fields[dims + 2], &id) &&
+          absl::SimpleAtod(fields[dims + 3], &yaw) &&
+          absl::SimpleAtod(fields[dims + 4], &scale);
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", number, ": bad number"));
+    }
+    AddPoint(&out, c, dims, layer, radius, id, yaw, scale);
+  }
+  out.set_dims(static_cast<std::uint32_t>(dims == 0 ? 2 : dims));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<Format> ParseFormat(const std::string& name) {
+  if (name == "csv") return Format::kCsv;
+  if (name == "jsonl") return Format::kJsonLines;
+  if (name == "ply") return Format::kPly;
+  if (name == "raw") return Format::kRaw;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--format: expected csv, jsonl, ply or raw, got \"", name, "\""));
+}
+
+absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
+                                                        const std::string& path) {
+  std::FILE* file = path == "-" ? stdout : std::fopen(path.c_str(), "wb");
+  if (file == nullptr) return IoError(path);
+  return std::make_unique<FileWriter>(format, path, file);
+}
+
+absl::StatusOr<v1::PointBatch> ReadPoints(Format format, const std::string& path) {
+  if (format == Format::kCsv || format == Format::kJsonLines) {
+    return ReadText(format, path);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::stringstream all;
+  all << in.rdbuf();
+  const std::string data = all.str();
+  v1::PointBatch out;
+  std::size_t at = 0;
+  int dims = 3;
+  std::uint64_t count = 0;
+  if (format == Format::kRaw) {
+    if (data.size() < 12 || std::memcmp(data.data(), kRawMagic, 8) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": not a SCATRAW1 file"));
+    }
+    dims = static_cast<int>(GetLittleEndian<std::uint32_t>(data.data() + 8));
+    at = 12;
+    const std::size_t record = 8 * static_cast<std::size_t>(dims) + 36;
+    if (dims < 2 || dims > 3 || (data.size() - at) % record != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": truncated"));
+    }
+    count = (data.size() - at) / record;
+  } else {
+    const std::size_t end = data.find("end_header\n");
+    const std::size_t element = data.find("element vertex ");
+    if (end == std::string::npos || element == std::string::npos ||
+        !absl::SimpleAtoi(data.substr(element + 15, data.find('\n', element) -
+                                                        element - 15),
+                          &count)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": not a scatter PLY"));
+    }
+    at = end + 11;
+    if (data.size() - at != count * 60) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": truncated"));
+    }
+  }
+  for (std::uint64_t i = 0; i < count; ++i) {
+    double c[3];
+    for (int d = 0; d < dims; ++d, at += 8) c[d] = GetLittleEndian<double>(&data[at]);
+    const auto layer = GetLittleEndian<std::uint32_t>(&data[at]);
+    const double radius = GetLittleEndian<double>(&data[at + 4]);
+    at += 12;
+    std::uint64_t id;
+    if (format == Format::kRaw) {
+      id = GetLittleEndian<std::uint64_t>(&data[at]);
+    } else {
+      id = GetLittleEndian<std::uint32_t>(&data[at]) |
+           (std::uint64_t{GetLittleEndian<std::uint32_t>(&data[at + 4])} << 32);
+    }
+    at += 8;
+    const double yaw = GetLittleEndian<double>(&data[at]);
+    const double scale = GetLittleEndian<double>(&data[at + 8]);
+    at += 16;
+    AddPoint(&out, c, dims, layer, radius, id, yaw, scale);
+  }
+  out.set_dims(static_cast<std::uint32_t>(dims));
+  return out;
+}
+
+}  // namespace scatter::client
