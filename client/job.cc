@@ -1,0 +1,97 @@
+#include "client/job.h"
+
+#include <fstream>
+#include <iterator>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace scatter::client {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  return std::string(std::istreambuf_iterator<char>(in),
+                     std::istreambuf_iterator<char>());
+}
+
+// The RasterInput a target names: "region.mask" or "layers[i].density".
+absl::StatusOr<v1::RasterInput*> Target(const std::string& target,
+                                        v1::ScatterRequest* request) {
+  if (target == "region.mask") return request->mutable_region()->mutable_mask();
+  int index = -1;
+  if (absl::StartsWith(target, "layers[") && absl::EndsWith(target, "].density") &&
+      absl::SimpleAtoi(target.substr(7, target.size() - 7 - 9), &index) &&
+      index >= 0 && index < request->layers_size()) {
+    return request->mutable_layers(index)->mutable_density();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "target: expected \"region.mask\" or \"layers[i].density\" with i < ",
+      request->layers_size(), ", got \"", target, "\""));
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Job> LoadJob(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  v1::Job job;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(*text, &job, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a scatter job: ", status.message().as_string()));
+  }
+  return job;
+}
+
+absl::StatusOr<v1::ScatterRequest> ResolveRasters(const v1::Job& job,
+                                                  const std::string& base_dir,
+                                                  Client* client) {
+  v1::ScatterRequest request = job.request();
+  for (int i = 0; i < job.raster_files_size(); ++i) {
+    const v1::RasterFile& file = job.raster_files(i);
+    const std::string field = absl::StrCat("rasterFiles[", i, "]");
+    absl::StatusOr<v1::RasterInput*> input = Target(file.target(), &request);
+    if (!input.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".", input.status().message()));
+    }
+    const std::string path = absl::StartsWith(file.path(), "/") || base_dir.empty()
+                                 ? file.path()
+                                 : absl::StrCat(base_dir, "/", file.path());
+    absl::StatusOr<std::string> bytes = ReadFile(path);
+    if (!bytes.ok()) {
+      return absl::NotFoundError(absl::StrCat(field, ".path: raster file ", path,
+                                              " cannot be read"));
+    }
+    v1::RasterData data;
+    data.set_format(file.format() == v1::RASTER_FORMAT_UNSPECIFIED
+                        ? v1::RASTER_FORMAT_PNG
+                        : file.format());
+    data.set_width(file.width());
+    data.set_height(file.height());
+    data.set_pixels(*std::move(bytes));
+    (*input)->set_x0(file.x0());
+    (*input)->set_y0(file.y0());
+    (*input)->set_x1(file.x1());
+    (*input)->set_y1(file.y1());
+    if (client != nullptr) {
+      absl::StatusOr<v1::RasterRef> ref = client->PutRaster(data);
+      if (!ref.ok()) {
+        return absl::Status(ref.status().code(),
+                            absl::StrCat(field, " (", path, "): ", ref.status().message()));
+      }
+      (*input)->set_digest(ref->digest());
+    } else {
+      *(*input)->mutable_data() = std::move(data);
+    }
+  }
+  return request;
+}
+
+}  // namespace scatter::client

@@ -1,0 +1,28 @@
+#ifndef SCATTER_CLIENT_JOB_H_
+#define SCATTER_CLIENT_JOB_H_
+
+// Job files: a v1::Job in protobuf's JSON mapping, with rasters by file.
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/client.h"
+#include "scatter/v1/job.pb.h"
+
+namespace scatter::client {
+
+// Parses the file with protobuf's JSON parser. InvalidArgument naming the
+// file and the parser's reason (field path, position) when it is not a Job.
+absl::StatusOr<v1::Job> LoadJob(const std::string& path);
+
+// The request with every raster file read and put in place: uploaded with
+// PutRaster and named by digest when `client` is set, inline otherwise.
+// Relative paths are taken from `base_dir`. NotFound naming the file when
+// it cannot be read; InvalidArgument naming rasterFiles[i] for a bad target.
+absl::StatusOr<v1::ScatterRequest> ResolveRasters(const v1::Job& job,
+                                                  const std::string& base_dir,
+                                                  Client* client);
+
+}  // namespace scatter::client
+
+#endif  // SCATTER_CLIENT_JOB_H_

@@ -1,0 +1,19 @@
+#ifndef SCATTER_CLIENT_LOCAL_H_
+#define SCATTER_CLIENT_LOCAL_H_
+
+// A request run in this process, with no server: the same conversion, the
+// same sampler and the same packing as scatterd, so the same points, bit
+// for bit, in the same batches.
+
+#include "absl/status/statusor.h"
+#include "client/client.h"
+#include "scatter/v1/scatter.pb.h"
+
+namespace scatter::client {
+
+absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
+                                     const BatchHandler& handler);
+
+}  // namespace scatter::client
+
+#endif  // SCATTER_CLIENT_LOCAL_H_
