@@ -25,8 +25,7 @@
 #include "client/job.h"
 #include "client/local.h"
 #include "client/output.h"
-#include "sampler/quality.h"
-#include "server/convert.h"
+#include "client/report.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "scatterd address, host:port");
 ABSL_FLAG(bool, local, false, "run the sampler in this process, with no server");
@@ -81,66 +80,6 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags() {
   return Client::Connect(options);
 }
 
-// Points per layer kept for --report.
-struct LayerPoints {
-  std::vector<double> coords;
-  double radius_lo = 1e300, radius_hi = 0;
-};
-
-void Report(const v1::ScatterRequest& request, const v1::Summary& summary,
-            const std::map<std::uint32_t, LayerPoints>& layers, int dims,
-            double seconds) {
-  std::fprintf(stderr, "report: %llu points in %.3f s (%.2f M points/s)\n",
-               static_cast<unsigned long long>(summary.total_points()), seconds,
-               static_cast<double>(summary.total_points()) / seconds / 1e6);
-  // The region, as the sampler sees it, for coverage and rho.
-  server::RasterCache cache(std::size_t{1} << 40);
-  server::Limits limits;
-  limits.max_points = ~std::uint64_t{0} / 2;
-  absl::StatusOr<server::ScatterJob> job = server::ToJob(request, limits, cache);
-  bool first = true;
-  for (const v1::LayerCount& count : summary.layers()) {
-    auto it = layers.find(count.layer());
-    std::fprintf(stderr, "  layer %u: %llu points", count.layer(),
-                 static_cast<unsigned long long>(count.points()));
-    if (it == layers.end() || it->second.coords.empty()) {
-      std::fprintf(stderr, "\n");
-      first = false;
-      continue;
-    }
-    const LayerPoints& p = it->second;
-    if (p.radius_hi > 0 && p.radius_lo == p.radius_hi) {
-      const double r = p.radius_lo;
-      auto distance = sampler::CheckMinDistance(p.coords, dims, r);
-      if (distance.ok()) {
-        std::fprintf(stderr, ", smallest distance %.9f x spacing (%llu pairs closer)",
-                     distance->min_ratio,
-                     static_cast<unsigned long long>(distance->violations));
-      }
-      // Coverage by the layer's own points means maximality for the first
-      // layer only: later ones also leave room to earlier layers' objects.
-      if (job.ok() && first) {
-        constexpr std::uint64_t kProbes = 1'000'000;
-        auto coverage = sampler::MeasureCoverage(p.coords, job->region, r, kProbes,
-                                                 0x5ca77e55u);
-        if (coverage.ok() && coverage->probes > 0) {
-          const double measure = job->region.bounds().Measure() *
-                                 static_cast<double>(coverage->probes) / kProbes;
-          std::fprintf(stderr, ", coverage %.6f (%llu of %llu probes uncovered), rho %.4f",
-                       1 - coverage->uncovered_fraction(),
-                       static_cast<unsigned long long>(coverage->uncovered),
-                       static_cast<unsigned long long>(coverage->probes),
-                       sampler::RelativeRadius(count.points(), measure, dims, r));
-        }
-      }
-    } else if (p.radius_hi > 0) {
-      std::fprintf(stderr, ", radius %.6g to %.6g (variable)", p.radius_lo, p.radius_hi);
-    }
-    std::fprintf(stderr, "\n");
-    first = false;
-  }
-}
-
 int Run(const std::string& job_path) {
   absl::StatusOr<v1::Job> job = LoadJob(job_path);
   if (!job.ok()) return Fail(std::string(job.status().message()));
@@ -178,7 +117,7 @@ int Run(const std::string& job_path) {
 
   const bool report = absl::GetFlag(FLAGS_report);
   const bool progress = isatty(STDERR_FILENO) == 1;
-  std::map<std::uint32_t, LayerPoints> kept;
+  v1::PointBatch kept;  // Every point, for --report.
   int dims = 2;
   std::uint64_t points = 0;
   absl::Status write_status;
@@ -189,15 +128,7 @@ int Run(const std::string& job_path) {
     if (!write_status.ok()) return false;
     dims = static_cast<int>(batch.dims());
     points += static_cast<std::uint64_t>(batch.id_size());
-    if (report) {
-      for (int i = 0; i < batch.id_size(); ++i) {
-        LayerPoints& p = kept[batch.layer(i)];
-        p.coords.insert(p.coords.end(), batch.coords().begin() + i * dims,
-                        batch.coords().begin() + (i + 1) * dims);
-        p.radius_lo = std::min(p.radius_lo, batch.radius(i));
-        p.radius_hi = std::max(p.radius_hi, batch.radius(i));
-      }
-    }
+    if (report) kept.MergeFrom(batch);
     if (progress && absl::Now() - shown > absl::Milliseconds(250)) {
       shown = absl::Now();
       const double s = absl::ToDoubleSeconds(shown - start);
@@ -219,8 +150,13 @@ int Run(const std::string& job_path) {
   if (report) {
     absl::StatusOr<v1::ScatterRequest> inline_request =
         local ? request : ResolveRasters(*job, base_dir, nullptr);
-    Report(inline_request.ok() ? *inline_request : *request, *summary, kept, dims,
-           absl::ToDoubleSeconds(absl::Now() - start));
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    absl::StatusOr<std::vector<LayerReport>> layers =
+        MeasureRun(inline_request.ok() ? *inline_request : *request, *summary, kept,
+                   1'000'000);
+    if (!layers.ok()) return Fail(layers.status());
+    std::fputs(FormatReport(*layers, summary->total_points(), seconds).c_str(),
+               stderr);
   }
   return 0;
 }
