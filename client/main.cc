@@ -25,6 +25,7 @@
 #include "client/job.h"
 #include "client/local.h"
 #include "client/output.h"
+#include "client/preview.h"
 #include "client/report.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "scatterd address, host:port");
@@ -35,6 +36,8 @@ ABSL_FLAG(std::string, seed, "", "override the job's seed (a uint64)");
 ABSL_FLAG(bool, report, false,
           "print points per layer, smallest distance over the allowed one, "
           "coverage, rho and speed on stderr");
+ABSL_FLAG(std::string, preview, "", "also write a picture of the result to this PNG");
+ABSL_FLAG(int, preview_size, 1024, "pixels on the preview's longer side");
 ABSL_FLAG(absl::Duration, timeout, absl::ZeroDuration(), "call deadline; 0 = none");
 ABSL_FLAG(std::string, tls_ca, "", "PEM CA file of the server (enables TLS)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate (mutual TLS)");
@@ -116,6 +119,7 @@ int Run(const std::string& job_path) {
   if (!writer.ok()) return Fail(writer.status());
 
   const bool report = absl::GetFlag(FLAGS_report);
+  const std::string preview = absl::GetFlag(FLAGS_preview);
   const bool progress = isatty(STDERR_FILENO) == 1;
   v1::PointBatch kept;  // Every point, for --report.
   int dims = 2;
@@ -128,7 +132,7 @@ int Run(const std::string& job_path) {
     if (!write_status.ok()) return false;
     dims = static_cast<int>(batch.dims());
     points += static_cast<std::uint64_t>(batch.id_size());
-    if (report) kept.MergeFrom(batch);
+    if (report || !preview.empty()) kept.MergeFrom(batch);
     if (progress && absl::Now() - shown > absl::Milliseconds(250)) {
       shown = absl::Now();
       const double s = absl::ToDoubleSeconds(shown - start);
@@ -147,13 +151,20 @@ int Run(const std::string& job_path) {
   if (!summary.ok()) return Fail(summary.status());
   const absl::Status finished = (*writer)->Finish();
   if (!finished.ok()) return Fail(finished);
+  absl::StatusOr<v1::ScatterRequest> inline_request = request;
+  if ((report || !preview.empty()) && !local) {
+    inline_request = ResolveRasters(*job, base_dir, nullptr);
+    if (!inline_request.ok()) return Fail(inline_request.status());
+  }
+  if (!preview.empty()) {
+    const absl::Status drawn = WritePreview(preview, *inline_request, kept,
+                                            absl::GetFlag(FLAGS_preview_size));
+    if (!drawn.ok()) return Fail(drawn);
+  }
   if (report) {
-    absl::StatusOr<v1::ScatterRequest> inline_request =
-        local ? request : ResolveRasters(*job, base_dir, nullptr);
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
     absl::StatusOr<std::vector<LayerReport>> layers =
-        MeasureRun(inline_request.ok() ? *inline_request : *request, *summary, kept,
-                   1'000'000);
+        MeasureRun(*inline_request, *summary, kept, 1'000'000);
     if (!layers.ok()) return Fail(layers.status());
     std::fputs(FormatReport(*layers, summary->total_points(), seconds).c_str(),
                stderr);

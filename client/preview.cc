@@ -1,0 +1,196 @@
+#include "client/preview.h"
+
+#include <png.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "server/convert.h"
+
+namespace scatter::client {
+namespace {
+
+using Rgb = std::array<std::uint8_t, 3>;
+
+// Distinct, print-safe colours for layers in placement order.
+constexpr Rgb kPalette[] = {{27, 94, 32},  {121, 85, 72}, {139, 195, 74},
+                            {33, 150, 243}, {255, 152, 0}, {156, 39, 176},
+                            {0, 150, 136}, {233, 30, 99}};
+
+class Canvas {
+ public:
+  Canvas(int width, int height)
+      : width_(width), height_(height),
+        pixels_(static_cast<std::size_t>(width) * height, Rgb{255, 255, 255}) {}
+  int width() const { return width_; }
+  int height() const { return height_; }
+  Rgb& at(int x, int y) { return pixels_[static_cast<std::size_t>(y) * width_ + x]; }
+  void Disk(double cx, double cy, double r, Rgb colour) {
+    const int x0 = std::max(0, static_cast<int>(std::floor(cx - r)));
+    const int x1 = std::min(width_ - 1, static_cast<int>(std::ceil(cx + r)));
+    const int y0 = std::max(0, static_cast<int>(std::floor(cy - r)));
+    const int y1 = std::min(height_ - 1, static_cast<int>(std::ceil(cy + r)));
+    for (int y = y0; y <= y1; ++y) {
+      for (int x = x0; x <= x1; ++x) {
+        const double dx = x + 0.5 - cx, dy = y + 0.5 - cy;
+        if (dx * dx + dy * dy <= r * r) at(x, y) = colour;
+      }
+    }
+  }
+  void Circle(double cx, double cy, double r, Rgb colour) {
+    const int steps = std::max(16, static_cast<int>(8 * r));
+    for (int s = 0; s < steps; ++s) {
+      const double a = 2 * M_PI * s / steps;
+      const int x = static_cast<int>(cx + r * std::cos(a));
+      const int y = static_cast<int>(cy + r * std::sin(a));
+      if (x >= 0 && y >= 0 && x < width_ && y < height_) at(x, y) = colour;
+    }
+  }
+  absl::Status Save(const std::string& path) const {
+    std::FILE* file = std::fopen(path.c_str(), "wb");
+    if (file == nullptr) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr,
+                                              nullptr);
+    png_infop info = png_create_info_struct(png);
+    if (setjmp(png_jmpbuf(png))) {
+      png_destroy_write_struct(&png, &info);
+      std::fclose(file);
+      return absl::UnavailableError(absl::StrCat("cannot write PNG ", path));
+    }
+    png_init_io(png, file);
+    png_set_IHDR(png, info, static_cast<png_uint_32>(width_),
+                 static_cast<png_uint_32>(height_), 8, PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int y = 0; y < height_; ++y) {
+      png_write_row(png, reinterpret_cast<png_const_bytep>(
+                             &pixels_[static_cast<std::size_t>(y) * width_]));
+    }
+    png_write_end(png, nullptr);
+    png_destroy_write_struct(&png, &info);
+    return std::fclose(file) == 0
+               ? absl::OkStatus()
+               : absl::UnavailableError(absl::StrCat("cannot write ", path));
+  }
+
+ private:
+  int width_, height_;
+  std::vector<Rgb> pixels_;
+};
+
+Rgb Mix(Rgb a, Rgb b, double t) {
+  Rgb out;
+  for (int i = 0; i < 3; ++i) {
+    out[i] = static_cast<std::uint8_t>(std::lround(a[i] * (1 - t) + b[i] * t));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::Status WritePreview(const std::string& path, const v1::ScatterRequest& request,
+                          const v1::PointBatch& points, int size) {
+  if (size < 16 || size > 8192) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--preview_size: expected 16 to 8192, got ", size));
+  }
+  server::Limits limits;
+  limits.max_points = std::numeric_limits<std::uint64_t>::max() / 2;
+  limits.max_raster_bytes = std::size_t{1} << 34;
+  server::RasterCache cache(std::size_t{1} << 40);
+  absl::StatusOr<server::ScatterJob> job = server::ToJob(request, limits, cache);
+  if (!job.ok()) return job.status();
+  const sampler::Region& region = job->region;
+  const sampler::Box& box = region.bounds();
+  const int dims = region.dims();
+  const double scale = size / std::max(box.extent(0), box.extent(1));
+  Canvas canvas(std::max(1, static_cast<int>(std::lround(box.extent(0) * scale))),
+                std::max(1, static_cast<int>(std::lround(box.extent(1) * scale))));
+  auto world = [&](int x, int y, double out[3]) {
+    out[0] = box.min(0) + (x + 0.5) / scale;
+    out[1] = box.max(1) - (y + 0.5) / scale;  // Row 0 is the top (north).
+  };
+
+  // The region: inside shaded (any of 8 depths in 3D), outline where inside
+  // meets outside.
+  std::vector<char> inside(static_cast<std::size_t>(canvas.width()) * canvas.height());
+  for (int y = 0; y < canvas.height(); ++y) {
+    for (int x = 0; x < canvas.width(); ++x) {
+      double p[3];
+      world(x, y, p);
+      bool in = false;
+      for (int k = 0; k < (dims == 3 ? 8 : 1) && !in; ++k) {
+        p[2] = dims == 3 ? box.min(2) + (k + 0.5) * box.extent(2) / 8 : 0;
+        in = region.Contains(p);
+      }
+      inside[static_cast<std::size_t>(y) * canvas.width() + x] = in;
+      if (in) canvas.at(x, y) = {236, 240, 232};
+    }
+  }
+  // A density raster underlay: darker green where denser.
+  for (const sampler::LayerSpec& spec : job->layers) {
+    (void)spec;  // Layers' density rasters are drawn once the sampler has them.
+  }
+  for (int y = 0; y < canvas.height(); ++y) {
+    for (int x = 0; x < canvas.width(); ++x) {
+      const bool in = inside[static_cast<std::size_t>(y) * canvas.width() + x];
+      const bool edge =
+          (x + 1 < canvas.width() &&
+           inside[static_cast<std::size_t>(y) * canvas.width() + x + 1] != in) ||
+          (y + 1 < canvas.height() &&
+           inside[static_cast<std::size_t>(y + 1) * canvas.width() + x] != in);
+      if (edge) canvas.at(x, y) = {60, 60, 60};
+    }
+  }
+  for (const sampler::Obstacle& o : job->shared.obstacles) {
+    canvas.Circle((o.center[0] - box.min(0)) * scale, (box.max(1) - o.center[1]) * scale,
+                  o.radius * scale, {200, 40, 40});
+  }
+
+  // Layers in placement order get palette colours.
+  std::vector<std::uint32_t> order;
+  for (const sampler::LayerSpec& spec : job->layers) order.push_back(spec.layer);
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    auto spacing = [&](std::uint32_t id) {
+      for (const auto& s : job->layers) if (s.layer == id) return s.options.radius;
+      return 0.0;
+    };
+    return spacing(a) > spacing(b);
+  });
+  const int n = points.id_size();
+  std::vector<int> draw(static_cast<std::size_t>(n));
+  std::iota(draw.begin(), draw.end(), 0);
+  const double z_mid = dims == 3 ? box.min(2) + box.extent(2) / 2 : 0;
+  if (dims == 3) {
+    // Faint dots first, the slab over them.
+    auto slab = [&](int i) {
+      return std::abs(points.coords(3 * i + 2) - z_mid) <= 0.5 * points.radius(i);
+    };
+    std::stable_partition(draw.begin(), draw.end(), [&](int i) { return !slab(i); });
+  }
+  for (int i : draw) {
+    const auto at = std::find(order.begin(), order.end(), points.layer(i));
+    Rgb colour = kPalette[static_cast<std::size_t>(at - order.begin()) % 8];
+    double r = std::max(0.75, 0.5 * points.radius(i) * scale);
+    if (dims == 3) {
+      // A slab through the middle depth at full colour, the rest
+      // faint dots: exclusions inside the volume then show.
+      if (std::abs(points.coords(3 * i + 2) - z_mid) > 0.5 * points.radius(i)) {
+        colour = Mix(colour, {255, 255, 255}, 0.8);
+        r = 0.75;
+      }
+    }
+    canvas.Disk((points.coords(dims * i) - box.min(0)) * scale,
+                (box.max(1) - points.coords(dims * i + 1)) * scale, r, colour);
+  }
+  return canvas.Save(path);
+}
+
+}  // namespace scatter::client
