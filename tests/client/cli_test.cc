@@ -1,0 +1,297 @@
+// The `scatter` command end to end: every example against a live scatterd
+// and with --local, output formats, previews, health and errors.
+
+#include <png.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "client/client.h"
+#include "client/job.h"
+#include "client/output.h"
+#include "client/report.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sampler/layers.h"
+#include "server/convert.h"
+#include "tests/server/scatterd_process.h"
+
+namespace scatter::client {
+namespace {
+
+using server::testing::CommandResult;
+using server::testing::RunCommand;
+using server::testing::Scatterd;
+using ::testing::HasSubstr;
+
+const std::string kExamples = SCATTER_EXAMPLES_DIR;
+
+std::string Temp(const std::string& name) {
+  return absl::StrCat(::testing::TempDir(), "/cli_", getpid(), "_", name);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+CommandResult Scatter(std::vector<std::string> args) {
+  args.insert(args.begin(), SCATTER_PATH);
+  return RunCommand(args);
+}
+
+// The examples' requests as the sampler sees them.
+v1::ScatterRequest InlineRequest(const std::string& example) {
+  auto job = LoadJob(absl::StrCat(kExamples, "/", example, ".json"));
+  EXPECT_TRUE(job.ok()) << job.status();
+  auto request = ResolveRasters(*job, kExamples, nullptr);
+  EXPECT_TRUE(request.ok()) << request.status();
+  return *request;
+}
+
+class ExampleTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ExampleTest, ServerAndLocalAgreeAndThePointsAreRight) {
+  Scatterd scatterd({});
+  ASSERT_GT(scatterd.port(), 0);
+  const std::string name = GetParam();
+  const std::string job = absl::StrCat(kExamples, "/", name, ".json");
+  const std::string via_server = Temp(name + "_server.csv");
+  const std::string local = Temp(name + "_local.csv");
+  CommandResult served = Scatter({"run", job, absl::StrCat("--server=127.0.0.1:", scatterd.port()),
+                                  "--out=" + via_server});
+  ASSERT_EQ(served.exit_code, 0) << served.err;
+  CommandResult alone = Scatter({"run", job, "--local", "--out=" + local});
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  const std::string bytes = Slurp(via_server);
+  EXPECT_EQ(bytes, Slurp(local)) << "server and --local differ";
+
+  absl::StatusOr<v1::PointBatch> points = ReadPoints(Format::kCsv, via_server);
+  ASSERT_TRUE(points.ok()) << points.status();
+  ASSERT_GT(points->id_size(), 100);
+  // Region membership and obstacle clearance, through the sampler's own
+  // region; minimum distance and maximality through the report.
+  const v1::ScatterRequest request = InlineRequest(name);
+  server::Limits limits;
+  server::RasterCache cache(std::size_t{1} << 30);
+  auto spec = server::ToJob(request, limits, cache);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const int dims = static_cast<int>(points->dims());
+  for (int i = 0; i < points->id_size(); ++i) {
+    ASSERT_TRUE(spec->region.Contains(points->coords().data() + i * dims)) << i;
+  }
+  // The summary in placement order, as the sampler orders the layers.
+  auto run = sampler::LayeredSampler::Create(spec->region, spec->layers, spec->shared,
+                                             spec->overrides);
+  ASSERT_TRUE(run.ok()) << run.status();
+  v1::Summary summary;
+  for (std::uint32_t id : run->Order()) {
+    std::uint64_t count = 0;
+    for (int i = 0; i < points->id_size(); ++i) count += points->layer(i) == id;
+    v1::LayerCount* c = summary.add_layers();
+    c->set_layer(id);
+    c->set_points(count);
+  }
+  auto report = MeasureRun(request, summary, *points, 400'000);
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (const LayerReport& layer : *report) {
+    SCOPED_TRACE(absl::StrCat("layer ", layer.layer));
+    EXPECT_GT(layer.points, 0u);
+    EXPECT_EQ(layer.violations, 0u);
+    EXPECT_GE(layer.min_ratio, 1.0);
+    ASSERT_GT(layer.probes, 100'000u);
+    EXPECT_LE(static_cast<double>(layer.uncovered) / static_cast<double>(layer.probes),
+              1e-5);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Examples, ExampleTest,
+                         ::testing::Values("three_layers", "asteroids", "forest"));
+
+TEST(CliTest, EveryFormatRoundTrips) {
+  const std::string job = kExamples + "/three_layers.json";
+  const std::string csv = Temp("rt.csv");
+  ASSERT_EQ(Scatter({"run", job, "--local", "--out=" + csv}).exit_code, 0);
+  auto reference = ReadPoints(Format::kCsv, csv);
+  ASSERT_TRUE(reference.ok());
+  for (const auto& [name, format] : {std::pair{"jsonl", Format::kJsonLines},
+                                     std::pair{"ply", Format::kPly},
+                                     std::pair{"raw", Format::kRaw}}) {
+    SCOPED_TRACE(name);
+    const std::string path = Temp(absl::StrCat("rt.", name));
+    CommandResult run = Scatter({"run", job, "--local", absl::StrCat("--format=", name),
+                                 "--out=" + path});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    auto back = ReadPoints(format, path);
+    ASSERT_TRUE(back.ok()) << back.status();
+    ASSERT_EQ(back->id_size(), reference->id_size());
+    const int dims = static_cast<int>(back->dims());  // PLY is always 3D.
+    for (int i = 0; i < back->id_size(); ++i) {
+      ASSERT_EQ(back->coords(i * dims), reference->coords(2 * i));
+      ASSERT_EQ(back->coords(i * dims + 1), reference->coords(2 * i + 1));
+      ASSERT_EQ(back->id(i), reference->id(i));
+      ASSERT_EQ(back->layer(i), reference->layer(i));
+      ASSERT_EQ(back->radius(i), reference->radius(i));
+      ASSERT_EQ(back->yaw(i), reference->yaw(i));
+      ASSERT_EQ(back->scale(i), reference->scale(i));
+    }
+  }
+  // stdout works too, and is the same bytes as a file.
+  CommandResult to_stdout = Scatter({"run", job, "--local"});
+  EXPECT_EQ(to_stdout.out, Slurp(csv));
+}
+
+TEST(CliTest, PreviewIsAPngOfTheAskedSize) {
+  const std::string png = Temp("preview.png");
+  CommandResult run = Scatter({"run", kExamples + "/three_layers.json", "--local",
+                               "--out=/dev/null", "--preview=" + png,
+                               "--preview_size=300"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::FILE* file = std::fopen(png.c_str(), "rb");
+  ASSERT_NE(file, nullptr);
+  png_structp reader = png_create_read_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr,
+                                              nullptr);
+  png_infop info = png_create_info_struct(reader);
+  ASSERT_EQ(setjmp(png_jmpbuf(reader)), 0) << "not a valid PNG";
+  png_init_io(reader, file);
+  png_read_png(reader, info, PNG_TRANSFORM_IDENTITY, nullptr);
+  EXPECT_EQ(png_get_image_width(reader, info), 300u);
+  EXPECT_EQ(png_get_image_height(reader, info), 300u);
+  EXPECT_EQ(png_get_color_type(reader, info), PNG_COLOR_TYPE_RGB);
+  png_destroy_read_struct(&reader, &info, nullptr);
+  std::fclose(file);
+}
+
+TEST(CliTest, ReportStatesTheMeasures) {
+  CommandResult run = Scatter({"run", kExamples + "/asteroids.json", "--local",
+                               "--out=/dev/null", "--report"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("layer 1: "));
+  EXPECT_THAT(run.err, HasSubstr("(0 pairs closer)"));
+  EXPECT_THAT(run.err, HasSubstr("coverage "));
+  EXPECT_THAT(run.err, HasSubstr("rho 0."));
+  EXPECT_THAT(run.err, HasSubstr("M points/s"));
+}
+
+TEST(CliTest, HealthTellsALiveServerFromADeadOne) {
+  Scatterd scatterd({});
+  const std::string address = absl::StrCat("127.0.0.1:", scatterd.port());
+  CommandResult live = Scatter({"health", "--server=" + address});
+  EXPECT_EQ(live.exit_code, 0) << live.err;
+  EXPECT_THAT(live.out, HasSubstr("SERVING"));
+  scatterd.Signal(SIGTERM);
+  scatterd.Wait();
+  CommandResult dead = Scatter({"health", "--server=" + address});
+  EXPECT_NE(dead.exit_code, 0);
+  EXPECT_THAT(dead.err, HasSubstr("cannot reach scatterd at " + address));
+}
+
+TEST(CliTest, ErrorsAreOneLineAndNonZero) {
+  Scatterd scatterd({});
+  const std::string server = absl::StrCat("--server=127.0.0.1:", scatterd.port());
+  auto write = [](const std::string& path, const std::string& text) {
+    std::ofstream(path) << text;
+    return path;
+  };
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::string bad_field = write(Temp("bad_field.json"),
+                                      R"({"request": {"seeed": 1}})");
+  const std::string bad_spacing = write(
+      Temp("bad_spacing.json"),
+      R"({"request": {"region": {"box": {"min": [0, 0], "max": [1, 1]}},
+                      "layers": [{"spacing": -1}]}})");
+  const std::string no_file = write(
+      Temp("no_file.json"),
+      R"({"request": {"region": {"box": {"min": [0, 0], "max": [1, 1]}},
+                      "layers": [{"spacing": 0.1}]},
+          "rasterFiles": [{"target": "region.mask", "path": "nowhere.png",
+                           "x1": 1, "y1": 1}]})");
+  const std::vector<Case> cases = {
+      {{"run", bad_field, server}, "bad_field.json: not a scatter job"},
+      {{"run", bad_field, server}, "seeed"},
+      {{"run", bad_spacing, server}, "INVALID_ARGUMENT: layers[0].spacing"},
+      {{"run", bad_spacing, "--local"}, "INVALID_ARGUMENT: layers[0].spacing"},
+      {{"run", no_file, server}, "rasterFiles[0].path: raster file"},
+      {{"run", no_file, server}, "nowhere.png"},
+      {{"run", kExamples + "/three_layers.json", "--server=127.0.0.1:1"},
+       "cannot reach scatterd at 127.0.0.1:1"},
+      {{"run", kExamples + "/missing.json", server}, "cannot read"},
+      {{"run", kExamples + "/three_layers.json", "--local", "--format=xml"},
+       "--format: expected csv, jsonl, ply or raw"},
+      {{"run", kExamples + "/three_layers.json", "--local", "--seed=-3"}, "--seed"},
+      {{"frobnicate"}, "expected `run JOB.json` or `health`"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.args[0], " ", c.args.size() > 1 ? c.args[1] : ""));
+    CommandResult result = Scatter(c.args);
+    EXPECT_NE(result.exit_code, 0);
+    EXPECT_THAT(result.err, HasSubstr(c.message));
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  }
+}
+
+TEST(ClientTest, UnknownDigestIsResentInline) {
+  // A cache with room for one 64 x 64 raster: the second upload evicts the
+  // first, as another replica or a restart would lose it.
+  server::ServerOptions options = server::testing::LoopbackServer::DefaultOptions();
+  options.service.raster_cache_bytes = 4 * 64 * 64;
+  server::testing::LoopbackServer server(options);
+  Client client(server.TcpChannel(), server.target());
+  v1::RasterData first, second;
+  for (v1::RasterData* data : {&first, &second}) {
+    data->set_format(v1::RASTER_FORMAT_U8);
+    data->set_width(64);
+    data->set_height(64);
+  }
+  first.set_pixels(std::string(64 * 64, '\xff'));
+  second.set_pixels(std::string(64 * 64, '\x80'));
+  auto ref = client.PutRaster(first);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_TRUE(client.PutRaster(second).ok());
+  ASSERT_EQ(server.server().service().rasters().Get(ref->digest()), nullptr);
+
+  v1::ScatterRequest request = server::testing::BoxRequest(1, 0.05);
+  v1::RasterInput* mask = request.mutable_region()->mutable_mask();
+  mask->set_digest(ref->digest());
+  mask->set_x1(1);
+  mask->set_y1(1);
+  std::uint64_t points = 0;
+  auto summary = client.Scatter(request, [&](const v1::PointBatch& batch) {
+    points += static_cast<std::uint64_t>(batch.id_size());
+    return true;
+  });
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_GT(points, 100u);
+  EXPECT_EQ(summary->total_points(), points);
+  // The inline resend stored it again.
+  EXPECT_NE(server.server().service().rasters().Get(ref->digest()), nullptr);
+
+  // A digest this client never uploaded stays NOT_FOUND.
+  mask->set_digest(std::string(64, 'e'));
+  auto unknown = client.Scatter(request, [](const v1::PointBatch&) { return true; });
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ClientTest, HandlerCanCancelAndDeadlinesApply) {
+  server::testing::LoopbackServer server;
+  Client client(server.TcpChannel(), server.target());
+  int batches = 0;
+  auto stopped = client.Scatter(server::testing::BoxRequest(1, 0.0005),
+                                [&](const v1::PointBatch&) { return ++batches < 3; });
+  EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(batches, 3);
+  CallOptions call;
+  call.timeout = absl::Milliseconds(100);
+  auto late = client.Scatter(server::testing::BoxRequest(1, 0.0002),
+                             [](const v1::PointBatch&) { return true; }, call);
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+}  // namespace
+}  // namespace scatter::client
