@@ -163,6 +163,23 @@ TEST(RasterTest, BadUploadsGetTheirCodes) {
   EXPECT_THAT(status.error_message(), HasSubstr("max_raster_bytes = 40000"));
 }
 
+TEST(LimitsTest, OversizedRequestMessageIsRefused) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.max_request_bytes = 1 << 20;
+  LoopbackServer server(options);
+  v1::ScatterRequest request = BoxRequest(1, 0.1);
+  v1::RasterInput* mask = request.mutable_region()->mutable_mask();
+  mask->mutable_data()->set_format(v1::RASTER_FORMAT_U8);
+  mask->mutable_data()->set_width(2000);
+  mask->mutable_data()->set_height(1000);
+  mask->mutable_data()->set_pixels(std::string(2'000'000, '\xff'));
+  mask->set_x1(1);
+  mask->set_y1(1);
+  const Received got = Collect(*server.TcpStub(), request);
+  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(got.size(), 0u);
+}
+
 TEST(RasterCacheTest, EvictsLeastRecentlyUsedButNeverAPinnedRaster) {
   // Room for two 32 x 32 rasters (4 KiB decoded each).
   RasterCache cache(2 * 4096);
