@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Installs the Debian packages in scripts/packages.txt that are missing.
+# Installs the Debian packages listed in scripts/packages.txt (and in the
+# other lists named as arguments, e.g. packages-test.txt) that are missing.
 # Idempotent: when everything is present it only asks dpkg and returns.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
+lists=("$here/packages.txt")
+for name in "$@"; do lists+=("$here/$name"); done
 missing=()
-while read -r pkg; do
-  [[ -z "$pkg" || "$pkg" == \#* ]] && continue
-  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$pkg")
-  fi
-done < "$here/packages.txt"
+for list in "${lists[@]}"; do
+  while read -r pkg; do
+    [[ -z "$pkg" || "$pkg" == \#* ]] && continue
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done < "$list"
+done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   exit 0

@@ -39,6 +39,11 @@ ABSL_FLAG(absl::Duration, max_call_duration, absl::Minutes(30),
           "calls still running after this are cancelled");
 ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(10),
           "on SIGTERM, how long in-flight calls may finish");
+ABSL_FLAG(absl::Duration, max_connection_age, absl::Minutes(10),
+          "close connections this long after they open (after their calls "
+          "finish), so clients re-resolve and reach new replicas");
+ABSL_FLAG(absl::Duration, keepalive_time, absl::Seconds(30),
+          "ping idle connections this often; drop them when pings go unanswered");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain file (enables TLS)");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key file");
 ABSL_FLAG(std::string, tls_client_ca, "",
@@ -83,6 +88,8 @@ int main(int argc, char** argv) {
   options.service.max_call_duration = absl::GetFlag(FLAGS_max_call_duration);
   options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.grace_period = absl::GetFlag(FLAGS_grace_period);
+  options.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
+  options.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
   for (const auto& [flag, path, out] :
        {std::tuple{"tls_cert", absl::GetFlag(FLAGS_tls_cert), &options.tls_cert_pem},
         std::tuple{"tls_key", absl::GetFlag(FLAGS_tls_key), &options.tls_key_pem},
