@@ -12,6 +12,17 @@
 
 namespace scatter::client {
 
+absl::StatusOr<server::ScatterJob> LocalJob(const v1::ScatterRequest& request) {
+  // A local run has the machine to itself: no server limits but the
+  // request's own cap.
+  server::Limits limits;
+  limits.max_points = std::numeric_limits<std::uint64_t>::max() / 2;
+  limits.max_raster_bytes = std::size_t{1} << 34;
+  // The job pins the rasters it uses; the cache may go.
+  server::RasterCache rasters(std::size_t{1} << 40);
+  return server::ToJob(request, limits, rasters);
+}
+
 absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
                                      const BatchHandler& handler) {
   const absl::Time start = absl::Now();
@@ -22,13 +33,7 @@ absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
                      sampler::kAlgorithmVersion, " only, asked for ",
                      request.algorithm_version()));
   }
-  // A local run has the machine to itself: no server limits but the
-  // request's own cap.
-  server::Limits limits;
-  limits.max_points = std::numeric_limits<std::uint64_t>::max() / 2;
-  limits.max_raster_bytes = std::size_t{1} << 34;
-  server::RasterCache rasters(std::size_t{1} << 40);
-  absl::StatusOr<server::ScatterJob> job = server::ToJob(request, limits, rasters);
+  absl::StatusOr<server::ScatterJob> job = LocalJob(request);
   if (!job.ok()) return job.status();
   absl::StatusOr<sampler::LayeredSampler> run = sampler::LayeredSampler::Create(
       job->region, job->layers, job->shared, job->overrides);

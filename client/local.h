@@ -8,8 +8,13 @@
 #include "absl/status/statusor.h"
 #include "client/client.h"
 #include "scatter/v1/scatter.pb.h"
+#include "server/convert.h"
 
 namespace scatter::client {
+
+// The request converted as scatterd converts it, without server limits.
+// Its rasters must be inline.
+absl::StatusOr<server::ScatterJob> LocalJob(const v1::ScatterRequest& request);
 
 absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
                                      const BatchHandler& handler);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "client/local.h"
 #include "server/convert.h"
 
 namespace scatter::client {
@@ -101,11 +102,7 @@ absl::Status WritePreview(const std::string& path, const v1::ScatterRequest& req
     return absl::InvalidArgumentError(
         absl::StrCat("--preview_size: expected 16 to 8192, got ", size));
   }
-  server::Limits limits;
-  limits.max_points = std::numeric_limits<std::uint64_t>::max() / 2;
-  limits.max_raster_bytes = std::size_t{1} << 34;
-  server::RasterCache cache(std::size_t{1} << 40);
-  absl::StatusOr<server::ScatterJob> job = server::ToJob(request, limits, cache);
+  absl::StatusOr<server::ScatterJob> job = LocalJob(request);
   if (!job.ok()) return job.status();
   const sampler::Region& region = job->region;
   const sampler::Box& box = region.bounds();

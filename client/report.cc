@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "sampler/quality.h"
+#include "client/local.h"
 #include "server/convert.h"
 
 namespace scatter::client {
@@ -111,11 +112,7 @@ void CheckPairs(const std::vector<std::size_t>& members, const v1::PointBatch& a
 absl::StatusOr<std::vector<LayerReport>> MeasureRun(
     const v1::ScatterRequest& request, const v1::Summary& summary,
     const v1::PointBatch& points, std::uint64_t probes) {
-  server::Limits limits;
-  limits.max_points = std::numeric_limits<std::uint64_t>::max() / 2;
-  limits.max_raster_bytes = std::size_t{1} << 34;
-  server::RasterCache cache(std::size_t{1} << 40);
-  absl::StatusOr<server::ScatterJob> job = server::ToJob(request, limits, cache);
+  absl::StatusOr<server::ScatterJob> job = LocalJob(request);
   if (!job.ok()) return job.status();
   const sampler::Region& region = job->region;
   const int dims = region.dims();

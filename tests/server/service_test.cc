@@ -254,13 +254,6 @@ TEST(ServiceTest, ServerPointLimitIsAHardCapToo) {
 // A request that runs for seconds: ~20 M points.
 v1::ScatterRequest LongRequest() { return BoxRequest(1, 0.0002); }
 
-// Waits until no stream is in flight.
-void WaitIdle(ScatterServer& server, absl::Duration limit) {
-  const absl::Time start = absl::Now();
-  while (server.stats().in_flight.load() > 0 && absl::Now() - start < limit) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-}
 
 TEST(ServiceTest, ConcurrencyLimitRefusesTheExtraStream) {
   ServerOptions options = LoopbackServer::DefaultOptions();

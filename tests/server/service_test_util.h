@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "scatter/v1/scatter.grpc.pb.h"
 #include "server/server.h"
@@ -115,6 +116,16 @@ class LoopbackServer {
   std::ostringstream log_;  // Before server_: outlives the logger's use.
   std::unique_ptr<ScatterServer> server_;
 };
+
+// Waits until no stream is in flight (or `limit` passes); returns how long
+// that took.
+inline absl::Duration WaitIdle(ScatterServer& server, absl::Duration limit) {
+  const absl::Time start = absl::Now();
+  while (server.stats().in_flight.load() > 0 && absl::Now() - start < limit) {
+    absl::SleepFor(absl::Microseconds(200));
+  }
+  return absl::Now() - start;
+}
 
 }  // namespace scatter::server::testing
 

@@ -38,14 +38,6 @@ v1::ScatterRequest LongRequest() {
   return request;
 }
 
-// Waits until no stream is in flight; returns how long that took.
-absl::Duration WaitIdle(ScatterServer& server, absl::Duration limit) {
-  const absl::Time start = absl::Now();
-  while (server.stats().in_flight.load() > 0 && absl::Now() - start < limit) {
-    absl::SleepFor(absl::Microseconds(200));
-  }
-  return absl::Now() - start;
-}
 
 TEST(ServiceTimingTest, CancelStopsTheSamplerPromptly) {
   LoopbackServer server;
