@@ -791,13 +791,41 @@ class PoissonRun {
     }
     const std::vector<double>& in = gap_lists_[depth - 1];
     std::vector<double>& kept = gap_lists_[depth];
+    double centre[D];
+    for (int a = 0; a < D; ++a) centre[a] = b0[a] + (b1[a] - b0[a]) / 2;
     std::size_t m = 0;
+    // The two sites nearest the piece's centre, for TwoDisksCover.
+    std::size_t first = 0, second = 0;
+    double first_d2 = std::numeric_limits<double>::infinity();
+    double second_d2 = first_d2;
     for (std::size_t j = 0; j < n; ++j) {
       const double* q = &in[j * D];
       if (DistToBox2(q, b0, b1) >= min_d2_) continue;
       if (FarCorner2(q, b0, b1) < min_d2_) return false;  // Inside one disk.
-      for (int a = 0; a < D; ++a) kept[m * D + a] = q[a];
+      double d2 = 0;
+      for (int a = 0; a < D; ++a) {
+        kept[m * D + a] = q[a];
+        const double d = q[a] - centre[a];
+        d2 += d * d;
+      }
+      if (d2 < second_d2) {
+        if (d2 < first_d2) {
+          second = first;
+          second_d2 = first_d2;
+          first = m;
+          first_d2 = d2;
+        } else {
+          second = m;
+          second_d2 = d2;
+        }
+      }
       ++m;
+    }
+    // Covered by two disks together (most pieces that straddle the
+    // boundary between two disks): nothing here for the search below to
+    // find, so leaving now changes no output.
+    if (m >= 2 && TwoDisksCover(&kept[first * D], &kept[second * D], b0, b1)) {
+      return false;
     }
     const int max_depth = D == 2 ? kMaxGapDepth2d : kMaxGapDepth3d;
     if (m == 0) {
@@ -834,6 +862,59 @@ class PoissonRun {
       }
     }
     return false;
+  }
+
+  // Whether every place of the box [b0, b1] is closer than r to s or to t
+  // (with a margin, so rounding can only make it answer no). Each of the
+  // two sides of their bisector is a convex polytope whose farthest place
+  // from its site is a vertex: a box corner on that side, or where a box
+  // edge crosses the bisector (equally far from both).
+  bool TwoDisksCover(const double* s, const double* t, const double* b0,
+                     const double* b1) const {
+    const double limit = min_d2_ * (1 - 1e-9);
+    double mid[D], dir[D];
+    for (int a = 0; a < D; ++a) {
+      mid[a] = (s[a] + t[a]) / 2;
+      dir[a] = t[a] - s[a];
+    }
+    constexpr unsigned kCorners = 1u << D;
+    double side[kCorners];
+    for (unsigned k = 0; k < kCorners; ++k) {
+      double ds = 0, dt = 0, sigma = 0;
+      for (int a = 0; a < D; ++a) {
+        const double x = ((k >> a) & 1) != 0 ? b1[a] : b0[a];
+        const double es = x - s[a];
+        const double et = x - t[a];
+        ds += es * es;
+        dt += et * et;
+        sigma += (x - mid[a]) * dir[a];
+      }
+      if (!(std::min(ds, dt) < limit)) return false;
+      side[k] = sigma;
+    }
+    // Edges: corner k and k + (1 << a), for k without bit a.
+    for (int a = 0; a < D; ++a) {
+      const unsigned bit = 1u << a;
+      for (unsigned k = 0; k < kCorners; ++k) {
+        if ((k & bit) != 0) continue;
+        const double s0 = side[k];
+        const double s1 = side[k | bit];
+        if ((s0 < 0) == (s1 < 0)) continue;
+        // sigma changes by dir[a] per unit of x[a] along the edge, and
+        // dir[a] != 0 since the sign changed.
+        double ys = 0, yt = 0;
+        for (int e = 0; e < D; ++e) {
+          double y = ((k >> e) & 1) != 0 ? b1[e] : b0[e];
+          if (e == a) y = std::min(std::max(y - s0 / dir[a], b0[a]), b1[a]);
+          const double es = y - s[e];
+          const double et = y - t[e];
+          ys += es * es;
+          yt += et * et;
+        }
+        if (!(std::max(ys, yt) < limit)) return false;
+      }
+    }
+    return true;
   }
 
   // Where the children of (cell, piece) start in the scan order.
