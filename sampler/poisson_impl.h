@@ -756,9 +756,24 @@ class PoissonRun {
         const std::uint64_t row =
             (D == 3 ? static_cast<std::uint64_t>(z) * stride_[2] : 0) +
             static_cast<std::uint64_t>(y) * stride_[1];
+        const std::uint64_t start = row + static_cast<std::uint64_t>(lo[0]);
+        if constexpr (D == 3) {
+          // Most of the 125 cells are empty: visit the occupied ones.
+          std::uint64_t bits = BitRun(occupied_, start,
+                                      static_cast<unsigned>(hi[0] - lo[0] + 1));
+          while (bits != 0) {
+            const double* q = &grid_[(start + static_cast<std::uint64_t>(
+                                                  __builtin_ctzll(bits))) *
+                                     D];
+            bits &= bits - 1;
+            for (int a = 0; a < D; ++a) list[n * D + a] = q[a];
+            n += DistToBox2(q, b0, b1) < min_d2_;
+          }
+          continue;
+        }
         // Every cell is read: an empty one holds NaN, whose distance is
         // never below the bound. Branch-free append.
-        const double* q = &grid_[(row + static_cast<std::uint64_t>(lo[0])) * D];
+        const double* q = &grid_[start * D];
         for (std::int64_t x = lo[0]; x <= hi[0]; ++x, q += D) {
           for (int a = 0; a < D; ++a) list[n * D + a] = q[a];
           n += DistToBox2(q, b0, b1) < min_d2_;
