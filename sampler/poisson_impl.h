@@ -136,9 +136,10 @@ class PoissonRun {
 
   absl::Status Run() {
     grid_.assign(cells_ * D, std::numeric_limits<double>::quiet_NaN());
-    // 3D gathers scan occupancy bits (one spare word so BitRun may always
-    // read the word after); 2D gathers read the grid itself.
-    if constexpr (D == 3) occupied_.assign(cells_ / 64 + 2, 0);
+    // 3D and classic 2D gathers scan occupancy bits (one spare word so
+    // BitRun may always read the word after); dense 2D gathers read the
+    // grid itself.
+    if (scan_bits_) occupied_.assign(cells_ / 64 + 2, 0);
     if (fill_gaps_) cover_.assign(cells_ + 8, 0);
     BuildOffsets();
     // One point per cell in the window around an active point bounds the
@@ -241,7 +242,7 @@ class PoissonRun {
     const std::uint64_t c = CellOf(p);
     assert(!Occupied(c));
     for (int a = 0; a < D; ++a) grid_[c * D + a] = p[a];
-    if constexpr (D == 3) SetBit(&occupied_, c);
+    if (scan_bits_) SetBit(&occupied_, c);
     if (fill_gaps_) MarkCovered(p);
     active_.push_back({c, next_index_++});
     if (!out_->Add(p, r_)) Halt(out_->StopStatus());
@@ -386,10 +387,11 @@ class PoissonRun {
           std::min<std::int64_t>(n_[0] - 1, idx[0] + run.x1);
       if (x0 > x1) continue;
       const std::uint64_t start = static_cast<std::uint64_t>(base + x0);
-      if constexpr (D == 2) {
-        // 2D rows are at most 7 cells, a third of them occupied: reading
-        // every cell (NaN when empty, never within the bound) costs fewer
-        // cycles than a bit scan whose loop exit mispredicts on every row.
+      if (D == 2 && !scan_bits_) {
+        // Dense 2D rows are at most 7 cells, a third of them occupied:
+        // reading every cell (NaN when empty, never within the bound) costs
+        // fewer cycles than a bit scan whose loop exit mispredicts on every
+        // row. Classic rows run to 13 cells, and there the bits win.
         const double* q = &grid_[start * D];
         for (std::int64_t x = x0; x <= x1; ++x, q += D) {
           const double dx = q[0] - p[0];
@@ -757,8 +759,8 @@ class PoissonRun {
             (D == 3 ? static_cast<std::uint64_t>(z) * stride_[2] : 0) +
             static_cast<std::uint64_t>(y) * stride_[1];
         const std::uint64_t start = row + static_cast<std::uint64_t>(lo[0]);
-        if constexpr (D == 3) {
-          // Most of the 125 cells are empty: visit the occupied ones.
+        if (scan_bits_) {
+          // Most of the 5^D cells are empty: visit the occupied ones.
           std::uint64_t bits = BitRun(occupied_, start,
                                       static_cast<unsigned>(hi[0] - lo[0] + 1));
           while (bits != 0) {
@@ -963,6 +965,7 @@ class PoissonRun {
   BatchWriter* out_;
   absl::FunctionRef<bool()> stop_;
   bool dense_;
+  bool scan_bits_ = D == 3 || !dense_;
   bool fill_gaps_;
   int attempts_;
   double r_;
@@ -1003,7 +1006,8 @@ class PoissonRun {
     std::int64_t x0, x1;
   };
   std::vector<RowRun> gather_runs_;
-  std::vector<std::uint64_t> occupied_;  // One bit per cell.
+  // One bit per cell, kept when gathers scan it.
+  std::vector<std::uint64_t> occupied_;
   // Per cell, one bit per half-cell (2^D of them) that a single disk
   // covers whole; the 8 spare bytes let FillGaps read 8 at a time.
   std::vector<std::uint8_t> cover_;
