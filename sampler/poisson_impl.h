@@ -807,6 +807,14 @@ class PoissonRun {
       partial = overlap == Region::Overlap::kPartial || near_obstacle;
     }
     const std::vector<double>& in = gap_lists_[depth - 1];
+    const int max_depth = D == 2 ? kMaxGapDepth2d : kMaxGapDepth3d;
+    if (depth == max_depth && !partial) {
+      // One random place decides, as below; sorting out which disks reach
+      // the piece first would not change the answer (a disk that misses
+      // the piece misses the place, one that holds it holds the place).
+      RandomPointIn(b0, b1, cell, piece, p);
+      return ClearOf(in.data(), n, p);
+    }
     std::vector<double>& kept = gap_lists_[depth];
     double centre[D];
     for (int a = 0; a < D; ++a) centre[a] = b0[a] + (b1[a] - b0[a]) / 2;
@@ -844,7 +852,6 @@ class PoissonRun {
     if (m >= 2 && TwoDisksCover(&kept[first * D], &kept[second * D], b0, b1)) {
       return false;
     }
-    const int max_depth = D == 2 ? kMaxGapDepth2d : kMaxGapDepth3d;
     if (m == 0) {
       // No disk reaches the piece: any place in it that is in the region
       // will do. A few random tries before splitting a piece that the
