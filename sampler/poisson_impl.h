@@ -360,6 +360,16 @@ class PoissonRun {
   // candidates mostly die on those, and the kernel checks for a hit every
   // 16 points. 2D lists are shorter than that, so order does not matter.
   void Gather(const double* p) {
+    if (D == 3 || scan_bits_) {
+      GatherRows<true>(p);
+    } else {
+      GatherRows<false>(p);
+    }
+  }
+
+  // Gather's loop, over occupancy bits or (dense 2D) over every cell.
+  template <bool kScanBits>
+  void GatherRows(const double* p) {
     std::int64_t idx[D];
     for (int a = 0; a < D; ++a)
       idx[a] = static_cast<std::int64_t>(AxisCell(a, p[a]));
@@ -387,7 +397,7 @@ class PoissonRun {
           std::min<std::int64_t>(n_[0] - 1, idx[0] + run.x1);
       if (x0 > x1) continue;
       const std::uint64_t start = static_cast<std::uint64_t>(base + x0);
-      if (D == 2 && !scan_bits_) {
+      if constexpr (!kScanBits && D == 2) {
         // Dense 2D rows are at most 7 cells, a third of them occupied:
         // reading every cell (NaN when empty, never within the bound) costs
         // fewer cycles than a bit scan whose loop exit mispredicts on every
