@@ -155,8 +155,10 @@ class PoissonRun {
       for (auto& column : far_) column.resize(window + 1);
     }
     const std::size_t gap_window = static_cast<std::size_t>(std::pow(5, D));
-    // + 1: GatherAroundCell writes one past its count.
-    for (auto& level : gap_lists_) level.resize((gap_window + 1) * D);
+    // Room for the window, one slot GatherAroundCell writes past its count,
+    // and NaN padding to a whole group of 4.
+    gap_stride_ = (gap_window + 1 + 3 + 3) & ~std::size_t{3};
+    for (auto& level : gap_lists_) level.resize(gap_stride_ * D);
 
     if (fill_gaps_) {
       // Places within an obstacle's clearance need no point: mark them
@@ -761,7 +763,8 @@ class PoissonRun {
       lo[a] = std::max<std::int64_t>(0, i - 2);
       hi[a] = std::min<std::int64_t>(n_[a] - 1, i + 2);
     }
-    std::vector<double>& list = gap_lists_[0];
+    double* list[D];
+    for (int a = 0; a < D; ++a) list[a] = GapList(0, a);
     std::size_t n = 0;
     for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
       for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
@@ -778,7 +781,7 @@ class PoissonRun {
                                                   __builtin_ctzll(bits))) *
                                      D];
             bits &= bits - 1;
-            for (int a = 0; a < D; ++a) list[n * D + a] = q[a];
+            for (int a = 0; a < D; ++a) list[a][n] = q[a];
             n += DistToBox2(q, b0, b1) < min_d2_;
           }
           continue;
@@ -787,11 +790,12 @@ class PoissonRun {
         // never below the bound. Branch-free append.
         const double* q = &grid_[start * D];
         for (std::int64_t x = lo[0]; x <= hi[0]; ++x, q += D) {
-          for (int a = 0; a < D; ++a) list[n * D + a] = q[a];
+          for (int a = 0; a < D; ++a) list[a][n] = q[a];
           n += DistToBox2(q, b0, b1) < min_d2_;
         }
       }
     }
+    PadGapList(0, n);
     return n;
   }
 
@@ -816,51 +820,58 @@ class PoissonRun {
       if (in_obstacle) return false;
       partial = overlap == Region::Overlap::kPartial || near_obstacle;
     }
-    const std::vector<double>& in = gap_lists_[depth - 1];
+    const double* in[D];
+    for (int a = 0; a < D; ++a) in[a] = GapList(depth - 1, a);
     const int max_depth = D == 2 ? kMaxGapDepth2d : kMaxGapDepth3d;
     if (depth == max_depth && !partial) {
       // One random place decides, as below; sorting out which disks reach
       // the piece first would not change the answer (a disk that misses
       // the piece misses the place, one that holds it holds the place).
       RandomPointIn(b0, b1, cell, piece, p);
-      return ClearOf(in.data(), n, p);
+      return ClearOf(in, n, p);
     }
-    std::vector<double>& kept = gap_lists_[depth];
+    double* kept[D];
+    for (int a = 0; a < D; ++a) kept[a] = GapList(depth, a);
+    // The disks that reach the piece; none if one of them holds it whole.
+    const std::ptrdiff_t reaching =
+        Ops::template FilterBox<D>(in, n, b0, b1, min_d2_, kept);
+    if (reaching < 0) return false;  // Inside one disk.
+    const auto m = static_cast<std::size_t>(reaching);
+    PadGapList(depth, m);
     double centre[D];
     for (int a = 0; a < D; ++a) centre[a] = b0[a] + (b1[a] - b0[a]) / 2;
-    std::size_t m = 0;
     // The two sites nearest the piece's centre, for TwoDisksCover.
     std::size_t first = 0, second = 0;
     double first_d2 = std::numeric_limits<double>::infinity();
     double second_d2 = first_d2;
-    for (std::size_t j = 0; j < n; ++j) {
-      const double* q = &in[j * D];
-      if (DistToBox2(q, b0, b1) >= min_d2_) continue;
-      if (FarCorner2(q, b0, b1) < min_d2_) return false;  // Inside one disk.
+    for (std::size_t j = 0; j < m; ++j) {
       double d2 = 0;
       for (int a = 0; a < D; ++a) {
-        kept[m * D + a] = q[a];
-        const double d = q[a] - centre[a];
+        const double d = kept[a][j] - centre[a];
         d2 += d * d;
       }
       if (d2 < second_d2) {
         if (d2 < first_d2) {
           second = first;
           second_d2 = first_d2;
-          first = m;
+          first = j;
           first_d2 = d2;
         } else {
-          second = m;
+          second = j;
           second_d2 = d2;
         }
       }
-      ++m;
     }
     // Covered by two disks together (most pieces that straddle the
     // boundary between two disks): nothing here for the search below to
     // find, so leaving now changes no output.
-    if (m >= 2 && TwoDisksCover(&kept[first * D], &kept[second * D], b0, b1)) {
-      return false;
+    if (m >= 2) {
+      double s[D], t[D];
+      for (int a = 0; a < D; ++a) {
+        s[a] = kept[a][first];
+        t[a] = kept[a][second];
+      }
+      if (TwoDisksCover(s, t, b0, b1)) return false;
     }
     if (m == 0) {
       // No disk reaches the piece: any place in it that is in the region
@@ -877,7 +888,7 @@ class PoissonRun {
       // One random place decides. (Not the centre: grid-aligned points
       // would repeat across seeds and line up.)
       RandomPointIn(b0, b1, cell, piece, p);
-      return ClearOf(kept.data(), m, p) && (!partial || Inside(p));
+      return ClearOf(kept, m, p) && (!partial || Inside(p));
     }
     double mid[D];
     for (int a = 0; a < D; ++a) mid[a] = b0[a] + (b1[a] - b0[a]) / 2;
@@ -957,16 +968,30 @@ class PoissonRun {
   }
 
   // Whether p is at least r from all m points of `list` (interleaved).
-  bool ClearOf(const double* list, std::size_t m, const double* p) const {
-    for (std::size_t j = 0; j < m; ++j) {
-      double d2 = 0;
-      for (int a = 0; a < D; ++a) {
-        const double d = list[j * D + a] - p[a];
-        d2 += d * d;
-      }
-      if (d2 < min_d2_) return false;
+  bool ClearOf(const double* const* list, std::size_t m,
+               const double* p) const {
+    if constexpr (D == 2) {
+      return !Ops::AnyWithin2d(list[0], list[1], m, p[0], p[1], min_d2_);
+    } else {
+      return !Ops::AnyWithin3d(list[0], list[1], list[2], m, p[0], p[1], p[2],
+                               min_d2_);
     }
-    return true;
+  }
+
+  // Axis a of gap level `level`'s list (structure of arrays).
+  double* GapList(int level, int a) {
+    return gap_lists_[level].data() + static_cast<std::size_t>(a) * gap_stride_;
+  }
+
+  // NaN in the slots after the first n of gap level `level`, up to a whole
+  // group of 4, for the vector kernels.
+  void PadGapList(int level, std::size_t n) {
+    for (int a = 0; a < D; ++a) {
+      double* list = GapList(level, a);
+      for (std::size_t j = n; j < ((n + 3) & ~std::size_t{3}); ++j) {
+        list[j] = std::numeric_limits<double>::quiet_NaN();
+      }
+    }
   }
 
   struct Active {
@@ -1033,8 +1058,10 @@ class PoissonRun {
   std::vector<double> list_[D];  // The gathered neighbourhood, SoA.
   std::vector<double> far_[D];   // Scratch for Gather's 3D partition.
   std::size_t list_size_ = 0;
-  // Per recursion level of FindUncovered, interleaved coordinates.
+  // Per recursion level of FindUncovered, the points that reach the piece:
+  // D arrays of gap_stride_ each.
   std::vector<double> gap_lists_[std::max(kMaxGapDepth2d, kMaxGapDepth3d) + 1];
+  std::size_t gap_stride_ = 0;
 };
 
 }  // namespace
