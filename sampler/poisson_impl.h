@@ -297,10 +297,23 @@ class PoissonRun {
             (D == 3 ? static_cast<std::uint64_t>(hz >> 1) * stride_[2] : 0);
         const unsigned yz_bits = static_cast<unsigned>(
             ((hy & 1) << 1) | (D == 3 ? (hz & 1) << 2 : 0));
-        for (std::int64_t hx = hx0; hx <= hx1; ++hx) {
-          cover_[row + static_cast<std::uint64_t>(hx >> 1)] |=
-              static_cast<std::uint8_t>(1u << (yz_bits | (hx & 1)));
+        if (hx0 > hx1) continue;
+        // Whole cells of the run get both x halves; an end cell may get
+        // one.
+        const unsigned both = 3u << yz_bits;
+        const auto c0 = static_cast<std::uint64_t>(hx0 >> 1);
+        const auto c1 = static_cast<std::uint64_t>(hx1 >> 1);
+        const unsigned first = (hx0 & 1) != 0 ? both & (both << 1) : both;
+        const unsigned last = (hx1 & 1) != 0 ? both : both & (both >> 1);
+        if (c0 == c1) {
+          cover_[row + c0] |= static_cast<std::uint8_t>(first & last);
+          continue;
         }
+        cover_[row + c0] |= static_cast<std::uint8_t>(first);
+        for (std::uint64_t x = c0 + 1; x < c1; ++x) {
+          cover_[row + x] |= static_cast<std::uint8_t>(both);
+        }
+        cover_[row + c1] |= static_cast<std::uint8_t>(last);
       }
     }
   }
