@@ -201,9 +201,13 @@ class PoissonRun {
         if (rem < 0) continue;
         std::int64_t dx = 0;
         while (gap(dx + 1) < rem) ++dx;
-        gather_runs_.push_back({{0, dy, dz}, -dx, dx});
+        const std::int64_t offset =
+            dy * static_cast<std::int64_t>(stride_[1]) +
+            (D == 3 ? dz * static_cast<std::int64_t>(stride_[D - 1]) : 0) - dx;
+        gather_runs_.push_back({{0, dy, dz}, -dx, dx, offset});
       }
     }
+    gather_window_ = w;
   }
 
   // Truncation is floor here: negative values are clamped first. (std::floor
@@ -398,37 +402,24 @@ class PoissonRun {
       near[a] = list_[a].data();
       far[a] = far_[a].data();
     }
-    for (const RowRun& run : gather_runs_) {
-      std::int64_t base = 0;
-      bool inside = true;
-      for (int a = 1; a < D; ++a) {
-        const std::int64_t i = idx[a] + run.d[a];
-        inside &= i >= 0 && i < n_[a];
-        base += i * static_cast<std::int64_t>(stride_[a]);
-      }
-      if (!inside) continue;
-      const std::int64_t x0 = std::max<std::int64_t>(0, idx[0] + run.x0);
-      const std::int64_t x1 =
-          std::min<std::int64_t>(n_[0] - 1, idx[0] + run.x1);
-      if (x0 > x1) continue;
-      const std::uint64_t start = static_cast<std::uint64_t>(base + x0);
+    // The cells [start, start + len) of one row.
+    auto row = [&](std::uint64_t start, std::int64_t len) {
       if constexpr (!kScanBits && D == 2) {
         // Dense 2D rows are at most 7 cells, a third of them occupied:
         // reading every cell (NaN when empty, never within the bound) costs
         // fewer cycles than a bit scan whose loop exit mispredicts on every
         // row. Classic rows run to 13 cells, and there the bits win.
         const double* q = &grid_[start * D];
-        for (std::int64_t x = x0; x <= x1; ++x, q += D) {
+        for (std::int64_t x = 0; x < len; ++x, q += D) {
           const double dx = q[0] - p[0];
           const double dy = q[1] - p[1];
           near[0][n_near] = q[0];
           near[1][n_near] = q[1];
           n_near += dx * dx + dy * dy < b2;
         }
-        continue;
+        return;
       }
-      std::uint64_t bits =
-          BitRun(occupied_, start, static_cast<unsigned>(x1 - x0 + 1));
+      std::uint64_t bits = BitRun(occupied_, start, static_cast<unsigned>(len));
       while (bits != 0) {
         const std::uint64_t cell =
             start + static_cast<std::uint64_t>(__builtin_ctzll(bits));
@@ -447,6 +438,35 @@ class PoissonRun {
           for (int a = 0; a < D; ++a) far[a][n_far] = q[a];
           n_far += !is_near && d2 < b2;
         }
+      }
+    };
+    bool interior = true;
+    std::int64_t centre = 0;
+    for (int a = 0; a < D; ++a) {
+      interior &= idx[a] >= gather_window_ && idx[a] + gather_window_ < n_[a];
+      centre += idx[a] * static_cast<std::int64_t>(stride_[a]);
+    }
+    if (interior) {
+      // Most points: no run needs clipping to the grid.
+      for (const RowRun& run : gather_runs_) {
+        row(static_cast<std::uint64_t>(centre + run.offset),
+            run.x1 - run.x0 + 1);
+      }
+    } else {
+      for (const RowRun& run : gather_runs_) {
+        std::int64_t base = 0;
+        bool inside = true;
+        for (int a = 1; a < D; ++a) {
+          const std::int64_t i = idx[a] + run.d[a];
+          inside &= i >= 0 && i < n_[a];
+          base += i * static_cast<std::int64_t>(stride_[a]);
+        }
+        if (!inside) continue;
+        const std::int64_t x0 = std::max<std::int64_t>(0, idx[0] + run.x0);
+        const std::int64_t x1 =
+            std::min<std::int64_t>(n_[0] - 1, idx[0] + run.x1);
+        if (x0 > x1) continue;
+        row(static_cast<std::uint64_t>(base + x0), x1 - x0 + 1);
       }
     }
     if constexpr (D == 3) {
@@ -1059,8 +1079,12 @@ class PoissonRun {
   struct RowRun {
     std::int64_t d[3];  // d[1], d[2]: row offset; d[0] unused.
     std::int64_t x0, x1;
+    // From the centre cell's index to the run's first cell, when the whole
+    // window is inside the grid.
+    std::int64_t offset;
   };
   std::vector<RowRun> gather_runs_;
+  std::int64_t gather_window_ = 0;  // Largest |offset| of a run, in cells.
   // One bit per cell, kept when gathers scan it.
   std::vector<std::uint64_t> occupied_;
   // Per cell, one bit per half-cell (2^D of them) that a single disk
