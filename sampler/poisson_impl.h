@@ -208,6 +208,14 @@ class PoissonRun {
       }
     }
     gather_window_ = w;
+    const std::int64_t gz = D == 3 ? 2 : 0;
+    for (std::int64_t dz = -gz; dz <= gz; ++dz) {
+      for (std::int64_t dy = -2; dy <= 2; ++dy) {
+        gap_rows_.push_back(
+            dy * static_cast<std::int64_t>(stride_[1]) +
+            (D == 3 ? dz * static_cast<std::int64_t>(stride_[D - 1]) : 0) - 2);
+      }
+    }
   }
 
   // Truncation is floor here: negative values are clamped first. (std::floor
@@ -731,12 +739,18 @@ class PoissonRun {
       }
       const std::uint8_t mask = cover_[c];
       if (mask == kFull) continue;
+      std::int64_t idx[D];
       double u0[D], u1[D];
-      UnclippedCellBounds(c, u0, u1);
+      for (int a = 0; a < D; ++a) {
+        idx[a] = static_cast<std::int64_t>((c / stride_[a]) %
+                                           static_cast<std::uint64_t>(n_[a]));
+        u0[a] = lo_[a] + static_cast<double>(idx[a]) * cell_;
+        u1[a] = u0[a] + cell_;
+      }
       if (!box_only_ && region_.Classify(u0, u1) == Region::Overlap::kOutside) {
         continue;
       }
-      const std::size_t n = GatherAroundCell(c, u0, u1);
+      const std::size_t n = GatherAroundCell(c, idx, u0, u1);
       // Only the half-cells no single disk covers need a look.
       double p[D];
       bool found = false;
@@ -787,44 +801,55 @@ class PoissonRun {
   // Points whose disks reach into cell c, into gap level 0 (interleaved).
   // A cell's disks come from at most 2 cells away: 2 cells are wider than r
   // for D <= 3.
-  std::size_t GatherAroundCell(std::uint64_t c, const double* b0,
-                               const double* b1) {
-    std::int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
-    for (int a = 0; a < D; ++a) {
-      const auto i = static_cast<std::int64_t>(
-          (c / stride_[a]) % static_cast<std::uint64_t>(n_[a]));
-      lo[a] = std::max<std::int64_t>(0, i - 2);
-      hi[a] = std::min<std::int64_t>(n_[a] - 1, i + 2);
-    }
+  std::size_t GatherAroundCell(std::uint64_t c, const std::int64_t* idx,
+                               const double* b0, const double* b1) {
     double* list[D];
     for (int a = 0; a < D; ++a) list[a] = GapList(0, a);
     std::size_t n = 0;
-    for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
-      for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
-        const std::uint64_t row =
-            (D == 3 ? static_cast<std::uint64_t>(z) * stride_[2] : 0) +
-            static_cast<std::uint64_t>(y) * stride_[1];
-        const std::uint64_t start = row + static_cast<std::uint64_t>(lo[0]);
-        if (scan_bits_) {
-          // Most of the 5^D cells are empty: visit the occupied ones.
-          std::uint64_t bits = BitRun(occupied_, start,
-                                      static_cast<unsigned>(hi[0] - lo[0] + 1));
-          while (bits != 0) {
-            const double* q = &grid_[(start + static_cast<std::uint64_t>(
-                                                  __builtin_ctzll(bits))) *
-                                     D];
-            bits &= bits - 1;
-            for (int a = 0; a < D; ++a) list[a][n] = q[a];
-            n += DistToBox2(q, b0, b1) < min_d2_;
-          }
-          continue;
-        }
-        // Every cell is read: an empty one holds NaN, whose distance is
-        // never below the bound. Branch-free append.
-        const double* q = &grid_[start * D];
-        for (std::int64_t x = lo[0]; x <= hi[0]; ++x, q += D) {
+    // The cells [start, start + len) of one row.
+    auto row = [&](std::uint64_t start, std::int64_t len) {
+      if (scan_bits_) {
+        // Most of the 5^D cells are empty: visit the occupied ones.
+        std::uint64_t bits =
+            BitRun(occupied_, start, static_cast<unsigned>(len));
+        while (bits != 0) {
+          const double* q = &grid_[(start + static_cast<std::uint64_t>(
+                                                __builtin_ctzll(bits))) *
+                                   D];
+          bits &= bits - 1;
           for (int a = 0; a < D; ++a) list[a][n] = q[a];
           n += DistToBox2(q, b0, b1) < min_d2_;
+        }
+        return;
+      }
+      // Every cell is read: an empty one holds NaN, whose distance is
+      // never below the bound. Branch-free append.
+      const double* q = &grid_[start * D];
+      for (std::int64_t x = 0; x < len; ++x, q += D) {
+        for (int a = 0; a < D; ++a) list[a][n] = q[a];
+        n += DistToBox2(q, b0, b1) < min_d2_;
+      }
+    };
+    bool interior = true;
+    for (int a = 0; a < D; ++a) interior &= idx[a] >= 2 && idx[a] + 2 < n_[a];
+    if (interior) {
+      for (const std::int64_t offset : gap_rows_) {
+        row(static_cast<std::uint64_t>(static_cast<std::int64_t>(c) + offset),
+            5);
+      }
+    } else {
+      std::int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+      for (int a = 0; a < D; ++a) {
+        lo[a] = std::max<std::int64_t>(0, idx[a] - 2);
+        hi[a] = std::min<std::int64_t>(n_[a] - 1, idx[a] + 2);
+      }
+      for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
+        for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
+          const std::uint64_t first =
+              (D == 3 ? static_cast<std::uint64_t>(z) * stride_[D - 1] : 0) +
+              static_cast<std::uint64_t>(y) * stride_[1] +
+              static_cast<std::uint64_t>(lo[0]);
+          row(first, hi[0] - lo[0] + 1);
         }
       }
     }
@@ -1085,6 +1110,9 @@ class PoissonRun {
   };
   std::vector<RowRun> gather_runs_;
   std::int64_t gather_window_ = 0;  // Largest |offset| of a run, in cells.
+  // GatherAroundCell's rows of 5 cells, from a cell's index to each row's
+  // first cell, for cells 2 or more from the grid's edge.
+  std::vector<std::int64_t> gap_rows_;
   // One bit per cell, kept when gathers scan it.
   std::vector<std::uint64_t> occupied_;
   // Per cell, one bit per half-cell (2^D of them) that a single disk
