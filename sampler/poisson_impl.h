@@ -231,14 +231,16 @@ class PoissonRun {
   static void SetBit(std::vector<std::uint64_t>* bits, std::uint64_t i) {
     (*bits)[i >> 6] |= std::uint64_t{1} << (i & 63);
   }
-  // Bits [start, start + len) of `bits`, len <= 64.
+  // Bits [start, start + len) of `bits`, 1 <= len <= 64.
   static std::uint64_t BitRun(const std::vector<std::uint64_t>& bits,
                               std::uint64_t start, unsigned len) {
     const std::uint64_t w = start >> 6;
     const unsigned shift = static_cast<unsigned>(start & 63);
-    std::uint64_t v = bits[w] >> shift;
-    if (shift != 0) v |= bits[w + 1] << (64 - shift);
-    return len >= 64 ? v : v & ((std::uint64_t{1} << len) - 1);
+    // Two shifts, so that shift 0 takes nothing from the next word
+    // without a branch; likewise the mask for len 64.
+    const std::uint64_t v =
+        (bits[w] >> shift) | ((bits[w + 1] << 1) << (63 - shift));
+    return v & ((std::uint64_t{2} << (len - 1)) - 1);
   }
 
   // In the region and clear of every obstacle.
