@@ -983,16 +983,26 @@ class PoissonRun {
       dir[a] = t[a] - s[a];
     }
     constexpr unsigned kCorners = 1u << D;
-    double side[kCorners];
-    for (unsigned k = 0; k < kCorners; ++k) {
-      double ds = 0, dt = 0, sigma = 0;
-      for (int a = 0; a < D; ++a) {
-        const double x = ((k >> a) & 1) != 0 ? b1[a] : b0[a];
+    // Per axis and side of the box, the terms of the corners' sums.
+    double ts[D][2], tt[D][2], tm[D][2];
+    for (int a = 0; a < D; ++a) {
+      for (int h = 0; h < 2; ++h) {
+        const double x = h != 0 ? b1[a] : b0[a];
         const double es = x - s[a];
         const double et = x - t[a];
-        ds += es * es;
-        dt += et * et;
-        sigma += (x - mid[a]) * dir[a];
+        ts[a][h] = es * es;
+        tt[a][h] = et * et;
+        tm[a][h] = (x - mid[a]) * dir[a];
+      }
+    }
+    double side[kCorners];
+    for (unsigned k = 0; k < kCorners; ++k) {
+      double ds = ts[0][k & 1], dt = tt[0][k & 1], sigma = tm[0][k & 1];
+      for (int a = 1; a < D; ++a) {
+        const unsigned h = (k >> a) & 1;
+        ds += ts[a][h];
+        dt += tt[a][h];
+        sigma += tm[a][h];
       }
       if (!(std::min(ds, dt) < limit)) return false;
       side[k] = sigma;
