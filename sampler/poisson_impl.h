@@ -693,7 +693,14 @@ class PoissonRun {
   // A point uniform in [b0, b1) from the stream of (cell, piece).
   void RandomPointIn(const double* b0, const double* b1, std::uint64_t cell,
                      std::uint64_t piece, double* p) const {
-    CounterRng rng(Combine(gap_key_, cell), piece << kBlockShift);
+    RandomPointInCell(b0, b1, Combine(gap_key_, cell), piece, p);
+  }
+
+  // The same, given the cell's key Combine(gap_key_, cell).
+  static void RandomPointInCell(const double* b0, const double* b1,
+                                std::uint64_t cell_key, std::uint64_t piece,
+                                double* p) {
+    CounterRng rng(cell_key, piece << kBlockShift);
     for (int a = 0; a < D; ++a) {
       p[a] = b0[a] + rng.Uniform01() * (b1[a] - b0[a]);
       if (!(p[a] < b1[a])) p[a] = b0[a];
@@ -953,6 +960,10 @@ class PoissonRun {
     double mid[D];
     for (int a = 0; a < D; ++a) mid[a] = b0[a] + (b1[a] - b0[a]) / 2;
     const unsigned turn = ChildTurn(cell, piece);
+    // Children at the last depth that the region's edge cannot cross are
+    // one random place each: tested here, as FindUncovered would.
+    const bool leaves = depth + 1 == max_depth && !partial;
+    const std::uint64_t cell_key = leaves ? Combine(gap_key_, cell) : 0;
     for (unsigned t = 0; t < (1u << D); ++t) {
       const unsigned child = (t + turn) & ((1u << D) - 1);
       double c0[D], c1[D];
@@ -960,6 +971,11 @@ class PoissonRun {
         const bool upper = ((child >> a) & 1) != 0;
         c0[a] = upper ? mid[a] : b0[a];
         c1[a] = upper ? b1[a] : mid[a];
+      }
+      if (leaves) {
+        RandomPointInCell(c0, c1, cell_key, (piece << D) + child, p);
+        if (ClearOf(kept, m, p)) return true;
+        continue;
       }
       if (FindUncovered(c0, c1, depth + 1, m, cell, (piece << D) + child,
                         partial, p)) {
