@@ -807,7 +807,7 @@ class PoissonRun {
     return FarthestDistance2(q, b0, b1, D);
   }
 
-  // Points whose disks reach into cell c, into gap level 0 (interleaved).
+  // Points whose disks reach into cell c (index idx), into gap level 0.
   // A cell's disks come from at most 2 cells away: 2 cells are wider than r
   // for D <= 3.
   std::size_t GatherAroundCell(std::uint64_t c, const std::int64_t* idx,
