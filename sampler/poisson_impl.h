@@ -136,9 +136,10 @@ class PoissonRun {
 
   absl::Status Run() {
     grid_.assign(cells_ * D, std::numeric_limits<double>::quiet_NaN());
-    // 3D gathers scan occupancy bits (one spare word so BitRun may always
-    // read the word after); 2D gathers read the grid itself.
-    if constexpr (D == 3) occupied_.assign(cells_ / 64 + 2, 0);
+    // 3D and classic 2D gathers scan occupancy bits (one spare word so
+    // BitRun may always read the word after); dense 2D gathers read the
+    // grid itself.
+    if (scan_bits_) occupied_.assign(cells_ / 64 + 2, 0);
     if (fill_gaps_) cover_.assign(cells_ + 8, 0);
     BuildOffsets();
     // One point per cell in the window around an active point bounds the
@@ -154,8 +155,10 @@ class PoissonRun {
       for (auto& column : far_) column.resize(window + 1);
     }
     const std::size_t gap_window = static_cast<std::size_t>(std::pow(5, D));
-    // + 1: GatherAroundCell writes one past its count.
-    for (auto& level : gap_lists_) level.resize((gap_window + 1) * D);
+    // Room for the window, one slot GatherAroundCell writes past its count,
+    // and NaN padding to a whole group of 4.
+    gap_stride_ = (gap_window + 1 + 3 + 3) & ~std::size_t{3};
+    for (auto& level : gap_lists_) level.resize(gap_stride_ * D);
 
     if (fill_gaps_) {
       // Places within an obstacle's clearance need no point: mark them
@@ -198,7 +201,19 @@ class PoissonRun {
         if (rem < 0) continue;
         std::int64_t dx = 0;
         while (gap(dx + 1) < rem) ++dx;
-        gather_runs_.push_back({{0, dy, dz}, -dx, dx});
+        const std::int64_t offset =
+            dy * static_cast<std::int64_t>(stride_[1]) +
+            (D == 3 ? dz * static_cast<std::int64_t>(stride_[D - 1]) : 0) - dx;
+        gather_runs_.push_back({{0, dy, dz}, -dx, dx, offset});
+      }
+    }
+    gather_window_ = w;
+    const std::int64_t gz = D == 3 ? 2 : 0;
+    for (std::int64_t dz = -gz; dz <= gz; ++dz) {
+      for (std::int64_t dy = -2; dy <= 2; ++dy) {
+        gap_rows_.push_back(
+            dy * static_cast<std::int64_t>(stride_[1]) +
+            (D == 3 ? dz * static_cast<std::int64_t>(stride_[D - 1]) : 0) - 2);
       }
     }
   }
@@ -216,14 +231,16 @@ class PoissonRun {
   static void SetBit(std::vector<std::uint64_t>* bits, std::uint64_t i) {
     (*bits)[i >> 6] |= std::uint64_t{1} << (i & 63);
   }
-  // Bits [start, start + len) of `bits`, len <= 64.
+  // Bits [start, start + len) of `bits`, 1 <= len <= 64.
   static std::uint64_t BitRun(const std::vector<std::uint64_t>& bits,
                               std::uint64_t start, unsigned len) {
     const std::uint64_t w = start >> 6;
     const unsigned shift = static_cast<unsigned>(start & 63);
-    std::uint64_t v = bits[w] >> shift;
-    if (shift != 0) v |= bits[w + 1] << (64 - shift);
-    return len >= 64 ? v : v & ((std::uint64_t{1} << len) - 1);
+    // Two shifts, so that shift 0 takes nothing from the next word
+    // without a branch; likewise the mask for len 64.
+    const std::uint64_t v =
+        (bits[w] >> shift) | ((bits[w + 1] << 1) << (63 - shift));
+    return v & ((std::uint64_t{2} << (len - 1)) - 1);
   }
 
   // In the region and clear of every obstacle.
@@ -241,7 +258,7 @@ class PoissonRun {
     const std::uint64_t c = CellOf(p);
     assert(!Occupied(c));
     for (int a = 0; a < D; ++a) grid_[c * D + a] = p[a];
-    if constexpr (D == 3) SetBit(&occupied_, c);
+    if (scan_bits_) SetBit(&occupied_, c);
     if (fill_gaps_) MarkCovered(p);
     active_.push_back({c, next_index_++});
     if (!out_->Add(p, r_)) Halt(out_->StopStatus());
@@ -294,10 +311,23 @@ class PoissonRun {
             (D == 3 ? static_cast<std::uint64_t>(hz >> 1) * stride_[2] : 0);
         const unsigned yz_bits = static_cast<unsigned>(
             ((hy & 1) << 1) | (D == 3 ? (hz & 1) << 2 : 0));
-        for (std::int64_t hx = hx0; hx <= hx1; ++hx) {
-          cover_[row + static_cast<std::uint64_t>(hx >> 1)] |=
-              static_cast<std::uint8_t>(1u << (yz_bits | (hx & 1)));
+        if (hx0 > hx1) continue;
+        // Whole cells of the run get both x halves; an end cell may get
+        // one.
+        const unsigned both = 3u << yz_bits;
+        const auto c0 = static_cast<std::uint64_t>(hx0 >> 1);
+        const auto c1 = static_cast<std::uint64_t>(hx1 >> 1);
+        const unsigned first = (hx0 & 1) != 0 ? both & (both << 1) : both;
+        const unsigned last = (hx1 & 1) != 0 ? both : both & (both >> 1);
+        if (c0 == c1) {
+          cover_[row + c0] |= static_cast<std::uint8_t>(first & last);
+          continue;
         }
+        cover_[row + c0] |= static_cast<std::uint8_t>(first);
+        for (std::uint64_t x = c0 + 1; x < c1; ++x) {
+          cover_[row + x] |= static_cast<std::uint8_t>(both);
+        }
+        cover_[row + c1] |= static_cast<std::uint8_t>(last);
       }
     }
   }
@@ -359,6 +389,16 @@ class PoissonRun {
   // candidates mostly die on those, and the kernel checks for a hit every
   // 16 points. 2D lists are shorter than that, so order does not matter.
   void Gather(const double* p) {
+    if (D == 3 || scan_bits_) {
+      GatherRows<true>(p);
+    } else {
+      GatherRows<false>(p);
+    }
+  }
+
+  // Gather's loop, over occupancy bits or (dense 2D) over every cell.
+  template <bool kScanBits>
+  void GatherRows(const double* p) {
     std::int64_t idx[D];
     for (int a = 0; a < D; ++a)
       idx[a] = static_cast<std::int64_t>(AxisCell(a, p[a]));
@@ -372,36 +412,24 @@ class PoissonRun {
       near[a] = list_[a].data();
       far[a] = far_[a].data();
     }
-    for (const RowRun& run : gather_runs_) {
-      std::int64_t base = 0;
-      bool inside = true;
-      for (int a = 1; a < D; ++a) {
-        const std::int64_t i = idx[a] + run.d[a];
-        inside &= i >= 0 && i < n_[a];
-        base += i * static_cast<std::int64_t>(stride_[a]);
-      }
-      if (!inside) continue;
-      const std::int64_t x0 = std::max<std::int64_t>(0, idx[0] + run.x0);
-      const std::int64_t x1 =
-          std::min<std::int64_t>(n_[0] - 1, idx[0] + run.x1);
-      if (x0 > x1) continue;
-      const std::uint64_t start = static_cast<std::uint64_t>(base + x0);
-      if constexpr (D == 2) {
-        // 2D rows are at most 7 cells, a third of them occupied: reading
-        // every cell (NaN when empty, never within the bound) costs fewer
-        // cycles than a bit scan whose loop exit mispredicts on every row.
+    // The cells [start, start + len) of one row.
+    auto row = [&](std::uint64_t start, std::int64_t len) {
+      if constexpr (!kScanBits && D == 2) {
+        // Dense 2D rows are at most 7 cells, a third of them occupied:
+        // reading every cell (NaN when empty, never within the bound) costs
+        // fewer cycles than a bit scan whose loop exit mispredicts on every
+        // row. Classic rows run to 13 cells, and there the bits win.
         const double* q = &grid_[start * D];
-        for (std::int64_t x = x0; x <= x1; ++x, q += D) {
+        for (std::int64_t x = 0; x < len; ++x, q += D) {
           const double dx = q[0] - p[0];
           const double dy = q[1] - p[1];
           near[0][n_near] = q[0];
           near[1][n_near] = q[1];
           n_near += dx * dx + dy * dy < b2;
         }
-        continue;
+        return;
       }
-      std::uint64_t bits =
-          BitRun(occupied_, start, static_cast<unsigned>(x1 - x0 + 1));
+      std::uint64_t bits = BitRun(occupied_, start, static_cast<unsigned>(len));
       while (bits != 0) {
         const std::uint64_t cell =
             start + static_cast<std::uint64_t>(__builtin_ctzll(bits));
@@ -420,6 +448,35 @@ class PoissonRun {
           for (int a = 0; a < D; ++a) far[a][n_far] = q[a];
           n_far += !is_near && d2 < b2;
         }
+      }
+    };
+    bool interior = true;
+    std::int64_t centre = 0;
+    for (int a = 0; a < D; ++a) {
+      interior &= idx[a] >= gather_window_ && idx[a] + gather_window_ < n_[a];
+      centre += idx[a] * static_cast<std::int64_t>(stride_[a]);
+    }
+    if (interior) {
+      // Most points: no run needs clipping to the grid.
+      for (const RowRun& run : gather_runs_) {
+        row(static_cast<std::uint64_t>(centre + run.offset),
+            run.x1 - run.x0 + 1);
+      }
+    } else {
+      for (const RowRun& run : gather_runs_) {
+        std::int64_t base = 0;
+        bool inside = true;
+        for (int a = 1; a < D; ++a) {
+          const std::int64_t i = idx[a] + run.d[a];
+          inside &= i >= 0 && i < n_[a];
+          base += i * static_cast<std::int64_t>(stride_[a]);
+        }
+        if (!inside) continue;
+        const std::int64_t x0 = std::max<std::int64_t>(0, idx[0] + run.x0);
+        const std::int64_t x1 =
+            std::min<std::int64_t>(n_[0] - 1, idx[0] + run.x1);
+        if (x0 > x1) continue;
+        row(static_cast<std::uint64_t>(base + x0), x1 - x0 + 1);
       }
     }
     if constexpr (D == 3) {
@@ -636,7 +693,14 @@ class PoissonRun {
   // A point uniform in [b0, b1) from the stream of (cell, piece).
   void RandomPointIn(const double* b0, const double* b1, std::uint64_t cell,
                      std::uint64_t piece, double* p) const {
-    CounterRng rng(Combine(gap_key_, cell), piece << kBlockShift);
+    RandomPointInCell(b0, b1, Combine(gap_key_, cell), piece, p);
+  }
+
+  // The same, given the cell's key Combine(gap_key_, cell).
+  static void RandomPointInCell(const double* b0, const double* b1,
+                                std::uint64_t cell_key, std::uint64_t piece,
+                                double* p) {
+    CounterRng rng(cell_key, piece << kBlockShift);
     for (int a = 0; a < D; ++a) {
       p[a] = b0[a] + rng.Uniform01() * (b1[a] - b0[a]);
       if (!(p[a] < b1[a])) p[a] = b0[a];
@@ -684,12 +748,18 @@ class PoissonRun {
       }
       const std::uint8_t mask = cover_[c];
       if (mask == kFull) continue;
+      std::int64_t idx[D];
       double u0[D], u1[D];
-      UnclippedCellBounds(c, u0, u1);
+      for (int a = 0; a < D; ++a) {
+        idx[a] = static_cast<std::int64_t>((c / stride_[a]) %
+                                           static_cast<std::uint64_t>(n_[a]));
+        u0[a] = lo_[a] + static_cast<double>(idx[a]) * cell_;
+        u1[a] = u0[a] + cell_;
+      }
       if (!box_only_ && region_.Classify(u0, u1) == Region::Overlap::kOutside) {
         continue;
       }
-      const std::size_t n = GatherAroundCell(c, u0, u1);
+      const std::size_t n = GatherAroundCell(c, idx, u0, u1);
       // Only the half-cells no single disk covers need a look.
       double p[D];
       bool found = false;
@@ -737,34 +807,62 @@ class PoissonRun {
     return FarthestDistance2(q, b0, b1, D);
   }
 
-  // Points whose disks reach into cell c, into gap level 0 (interleaved).
+  // Points whose disks reach into cell c (index idx), into gap level 0.
   // A cell's disks come from at most 2 cells away: 2 cells are wider than r
   // for D <= 3.
-  std::size_t GatherAroundCell(std::uint64_t c, const double* b0,
-                               const double* b1) {
-    std::int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
-    for (int a = 0; a < D; ++a) {
-      const auto i = static_cast<std::int64_t>(
-          (c / stride_[a]) % static_cast<std::uint64_t>(n_[a]));
-      lo[a] = std::max<std::int64_t>(0, i - 2);
-      hi[a] = std::min<std::int64_t>(n_[a] - 1, i + 2);
-    }
-    std::vector<double>& list = gap_lists_[0];
+  std::size_t GatherAroundCell(std::uint64_t c, const std::int64_t* idx,
+                               const double* b0, const double* b1) {
+    double* list[D];
+    for (int a = 0; a < D; ++a) list[a] = GapList(0, a);
     std::size_t n = 0;
-    for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
-      for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
-        const std::uint64_t row =
-            (D == 3 ? static_cast<std::uint64_t>(z) * stride_[2] : 0) +
-            static_cast<std::uint64_t>(y) * stride_[1];
-        // Every cell is read: an empty one holds NaN, whose distance is
-        // never below the bound. Branch-free append.
-        const double* q = &grid_[(row + static_cast<std::uint64_t>(lo[0])) * D];
-        for (std::int64_t x = lo[0]; x <= hi[0]; ++x, q += D) {
-          for (int a = 0; a < D; ++a) list[n * D + a] = q[a];
+    // The cells [start, start + len) of one row.
+    auto row = [&](std::uint64_t start, std::int64_t len) {
+      if (scan_bits_) {
+        // Most of the 5^D cells are empty: visit the occupied ones.
+        std::uint64_t bits =
+            BitRun(occupied_, start, static_cast<unsigned>(len));
+        while (bits != 0) {
+          const double* q = &grid_[(start + static_cast<std::uint64_t>(
+                                                __builtin_ctzll(bits))) *
+                                   D];
+          bits &= bits - 1;
+          for (int a = 0; a < D; ++a) list[a][n] = q[a];
           n += DistToBox2(q, b0, b1) < min_d2_;
+        }
+        return;
+      }
+      // Every cell is read: an empty one holds NaN, whose distance is
+      // never below the bound. Branch-free append.
+      const double* q = &grid_[start * D];
+      for (std::int64_t x = 0; x < len; ++x, q += D) {
+        for (int a = 0; a < D; ++a) list[a][n] = q[a];
+        n += DistToBox2(q, b0, b1) < min_d2_;
+      }
+    };
+    bool interior = true;
+    for (int a = 0; a < D; ++a) interior &= idx[a] >= 2 && idx[a] + 2 < n_[a];
+    if (interior) {
+      for (const std::int64_t offset : gap_rows_) {
+        row(static_cast<std::uint64_t>(static_cast<std::int64_t>(c) + offset),
+            5);
+      }
+    } else {
+      std::int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+      for (int a = 0; a < D; ++a) {
+        lo[a] = std::max<std::int64_t>(0, idx[a] - 2);
+        hi[a] = std::min<std::int64_t>(n_[a] - 1, idx[a] + 2);
+      }
+      for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
+        for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
+          const std::uint64_t first =
+              (D == 3 ? static_cast<std::uint64_t>(z) * stride_[D - 1] : 0) +
+              static_cast<std::uint64_t>(y) * stride_[1] +
+              static_cast<std::uint64_t>(lo[0]);
+          row(first, hi[0] - lo[0] + 1);
         }
       }
     }
+    PadGapList(0, n);
     return n;
   }
 
@@ -789,17 +887,59 @@ class PoissonRun {
       if (in_obstacle) return false;
       partial = overlap == Region::Overlap::kPartial || near_obstacle;
     }
-    const std::vector<double>& in = gap_lists_[depth - 1];
-    std::vector<double>& kept = gap_lists_[depth];
-    std::size_t m = 0;
-    for (std::size_t j = 0; j < n; ++j) {
-      const double* q = &in[j * D];
-      if (DistToBox2(q, b0, b1) >= min_d2_) continue;
-      if (FarCorner2(q, b0, b1) < min_d2_) return false;  // Inside one disk.
-      for (int a = 0; a < D; ++a) kept[m * D + a] = q[a];
-      ++m;
-    }
+    const double* in[D];
+    for (int a = 0; a < D; ++a) in[a] = GapList(depth - 1, a);
     const int max_depth = D == 2 ? kMaxGapDepth2d : kMaxGapDepth3d;
+    if (depth == max_depth && !partial) {
+      // One random place decides, as below; sorting out which disks reach
+      // the piece first would not change the answer (a disk that misses
+      // the piece misses the place, one that holds it holds the place).
+      RandomPointIn(b0, b1, cell, piece, p);
+      return ClearOf(in, n, p);
+    }
+    double* kept[D];
+    for (int a = 0; a < D; ++a) kept[a] = GapList(depth, a);
+    // The disks that reach the piece; none if one of them holds it whole.
+    const std::ptrdiff_t reaching =
+        Ops::template FilterBox<D>(in, n, b0, b1, min_d2_, kept);
+    if (reaching < 0) return false;  // Inside one disk.
+    const auto m = static_cast<std::size_t>(reaching);
+    PadGapList(depth, m);
+    double centre[D];
+    for (int a = 0; a < D; ++a) centre[a] = b0[a] + (b1[a] - b0[a]) / 2;
+    // The two sites nearest the piece's centre, for TwoDisksCover.
+    std::size_t first = 0, second = 0;
+    double first_d2 = std::numeric_limits<double>::infinity();
+    double second_d2 = first_d2;
+    for (std::size_t j = 0; j < m; ++j) {
+      double d2 = 0;
+      for (int a = 0; a < D; ++a) {
+        const double d = kept[a][j] - centre[a];
+        d2 += d * d;
+      }
+      if (d2 < second_d2) {
+        if (d2 < first_d2) {
+          second = first;
+          second_d2 = first_d2;
+          first = j;
+          first_d2 = d2;
+        } else {
+          second = j;
+          second_d2 = d2;
+        }
+      }
+    }
+    // Covered by two disks together (most pieces that straddle the
+    // boundary between two disks): nothing here for the search below to
+    // find, so leaving now changes no output.
+    if (m >= 2) {
+      double s[D], t[D];
+      for (int a = 0; a < D; ++a) {
+        s[a] = kept[a][first];
+        t[a] = kept[a][second];
+      }
+      if (TwoDisksCover(s, t, b0, b1)) return false;
+    }
     if (m == 0) {
       // No disk reaches the piece: any place in it that is in the region
       // will do. A few random tries before splitting a piece that the
@@ -815,11 +955,15 @@ class PoissonRun {
       // One random place decides. (Not the centre: grid-aligned points
       // would repeat across seeds and line up.)
       RandomPointIn(b0, b1, cell, piece, p);
-      return ClearOf(kept.data(), m, p) && (!partial || Inside(p));
+      return ClearOf(kept, m, p) && (!partial || Inside(p));
     }
     double mid[D];
     for (int a = 0; a < D; ++a) mid[a] = b0[a] + (b1[a] - b0[a]) / 2;
     const unsigned turn = ChildTurn(cell, piece);
+    // Children at the last depth that the region's edge cannot cross are
+    // one random place each: tested here, as FindUncovered would.
+    const bool leaves = depth + 1 == max_depth && !partial;
+    const std::uint64_t cell_key = leaves ? Combine(gap_key_, cell) : 0;
     for (unsigned t = 0; t < (1u << D); ++t) {
       const unsigned child = (t + turn) & ((1u << D) - 1);
       double c0[D], c1[D];
@@ -827,6 +971,11 @@ class PoissonRun {
         const bool upper = ((child >> a) & 1) != 0;
         c0[a] = upper ? mid[a] : b0[a];
         c1[a] = upper ? b1[a] : mid[a];
+      }
+      if (leaves) {
+        RandomPointInCell(c0, c1, cell_key, (piece << D) + child, p);
+        if (ClearOf(kept, m, p)) return true;
+        continue;
       }
       if (FindUncovered(c0, c1, depth + 1, m, cell, (piece << D) + child,
                         partial, p)) {
@@ -836,22 +985,99 @@ class PoissonRun {
     return false;
   }
 
+  // Whether every place of the box [b0, b1] is closer than r to s or to t
+  // (with a margin, so rounding can only make it answer no). Each of the
+  // two sides of their bisector is a convex polytope whose farthest place
+  // from its site is a vertex: a box corner on that side, or where a box
+  // edge crosses the bisector (equally far from both).
+  bool TwoDisksCover(const double* s, const double* t, const double* b0,
+                     const double* b1) const {
+    const double limit = min_d2_ * (1 - 1e-9);
+    double mid[D], dir[D];
+    for (int a = 0; a < D; ++a) {
+      mid[a] = (s[a] + t[a]) / 2;
+      dir[a] = t[a] - s[a];
+    }
+    constexpr unsigned kCorners = 1u << D;
+    // Per axis and side of the box, the terms of the corners' sums.
+    double ts[D][2], tt[D][2], tm[D][2];
+    for (int a = 0; a < D; ++a) {
+      for (int h = 0; h < 2; ++h) {
+        const double x = h != 0 ? b1[a] : b0[a];
+        const double es = x - s[a];
+        const double et = x - t[a];
+        ts[a][h] = es * es;
+        tt[a][h] = et * et;
+        tm[a][h] = (x - mid[a]) * dir[a];
+      }
+    }
+    double side[kCorners];
+    for (unsigned k = 0; k < kCorners; ++k) {
+      double ds = ts[0][k & 1], dt = tt[0][k & 1], sigma = tm[0][k & 1];
+      for (int a = 1; a < D; ++a) {
+        const unsigned h = (k >> a) & 1;
+        ds += ts[a][h];
+        dt += tt[a][h];
+        sigma += tm[a][h];
+      }
+      if (!(std::min(ds, dt) < limit)) return false;
+      side[k] = sigma;
+    }
+    // Edges: corner k and k + (1 << a), for k without bit a.
+    for (int a = 0; a < D; ++a) {
+      const unsigned bit = 1u << a;
+      for (unsigned k = 0; k < kCorners; ++k) {
+        if ((k & bit) != 0) continue;
+        const double s0 = side[k];
+        const double s1 = side[k | bit];
+        if ((s0 < 0) == (s1 < 0)) continue;
+        // sigma changes by dir[a] per unit of x[a] along the edge, and
+        // dir[a] != 0 since the sign changed.
+        double ys = 0, yt = 0;
+        for (int e = 0; e < D; ++e) {
+          double y = ((k >> e) & 1) != 0 ? b1[e] : b0[e];
+          if (e == a) y = std::min(std::max(y - s0 / dir[a], b0[a]), b1[a]);
+          const double es = y - s[e];
+          const double et = y - t[e];
+          ys += es * es;
+          yt += et * et;
+        }
+        if (!(std::max(ys, yt) < limit)) return false;
+      }
+    }
+    return true;
+  }
+
   // Where the children of (cell, piece) start in the scan order.
   unsigned ChildTurn(std::uint64_t cell, std::uint64_t piece) const {
     return static_cast<unsigned>(Mix64(gap_key_ ^ Mix64(cell) ^ piece) >> 61);
   }
 
   // Whether p is at least r from all m points of `list` (interleaved).
-  bool ClearOf(const double* list, std::size_t m, const double* p) const {
-    for (std::size_t j = 0; j < m; ++j) {
-      double d2 = 0;
-      for (int a = 0; a < D; ++a) {
-        const double d = list[j * D + a] - p[a];
-        d2 += d * d;
-      }
-      if (d2 < min_d2_) return false;
+  bool ClearOf(const double* const* list, std::size_t m,
+               const double* p) const {
+    if constexpr (D == 2) {
+      return !Ops::AnyWithin2d(list[0], list[1], m, p[0], p[1], min_d2_);
+    } else {
+      return !Ops::AnyWithin3d(list[0], list[1], list[2], m, p[0], p[1], p[2],
+                               min_d2_);
     }
-    return true;
+  }
+
+  // Axis a of gap level `level`'s list (structure of arrays).
+  double* GapList(int level, int a) {
+    return gap_lists_[level].data() + static_cast<std::size_t>(a) * gap_stride_;
+  }
+
+  // NaN in the slots after the first n of gap level `level`, up to a whole
+  // group of 4, for the vector kernels.
+  void PadGapList(int level, std::size_t n) {
+    for (int a = 0; a < D; ++a) {
+      double* list = GapList(level, a);
+      for (std::size_t j = n; j < ((n + 3) & ~std::size_t{3}); ++j) {
+        list[j] = std::numeric_limits<double>::quiet_NaN();
+      }
+    }
   }
 
   struct Active {
@@ -867,6 +1093,7 @@ class PoissonRun {
   BatchWriter* out_;
   absl::FunctionRef<bool()> stop_;
   bool dense_;
+  bool scan_bits_ = D == 3 || !dense_;
   bool fill_gaps_;
   int attempts_;
   double r_;
@@ -905,9 +1132,17 @@ class PoissonRun {
   struct RowRun {
     std::int64_t d[3];  // d[1], d[2]: row offset; d[0] unused.
     std::int64_t x0, x1;
+    // From the centre cell's index to the run's first cell, when the whole
+    // window is inside the grid.
+    std::int64_t offset;
   };
   std::vector<RowRun> gather_runs_;
-  std::vector<std::uint64_t> occupied_;  // One bit per cell.
+  std::int64_t gather_window_ = 0;  // Largest |offset| of a run, in cells.
+  // GatherAroundCell's rows of 5 cells, from a cell's index to each row's
+  // first cell, for cells 2 or more from the grid's edge.
+  std::vector<std::int64_t> gap_rows_;
+  // One bit per cell, kept when gathers scan it.
+  std::vector<std::uint64_t> occupied_;
   // Per cell, one bit per half-cell (2^D of them) that a single disk
   // covers whole; the 8 spare bytes let FillGaps read 8 at a time.
   std::vector<std::uint8_t> cover_;
@@ -916,8 +1151,10 @@ class PoissonRun {
   std::vector<double> list_[D];  // The gathered neighbourhood, SoA.
   std::vector<double> far_[D];   // Scratch for Gather's 3D partition.
   std::size_t list_size_ = 0;
-  // Per recursion level of FindUncovered, interleaved coordinates.
+  // Per recursion level of FindUncovered, the points that reach the piece:
+  // D arrays of gap_stride_ each.
   std::vector<double> gap_lists_[std::max(kMaxGapDepth2d, kMaxGapDepth3d) + 1];
+  std::size_t gap_stride_ = 0;
 };
 
 }  // namespace

@@ -10,8 +10,9 @@ extern const SimdKernels kAvx2Kernels;  // simd_avx2.cc
 }  // namespace internal
 namespace {
 
-constexpr SimdKernels kScalarKernels = {internal::ScalarOps::AnyWithin2d,
-                                        internal::ScalarOps::AnyWithin3d};
+constexpr SimdKernels kScalarKernels = {
+    internal::ScalarOps::AnyWithin2d, internal::ScalarOps::AnyWithin3d,
+    internal::ScalarOps::FilterBox<2>, internal::ScalarOps::FilterBox<3>};
 
 bool CpuHasAvx2() {
 #if SCATTER_HAVE_AVX2_PATH

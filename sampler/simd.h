@@ -31,12 +31,24 @@ SimdLevel ResolveSimdLevel(SimdLevel level);
 // The kernels the sampler's hot loops call. xs/ys/zs hold n points; the
 // query is (cx, cy[, cz]). True when some point has squared distance below
 // `threshold`, computed as (dx*dx + dy*dy) [+ dz*dz].
+//
+// filter_box_{2d,3d}: of the n points in in[0..dims-1], copies those whose
+// squared distance to the box [lo, hi] is below `threshold` to
+// out[0..dims-1], in order, and returns how many; returns -1 instead when
+// one of them has every corner of the box closer than `threshold`. The
+// arrays must hold NaN from n up to the next multiple of 4.
 struct SimdKernels {
   bool (*any_within_2d)(const double* xs, const double* ys, std::size_t n,
                         double cx, double cy, double threshold);
   bool (*any_within_3d)(const double* xs, const double* ys, const double* zs,
                         std::size_t n, double cx, double cy, double cz,
                         double threshold);
+  std::ptrdiff_t (*filter_box_2d)(const double* const* in, std::size_t n,
+                                  const double* lo, const double* hi,
+                                  double threshold, double* const* out);
+  std::ptrdiff_t (*filter_box_3d)(const double* const* in, std::size_t n,
+                                  const double* lo, const double* hi,
+                                  double threshold, double* const* out);
 };
 
 // The kernels of `level` (resolved as above).

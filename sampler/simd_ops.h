@@ -8,6 +8,8 @@
 
 #include <cstddef>
 
+#include "sampler/box_distance.h"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define SCATTER_HAVE_AVX2_PATH 1
 #else
@@ -38,6 +40,27 @@ struct ScalarOps {
       if (dx * dx + dy * dy + dz * dz < t) return true;
     }
     return false;
+  }
+
+  // Of the n points in (in[0], .., in[D - 1]), copies those whose squared
+  // distance to the box [lo, hi] is below t to `out`, in order, and returns
+  // how many; returns -1 instead when one of them has every corner of the
+  // box closer than t (its disk holds the box). Squared distances as
+  // NearestDistance2 and FarthestDistance2 give them.
+  template <int D>
+  static std::ptrdiff_t FilterBox(const double* const* in, std::size_t n,
+                                  const double* lo, const double* hi, double t,
+                                  double* const* out) {
+    std::ptrdiff_t m = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      double q[D];
+      for (int a = 0; a < D; ++a) q[a] = in[a][j];
+      if (!(NearestDistance2(q, lo, hi, D) < t)) continue;
+      if (FarthestDistance2(q, lo, hi, D) < t) return -1;
+      for (int a = 0; a < D; ++a) out[a][m] = q[a];
+      ++m;
+    }
+    return m;
   }
 };
 

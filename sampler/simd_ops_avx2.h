@@ -59,6 +59,56 @@ struct Avx2Ops {
     if (_mm256_movemask_pd(hit) != 0) return true;
     return ScalarOps::AnyWithin3d(xs + j, ys + j, zs + j, n - j, cx, cy, cz, t);
   }
+
+  // ScalarOps::FilterBox, 4 points at a time. The lists must be padded with
+  // NaN to a whole group of 4 (a NaN distance compares false, so padding is
+  // never kept). On numbers, max_pd and std::max differ only on equal
+  // inputs, which square to the same value, so the distances match the
+  // scalar ones bit for bit.
+  template <int D>
+  static std::ptrdiff_t FilterBox(const double* const* in, std::size_t n,
+                                  const double* lo, const double* hi, double t,
+                                  double* const* out) {
+    const __m256d vt = _mm256_set1_pd(t);
+    const __m256d zero = _mm256_setzero_pd();
+    std::ptrdiff_t m = 0;
+    for (std::size_t j = 0; j < n; j += 4) {
+      __m256d q[D];
+      __m256d near2 = zero, far2 = zero;
+      for (int a = 0; a < D; ++a) {
+        const __m256d vlo = _mm256_set1_pd(lo[a]);
+        const __m256d vhi = _mm256_set1_pd(hi[a]);
+        q[a] = _mm256_loadu_pd(in[a] + j);
+        // max_pd returns its second operand when one is NaN: zero first,
+        // so that a NaN slot stays NaN.
+        const __m256d dn = _mm256_max_pd(
+            zero,
+            _mm256_max_pd(_mm256_sub_pd(vlo, q[a]), _mm256_sub_pd(q[a], vhi)));
+        const __m256d df =
+            _mm256_max_pd(_mm256_sub_pd(q[a], vlo), _mm256_sub_pd(vhi, q[a]));
+        // 0 + x is x exactly, as in the scalar sums that start from 0.
+        near2 = a == 0 ? _mm256_mul_pd(dn, dn)
+                       : _mm256_add_pd(near2, _mm256_mul_pd(dn, dn));
+        far2 = a == 0 ? _mm256_mul_pd(df, df)
+                      : _mm256_add_pd(far2, _mm256_mul_pd(df, df));
+      }
+      if (_mm256_movemask_pd(_mm256_cmp_pd(far2, vt, _CMP_LT_OQ)) != 0) {
+        return -1;
+      }
+      unsigned keep = static_cast<unsigned>(
+          _mm256_movemask_pd(_mm256_cmp_pd(near2, vt, _CMP_LT_OQ)));
+      if (keep == 0) continue;
+      alignas(32) double lanes[D][4];
+      for (int a = 0; a < D; ++a) _mm256_store_pd(lanes[a], q[a]);
+      while (keep != 0) {
+        const int lane = __builtin_ctz(keep);
+        keep &= keep - 1;
+        for (int a = 0; a < D; ++a) out[a][m] = lanes[a][lane];
+        ++m;
+      }
+    }
+    return m;
+  }
 };
 
 }  // namespace scatter::sampler::internal

@@ -1,5 +1,6 @@
 #include "sampler/simd.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -273,6 +274,116 @@ TEST(SimdTest, KernelsUseStrictlyBelow) {
     EXPECT_FALSE(kernels.any_within_3d(xs + 1, ys + 1, zs + 1, 1, 0, 0, 0, 9));
     EXPECT_TRUE(kernels.any_within_3d(xs + 1, ys + 1, zs + 1, 1, 0, 0, 0,
                                       std::nextafter(9.0, 10.0)));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// filter_box against its definition.
+
+// The definition in simd.h: the squared distance to the nearest and to the
+// farthest place of the box, summed over the axes in order.
+std::ptrdiff_t ReferenceFilterBox(int dims, const double* const* in,
+                                  std::size_t n, const double* lo,
+                                  const double* hi, double threshold,
+                                  std::vector<double>* out) {
+  std::ptrdiff_t m = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double near2 = 0;
+    double far2 = 0;
+    for (int a = 0; a < dims; ++a) {
+      const double p = in[a][i];
+      const double dn = std::max(std::max(lo[a] - p, p - hi[a]), 0.0);
+      const double df = std::max(p - lo[a], hi[a] - p);
+      near2 += dn * dn;
+      far2 += df * df;
+    }
+    if (!(near2 < threshold)) continue;
+    if (far2 < threshold) return -1;
+    for (int a = 0; a < dims; ++a) out[a].push_back(in[a][i]);
+    ++m;
+  }
+  return m;
+}
+
+TEST(SimdTest, FilterBoxAgreesWithTheDefinitionOnRandomInputs) {
+  for (SimdLevel level : LevelsToCompare()) {
+    SCOPED_TRACE(SimdLevelName(level));
+    const SimdKernels& kernels = KernelsFor(level);
+    ASSERT_NE(kernels.filter_box_2d, nullptr);
+    ASSERT_NE(kernels.filter_box_3d, nullptr);
+    CounterRng rng(0xf17);
+    int held = 0;
+    int kept_some = 0;
+    for (std::size_t n : kSizes) {
+      for (int trial = 0; trial < 40; ++trial) {
+        for (int dims : {2, 3}) {
+          // A box of side 0.1 to 0.6 and points within about 1 of it,
+          // NaN-padded to a whole group of 4 as the kernels require.
+          double lo[3], hi[3];
+          for (int a = 0; a < 3; ++a) {
+            lo[a] = rng.UniformSigned();
+            hi[a] = lo[a] + 0.1 + 0.5 * rng.Uniform01();
+          }
+          const std::size_t padded = (n + 3) / 4 * 4;
+          std::vector<double> coords[3];
+          const double* in[3];
+          for (int a = 0; a < 3; ++a) {
+            coords[a].assign(padded, kNaN);
+            for (std::size_t i = 0; i < n; ++i) {
+              coords[a][i] = lo[a] - 0.5 + 1.6 * rng.Uniform01();
+            }
+            in[a] = coords[a].data();
+          }
+          const double threshold = 0.05 + 0.5 * rng.Uniform01();
+          std::vector<double> expected_out[3];
+          const std::ptrdiff_t expected =
+              ReferenceFilterBox(dims, in, n, lo, hi, threshold, expected_out);
+          std::vector<double> out_storage[3];
+          double* out[3];
+          for (int a = 0; a < 3; ++a) {
+            out_storage[a].assign(padded + 1, 0.0);
+            out[a] = out_storage[a].data();
+          }
+          const std::ptrdiff_t actual =
+              dims == 2 ? kernels.filter_box_2d(in, n, lo, hi, threshold, out)
+                        : kernels.filter_box_3d(in, n, lo, hi, threshold, out);
+          ASSERT_EQ(actual, expected)
+              << dims << "D n " << n << " trial " << trial;
+          if (actual < 0) {
+            ++held;
+            continue;
+          }
+          kept_some += actual > 0;
+          for (int a = 0; a < dims; ++a) {
+            for (std::ptrdiff_t i = 0; i < actual; ++i) {
+              ASSERT_EQ(DoubleBits(out[a][i]), DoubleBits(expected_out[a][i]))
+                  << dims << "D n " << n << " trial " << trial << " point "
+                  << i;
+            }
+          }
+        }
+      }
+    }
+    // Both outcomes are well represented.
+    EXPECT_GT(held, 50);
+    EXPECT_GT(kept_some, 50);
+  }
+}
+
+TEST(SimdTest, FilterBoxTreatsNaNPointsAsFarAway) {
+  // NaN points (and NaN padding) are never kept and never hold the box.
+  const double lo[3] = {0, 0, 0};
+  const double hi[3] = {1, 1, 1};
+  std::vector<double> nan(4, kNaN);
+  const double* in[3] = {nan.data(), nan.data(), nan.data()};
+  std::vector<double> storage(4, 0.0);
+  double* out[3] = {storage.data(), storage.data(), storage.data()};
+  for (SimdLevel level : LevelsToCompare()) {
+    SCOPED_TRACE(SimdLevelName(level));
+    const SimdKernels& kernels = KernelsFor(level);
+    EXPECT_EQ(kernels.filter_box_2d(in, 0, lo, hi, 100.0, out), 0);
+    EXPECT_EQ(kernels.filter_box_3d(in, 0, lo, hi, 100.0, out), 0);
+    EXPECT_EQ(kernels.filter_box_3d(in, 3, lo, hi, 100.0, out), 0);
   }
 }
 
