@@ -166,10 +166,11 @@ TEST(CliTest, PreviewIsAPngOfTheAskedSize) {
 }
 
 TEST(CliTest, ReportStatesTheMeasures) {
-  CommandResult run = Scatter({"run", kExamples + "/asteroids.json", "--local",
+  CommandResult run = Scatter({"run", kExamples + "/three_layers.json", "--local",
                                "--out=/dev/null", "--report"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.err, HasSubstr("layer 1: "));
+  EXPECT_THAT(run.err, HasSubstr("layer 3: "));
   EXPECT_THAT(run.err, HasSubstr("(0 pairs closer)"));
   EXPECT_THAT(run.err, HasSubstr("coverage "));
   EXPECT_THAT(run.err, HasSubstr("rho 0."));
