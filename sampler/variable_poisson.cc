@@ -1,0 +1,955 @@
+#include "sampler/variable_poisson.h"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "sampler/box_distance.h"
+#include "sampler/directions.h"
+#include "sampler/rng.h"
+
+namespace scatter::sampler::internal {
+namespace {
+
+// As in the constant-radius engine (poisson_impl.h): a pair is accepted
+// only when its computed squared distance is at least max(r_a, r_b)^2 *
+// (1 + kSlack), so the true distance is >= max(r_a, r_b) even to a checker
+// with more precision.
+constexpr double kSlack = 0x1.0p-40;
+// Cells are this much smaller than r / sqrt(D), so two points of a level
+// never share one, even after rounding in the cell index.
+constexpr double kCellShrink = 1 - 1e-6;
+// Search windows and keep-tests are widened by this factor, so rounding can
+// only make a gathered list longer, never drop a point that matters.
+constexpr double kBoundSlack = 1 + 1e-6;
+// Covered-tests are narrowed by this factor, so rounding never calls a
+// piece covered that is not.
+constexpr double kCoverShrink = 1 - 1e-9;
+// Poll the stop predicate after this many candidates, or gap-fill cells.
+constexpr std::uint64_t kPollEvery = 4096;
+// Gap filling splits a level-0 cell into 2^D children this many times at
+// most (pieces 1/64 of a cell wide in 2D, 1/16 in 3D).
+constexpr int kMaxGapDepth2d = 6;
+constexpr int kMaxGapDepth3d = 4;
+constexpr int kMaxGapDepth = std::max(kMaxGapDepth2d, kMaxGapDepth3d);
+// Candidate i of a visit uses the counter block i << 32 of the visit's key.
+constexpr int kBlockShift = 32;
+constexpr std::uint32_t kEmpty = 0xffffffffu;
+// Levels: bands [r_min 2^l, r_min 2^(l+1)); 64 levels span any ratio of
+// finite doubles that a memory limit lets through.
+constexpr int kMaxLevels = 64;
+// Raster pixels a bounds query may read before falling back to the global
+// [r_min, r_max].
+constexpr std::size_t kBoundsPixels = 64;
+
+// How many levels a run with these bounds has: up to the one whose band
+// holds r_max.
+int LevelCount(double r_min, double r_max) {
+  int levels = 1;
+  double lower = r_min * 2;
+  while (levels < kMaxLevels && lower <= r_max) {
+    ++levels;
+    lower *= 2;
+  }
+  return levels;
+}
+
+double LevelCell(double r_min, int level, int dims) {
+  return std::ldexp(r_min, level) / std::sqrt(static_cast<double>(dims)) *
+         kCellShrink;
+}
+
+// r(x) = r_min + (r_max - r_min) * (1 - density), clamped to the bounds so
+// rounding never leaves them.
+struct RadiusField {
+  const Raster* density;
+  double r_min;
+  double r_max;
+
+  double FromDensity(double d) const {
+    const double r = r_min + (r_max - r_min) * (1 - d);
+    return r < r_min ? r_min : (r > r_max ? r_max : r);
+  }
+  double At(const double* p) const {
+    return FromDensity(density->Sample(p[0], p[1]));
+  }
+  // Bounds of r over the box [lo, hi] (x-y only), widened a little against
+  // rounding in the bilinear interpolation; [r_min, r_max] when the box
+  // covers too many pixels to look.
+  void Bounds(const double* lo, const double* hi, double* r_lo,
+              double* r_hi) const {
+    double d_lo, d_hi;
+    if (!density->Bounds(lo[0], lo[1], hi[0], hi[1], &d_lo, &d_hi,
+                         kBoundsPixels)) {
+      *r_lo = r_min;
+      *r_hi = r_max;
+      return;
+    }
+    *r_lo = std::max(r_min, FromDensity(d_hi) * (1 - 1e-12));
+    *r_hi = std::min(r_max, FromDensity(d_lo) * (1 + 1e-12));
+  }
+};
+
+template <int D>
+class VariableRun {
+ public:
+  VariableRun(const Region& region, const ObstacleIndex& obstacles,
+              const SamplerOptions& options, BatchWriter* out,
+              absl::FunctionRef<bool()> stop)
+      : region_(region),
+        obstacles_(obstacles),
+        box_only_(region.IsBox()),
+        maybe_partial_(!region.IsBox() || !obstacles.empty()),
+        out_(out),
+        stop_(stop),
+        dense_(options.method == Method::kPoissonDense),
+        fill_gaps_(options.fill_gaps),
+        attempts_(options.max_attempts),
+        eps_(options.dense_epsilon),
+        field_{options.density.get(), options.radius_min, options.radius_max},
+        per_point_footprint_(options.footprint == 0) {
+    candidate_key_ =
+        StreamKey::Of(options.seed, options.layer, Purpose::kCandidates);
+    gap_key_ = StreamKey::Of(options.seed, options.layer, Purpose::kGapFill);
+    const Box& box = region.bounds();
+    for (int a = 0; a < D; ++a) {
+      lo_[a] = box.min(a);
+      hi_[a] = box.max(a);
+    }
+    const int levels = LevelCount(field_.r_min, field_.r_max);
+    levels_.resize(static_cast<std::size_t>(levels));
+    for (int l = 0; l < levels; ++l) {
+      Level& level = levels_[static_cast<std::size_t>(l)];
+      level.lo_r = std::ldexp(field_.r_min, l);
+      level.hi_r =
+          l + 1 == levels ? field_.r_max : std::ldexp(field_.r_min, l + 1);
+      level.cell = LevelCell(field_.r_min, l, D);
+      level.inv_cell = 1 / level.cell;
+      level.cells = 1;
+      for (int a = 0; a < D; ++a) {
+        level.n[a] = std::max<std::int64_t>(
+            1, static_cast<std::int64_t>(
+                   std::ceil(box.extent(a) * level.inv_cell)));
+        level.stride[a] = level.cells;
+        level.cells *= static_cast<std::uint64_t>(level.n[a]);
+      }
+    }
+    if (dense_) {
+      if constexpr (D == 2) {
+        circle_ = CircleDirections(attempts_);
+      } else {
+        sphere_ = SphereDirections(attempts_);
+      }
+    }
+    max_extra_ = per_point_footprint_ ? field_.r_max / 2 : 0;
+  }
+
+  absl::Status Run() {
+    for (Level& level : levels_) {
+      level.slot.assign(level.cells, kEmpty);
+      level.bits.assign(level.cells / 64 + 2, 0);
+    }
+    const std::size_t k = static_cast<std::size_t>(attempts_);
+    cand_.resize(k * D);
+    cand_r_.resize(k);
+    cand_ok_.resize(k);
+    if (fill_gaps_) {
+      cover_.assign(levels_[0].cells + 8, 0);
+      // Places within an obstacle's clearance (without the point's own
+      // footprint, which only adds to it) need no point.
+      obstacles_.ForEach([&](const double* c, double clearance) {
+        MarkCovered(c, clearance);
+      });
+      return FillGaps();
+    }
+    double p[D];
+    if (!FirstSeed(p)) return absl::OkStatus();
+    Accept(p, field_.At(p));
+    return Drain();
+  }
+
+ private:
+  struct Level {
+    double lo_r = 0;  // Radii in [lo_r, hi_r).
+    double hi_r = 0;  // The top level includes r_max.
+    double cell = 0;
+    double inv_cell = 0;
+    std::int64_t n[D];
+    std::uint64_t stride[D];
+    std::uint64_t cells = 0;
+    std::vector<std::uint32_t> slot;  // Point index per cell, or kEmpty.
+    std::vector<std::uint64_t> bits;  // Occupancy; two spare words.
+  };
+
+  int LevelOf(double r) const {
+    int l = 0;
+    const int last = static_cast<int>(levels_.size()) - 1;
+    while (l < last && r >= levels_[static_cast<std::size_t>(l + 1)].lo_r) {
+      ++l;
+    }
+    return l;
+  }
+
+  // Truncation is floor here: negative values are clamped first.
+  static std::int64_t AxisCell(const Level& level, int a, double v, double lo) {
+    const double f = (v - lo) * level.inv_cell;
+    if (!(f > 0)) return 0;
+    const double last = static_cast<double>(level.n[a] - 1);
+    return static_cast<std::int64_t>(f < last ? f : last);
+  }
+  std::uint64_t CellOf(const Level& level, const double* p) const {
+    std::uint64_t c = 0;
+    for (int a = 0; a < D; ++a) {
+      c += level.stride[a] *
+           static_cast<std::uint64_t>(AxisCell(level, a, p[a], lo_[a]));
+    }
+    return c;
+  }
+
+  // Bits [start, start + len) of `bits`, len <= 64.
+  static std::uint64_t BitRun(const std::vector<std::uint64_t>& bits,
+                              std::uint64_t start, unsigned len) {
+    const std::uint64_t w = start >> 6;
+    const unsigned shift = static_cast<unsigned>(start & 63);
+    std::uint64_t v = bits[w] >> shift;
+    if (shift != 0) v |= bits[w + 1] << (64 - shift);
+    return len >= 64 ? v : v & ((std::uint64_t{1} << len) - 1);
+  }
+
+  // Calls f(q) for every stored point q (D coordinates, then its radius) in
+  // the cells of every level that meet the box [b0 - w_l, b1 + w_l], where
+  // w_l = reach(level) is the level's search distance.
+  template <class Reach, class F>
+  void ForEachNear(const double* b0, const double* b1, Reach reach, F f) const {
+    for (const Level& level : levels_) {
+      const double w = reach(level);
+      std::int64_t c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0};
+      for (int a = 0; a < D; ++a) {
+        c0[a] = AxisCell(level, a, b0[a] - w, lo_[a]);
+        c1[a] = AxisCell(level, a, b1[a] + w, lo_[a]);
+      }
+      const auto len = static_cast<std::uint64_t>(c1[0] - c0[0] + 1);
+      for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
+        for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
+          std::uint64_t start = static_cast<std::uint64_t>(c0[0]) +
+                                static_cast<std::uint64_t>(y) * level.stride[1];
+          if constexpr (D == 3) {
+            start += static_cast<std::uint64_t>(z) * level.stride[2];
+          }
+          for (std::uint64_t off = 0; off < len; off += 64) {
+            std::uint64_t bits = BitRun(
+                level.bits, start + off,
+                static_cast<unsigned>(std::min<std::uint64_t>(64, len - off)));
+            while (bits != 0) {
+              const std::uint64_t cell =
+                  start + off +
+                  static_cast<std::uint64_t>(__builtin_ctzll(bits));
+              bits &= bits - 1;
+              f(&pts_[static_cast<std::size_t>(level.slot[cell]) * (D + 1)]);
+            }
+          }
+        }
+      }
+    }
+  }
+
+  // In the region and clear of every obstacle, for a point of radius r.
+  bool Inside(const double* p, double r) const {
+    for (int a = 0; a < D; ++a) {
+      if (!(p[a] >= lo_[a] && p[a] < hi_[a])) return false;
+    }
+    if (!box_only_ && !region_.Contains(p)) return false;
+    if (obstacles_.empty()) return true;
+    return per_point_footprint_ ? !obstacles_.TooCloseExtra(p, r / 2)
+                                : !obstacles_.TooClose(p);
+  }
+
+  void Halt(absl::Status status) {
+    if (halt_.ok()) halt_ = std::move(status);
+  }
+
+  // Records an accepted point: store, grid, coverage, active list, output.
+  void Accept(const double* p, double r) {
+    const std::size_t index = pts_.size() / (D + 1);
+    if (index >= kEmpty) {
+      Halt(absl::ResourceExhaustedError(
+          "the run reached 2^32 - 1 points, the most one run can index"));
+      return;
+    }
+    for (int a = 0; a < D; ++a) pts_.push_back(p[a]);
+    pts_.push_back(r);
+    Level& level = levels_[static_cast<std::size_t>(LevelOf(r))];
+    const std::uint64_t c = CellOf(level, p);
+    assert(level.slot[c] == kEmpty);
+    level.slot[c] = static_cast<std::uint32_t>(index);
+    level.bits[c >> 6] |= std::uint64_t{1} << (c & 63);
+    if (fill_gaps_) MarkCovered(p, r);
+    active_.push_back(static_cast<std::uint32_t>(index));
+    if (!out_->Add(p, r)) Halt(out_->StopStatus());
+  }
+
+  // The half-cell index along axis a of v in level 0, clamped to the grid.
+  std::int64_t HalfIndex(int a, double v) const {
+    const Level& l0 = levels_[0];
+    const double f = (v - lo_[a]) * (2 * l0.inv_cell);
+    if (!(f > 0)) return 0;
+    const double last = static_cast<double>(2 * l0.n[a] - 1);
+    return static_cast<std::int64_t>(f < last ? f : last);
+  }
+  static std::int64_t FloorToInt(double v) {
+    const auto i = static_cast<std::int64_t>(v);
+    return i - (static_cast<double>(i) > v);
+  }
+  static std::int64_t CeilToInt(double v) {
+    const auto i = static_cast<std::int64_t>(v);
+    return i + (static_cast<double>(i) < v);
+  }
+
+  // Marks the level-0 half-cells (2^D per cell, one bit each) that lie
+  // wholly within `radius` of p: every place there has a point closer than
+  // its radius, so gap filling skips them. Per row of half-cells those form
+  // one run; the bound is shrunk so rounding can only leave a covered piece
+  // unmarked.
+  void MarkCovered(const double* p, double radius) {
+    const Level& l0 = levels_[0];
+    const double h = l0.cell / 2;
+    const double inv_h = 2 * l0.inv_cell;
+    const double r2 = radius * radius * kCoverShrink;
+    const std::int64_t hz0 = D == 3 ? HalfIndex(D - 1, p[D - 1] - radius) : 0;
+    const std::int64_t hz1 = D == 3 ? HalfIndex(D - 1, p[D - 1] + radius) : 0;
+    for (std::int64_t hz = hz0; hz <= hz1; ++hz) {
+      double rem_z = r2;
+      if constexpr (D == 3) {
+        const double z0 = lo_[2] + static_cast<double>(hz) * h;
+        const double fz = std::max(p[2] - z0, z0 + h - p[2]);
+        rem_z -= fz * fz;
+        if (rem_z <= 0) continue;
+      }
+      const std::int64_t hy0 = HalfIndex(1, p[1] - radius);
+      const std::int64_t hy1 = HalfIndex(1, p[1] + radius);
+      for (std::int64_t hy = hy0; hy <= hy1; ++hy) {
+        const double y0 = lo_[1] + static_cast<double>(hy) * h;
+        const double fy = std::max(p[1] - y0, y0 + h - p[1]);
+        const double rem = rem_z - fy * fy;
+        if (rem <= 0) continue;
+        const double w = std::sqrt(rem);
+        const std::int64_t hx0 =
+            std::max<std::int64_t>(0, CeilToInt((p[0] - w - lo_[0]) * inv_h));
+        const std::int64_t hx1 = std::min<std::int64_t>(
+            2 * l0.n[0] - 1, FloorToInt((p[0] + w - lo_[0]) * inv_h) - 1);
+        std::uint64_t row = static_cast<std::uint64_t>(hy >> 1) * l0.stride[1];
+        unsigned yz_bits = static_cast<unsigned>((hy & 1) << 1);
+        if constexpr (D == 3) {
+          row += static_cast<std::uint64_t>(hz >> 1) * l0.stride[2];
+          yz_bits |= static_cast<unsigned>((hz & 1) << 2);
+        }
+        for (std::int64_t hx = hx0; hx <= hx1; ++hx) {
+          cover_[row + static_cast<std::uint64_t>(hx >> 1)] |=
+              static_cast<std::uint8_t>(1u << (yz_bits | (hx & 1)));
+        }
+      }
+    }
+  }
+
+  // --- Bridson ---------------------------------------------------------
+
+  // Collects into the list every stored point that can conflict with a
+  // candidate within `rho` of p whose radius is at most `rc_hi`: those with
+  // |q - p| < rho + max(rc_hi, r_q).
+  void Gather(const double* p, double rho, double rc_hi) {
+    list_size_ = 0;
+    ForEachNear(
+        p, p,
+        [&](const Level& level) {
+          return (rho + std::max(rc_hi, level.hi_r)) * kBoundSlack;
+        },
+        [&](const double* q) {
+          double d2 = 0;
+          for (int a = 0; a < D; ++a) {
+            const double d = q[a] - p[a];
+            d2 += d * d;
+          }
+          const double t = (rho + std::max(rc_hi, q[D])) * kBoundSlack;
+          if (d2 < t * t) AppendToList(q, q[D]);
+        });
+    list_rc_hi_ = rc_hi;
+  }
+
+  void AppendToList(const double* q, double r) {
+    if (list_size_ + 4 > list_r2_.size()) {
+      const std::size_t n = std::max<std::size_t>(64, 2 * list_r2_.size());
+      for (auto& column : list_) column.resize(n);
+      list_r2_.resize(n);
+    }
+    for (int a = 0; a < D; ++a) list_[a][list_size_] = q[a];
+    list_r2_[list_size_] = r * r * (1 + kSlack);
+    ++list_size_;
+    // Groups of 4 read past the end: NaN there is never closer than
+    // anything.
+    for (std::size_t j = list_size_; j < list_size_ + 3; ++j) {
+      for (int a = 0; a < D; ++a) {
+        list_[a][j] = std::numeric_limits<double>::quiet_NaN();
+      }
+      list_r2_[j] = 0;
+    }
+  }
+
+  // Whether the candidate c of radius rc is closer to a listed point than
+  // the larger of their radii.
+  bool Conflicts(const double* c, double rc) const {
+    const double rc2 = rc * rc * (1 + kSlack);
+    const double* x = list_[0].data();
+    const double* y = list_[1].data();
+    const double* z = list_[D - 1].data();
+    const double* r2 = list_r2_.data();
+    for (std::size_t j = 0; j < list_size_; j += 4) {
+      bool hit = false;
+      for (std::size_t i = j; i < j + 4; ++i) {
+        const double dx = x[i] - c[0];
+        const double dy = y[i] - c[1];
+        double d2 = dx * dx + dy * dy;
+        if constexpr (D == 3) {
+          const double dz = z[i] - c[2];
+          d2 += dz * dz;
+        }
+        hit |= d2 < std::max(rc2, r2[i]);
+      }
+      if (hit) return true;
+    }
+    return false;
+  }
+
+  void Poll() {
+    if (++since_poll_ >= kPollEvery) {
+      since_poll_ = 0;
+      if (stop_()) Halt(absl::CancelledError("sampling stopped by the caller"));
+    }
+  }
+
+  // Whether every place within `reach` of p is in the region and clear of
+  // obstacles, so candidates there need no inside test.
+  bool InteriorWithin(const double* p, double reach) const {
+    double r0[D], r1[D];
+    for (int a = 0; a < D; ++a) {
+      r0[a] = p[a] - reach;
+      r1[a] = p[a] + reach;
+      if (!(r0[a] >= lo_[a] && r1[a] < hi_[a])) return false;
+    }
+    if (!obstacles_.empty()) {
+      bool covered = false, reaches = false;
+      obstacles_.ClassifyExtra(r0, r1, 0, max_extra_, &covered, &reaches);
+      if (reaches) return false;
+    }
+    return box_only_ || region_.Classify(r0, r1) == Region::Overlap::kInside;
+  }
+
+  // Tests the prepared candidates 0..k-1 in index order against the list;
+  // accepts those that are clear (or, with `first_only`, the first one).
+  bool TestCandidates(std::size_t k, bool first_only) {
+    bool any = false;
+    for (std::size_t i = 0; i < k; ++i) {
+      if (!cand_ok_[i]) continue;
+      const double* c = &cand_[i * D];
+      if (Conflicts(c, cand_r_[i])) continue;
+      AppendToList(c, cand_r_[i]);
+      Accept(c, cand_r_[i]);
+      if (!halt_.ok()) return true;
+      any = true;
+      if (first_only) break;
+    }
+    return any;
+  }
+
+  // Dense: one visit, k candidates on evenly stepped directions rotated by
+  // a random unit vector (2D) or rotation (3D), at r_p (1 + eps) from the
+  // parent p. A candidate whose own radius r_c is larger moves out to
+  // r_c (1 + eps) along its direction (once), where it may still fit.
+  void VisitDense(const double* p, double r, std::uint64_t index) {
+    CounterRng rng(Combine(Combine(candidate_key_, index), 0));
+    const double step = r * (1 + eps_);
+    const bool interior = InteriorWithin(p, step * kBoundSlack);
+    double m[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    if constexpr (D == 2) {
+      double u, v, s;
+      do {
+        rng.SignedPair(&u, &v);
+        s = u * u + v * v;
+      } while (!(s > 0x1.0p-4 && s <= 1));
+      const double norm = std::sqrt(s);
+      u /= norm;
+      v /= norm;
+      m[0][0] = u;
+      m[0][1] = -v;
+      m[1][0] = v;
+      m[1][1] = u;
+    } else {
+      double q[4];
+      double s;
+      do {
+        rng.SignedPair(&q[0], &q[1]);
+        rng.SignedPair(&q[2], &q[3]);
+        s = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
+      } while (!(s > 0x1.0p-4 && s <= 1));
+      const double norm = std::sqrt(s);
+      for (double& e : q) e /= norm;
+      // Rotation matrix of the unit quaternion (w, x, y, z).
+      const double w = q[0], x = q[1], y = q[2], z = q[3];
+      const double rot[3][3] = {
+          {1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)},
+          {2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)},
+          {2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)}};
+      std::memcpy(m, rot, sizeof m);
+    }
+    const std::size_t k = static_cast<std::size_t>(attempts_);
+    double rho = 0;
+    double rc_hi = 0;
+    bool any = false;
+    for (std::size_t i = 0; i < k; ++i) {
+      Poll();
+      double dir[D];
+      for (int a = 0; a < D; ++a) {
+        if constexpr (D == 2) {
+          dir[a] = m[a][0] * circle_[i][0] + m[a][1] * circle_[i][1];
+        } else {
+          dir[a] = m[a][0] * sphere_[i][0] + m[a][1] * sphere_[i][1] +
+                   m[a][2] * sphere_[i][2];
+        }
+      }
+      double* c = &cand_[i * D];
+      for (int a = 0; a < D; ++a) c[a] = p[a] + step * dir[a];
+      double rc = field_.At(c);
+      double s = step;
+      if (rc > r) {
+        s = rc * (1 + eps_);
+        for (int a = 0; a < D; ++a) c[a] = p[a] + s * dir[a];
+        rc = field_.At(c);
+      }
+      const bool ok = (interior && s == step) || Inside(c, rc);
+      cand_r_[i] = rc;
+      cand_ok_[i] = ok;
+      if (ok) {
+        any = true;
+        rho = std::max(rho, s);
+        rc_hi = std::max(rc_hi, rc);
+      }
+    }
+    if (!any || !halt_.ok()) return;
+    // |c - p| is s up to rounding of the unit direction.
+    Gather(p, rho * (1 + 1e-9), rc_hi);
+    TestCandidates(k, /*first_only=*/false);
+  }
+
+  // A point uniform in the shell 1 <= |v| < 2 (annulus in 2D), by rejection
+  // from the cube [-2, 2)^D with 32 random bits per coordinate.
+  static void UnitShellPoint(CounterRng* rng, double* v) {
+    for (;;) {
+      double a[4];
+      rng->SignedPair(&a[0], &a[1]);
+      if constexpr (D == 3) rng->SignedPair(&a[2], &a[3]);
+      double s = 0;
+      for (int i = 0; i < D; ++i) s += a[i] * a[i];
+      if (s >= 0.25 && s < 1) {
+        for (int i = 0; i < D; ++i) v[i] = 2 * a[i];
+        return;
+      }
+    }
+  }
+
+  // Classic: candidates uniform in the annulus (shell) [r_p, 2 r_p]. A visit
+  // ends at its first accepted candidate and the point stays active; it
+  // retires after a visit of k failures. The list is gathered again only
+  // when a visit's candidates are larger than those it was gathered for.
+  void VisitClassic(const double* p, double r, std::uint64_t index) {
+    const double rho = 2 * r * (1 + 1e-9);
+    const bool interior = InteriorWithin(p, rho * kBoundSlack);
+    const std::size_t k = static_cast<std::size_t>(attempts_);
+    bool gathered = false;
+    for (std::uint64_t visit = 0;; ++visit) {
+      const std::uint64_t visit_key =
+          Combine(Combine(candidate_key_, index), visit);
+      double rc_hi = 0;
+      bool any = false;
+      for (std::size_t i = 0; i < k; ++i) {
+        Poll();
+        CounterRng rng(visit_key, static_cast<std::uint64_t>(i) << kBlockShift);
+        double v[D];
+        UnitShellPoint(&rng, v);
+        double* c = &cand_[i * D];
+        for (int a = 0; a < D; ++a) c[a] = p[a] + r * v[a];
+        const double rc = field_.At(c);
+        const bool ok = interior || Inside(c, rc);
+        cand_r_[i] = rc;
+        cand_ok_[i] = ok;
+        if (ok) {
+          any = true;
+          rc_hi = std::max(rc_hi, rc);
+        }
+      }
+      if (!any || !halt_.ok()) return;
+      if (!gathered || rc_hi > list_rc_hi_) {
+        Gather(p, rho, rc_hi);
+        gathered = true;
+      }
+      if (!TestCandidates(k, /*first_only=*/true) || !halt_.ok()) return;
+    }
+  }
+
+  // Processes active points first in, first out until none is left, or the
+  // run halts.
+  absl::Status Drain() {
+    while (head_ < active_.size() && halt_.ok()) {
+      const std::uint32_t index = active_[head_++];
+      double p[D];
+      const double* q = &pts_[static_cast<std::size_t>(index) * (D + 1)];
+      for (int a = 0; a < D; ++a) p[a] = q[a];
+      const double r = q[D];
+      if (dense_) {
+        VisitDense(p, r, index);
+      } else {
+        VisitClassic(p, r, index);
+      }
+      // Drop the retired prefix now and then, so the queue holds about the
+      // frontier, not every point ever made.
+      if (head_ >= 4096 && head_ * 2 >= active_.size()) {
+        active_.erase(active_.begin(),
+                      active_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+      }
+    }
+    return halt_;
+  }
+
+  // --- Gap filling -----------------------------------------------------
+
+  void UnclippedCellBounds(std::uint64_t c, double* b0, double* b1) const {
+    const Level& l0 = levels_[0];
+    for (int a = 0; a < D; ++a) {
+      const std::uint64_t i =
+          (c / l0.stride[a]) % static_cast<std::uint64_t>(l0.n[a]);
+      b0[a] = lo_[a] + static_cast<double>(i) * l0.cell;
+      b1[a] = b0[a] + l0.cell;
+    }
+  }
+
+  // A point uniform in [b0, b1) from the stream of (cell, piece).
+  void RandomPointIn(const double* b0, const double* b1, std::uint64_t cell,
+                     std::uint64_t piece, double* p) const {
+    CounterRng rng(Combine(gap_key_, cell), piece << kBlockShift);
+    for (int a = 0; a < D; ++a) {
+      p[a] = b0[a] + rng.Uniform01() * (b1[a] - b0[a]);
+      if (!(p[a] < b1[a])) p[a] = b0[a];
+    }
+  }
+
+  // Fill off: a random place inside the region in the first level-0 cell
+  // that has one (16 tries per cell); false when none is found.
+  bool FirstSeed(double* p) {
+    for (std::uint64_t c = 0; c < levels_[0].cells; ++c) {
+      double b0[D], b1[D];
+      UnclippedCellBounds(c, b0, b1);
+      for (int a = 0; a < D; ++a) b1[a] = std::min(b1[a], hi_[a]);
+      if (!box_only_ && region_.Classify(b0, b1) == Region::Overlap::kOutside) {
+        continue;
+      }
+      for (std::uint64_t piece = 0; piece < 16; ++piece) {
+        RandomPointIn(b0, b1, c, piece, p);
+        if (Inside(p, field_.At(p))) return true;
+      }
+    }
+    return false;
+  }
+
+  // Where the children of (cell, piece) start in the scan order.
+  unsigned ChildTurn(std::uint64_t cell, std::uint64_t piece) const {
+    return static_cast<unsigned>(Mix64(gap_key_ ^ Mix64(cell) ^ piece) >> 61);
+  }
+
+  std::vector<double>& GapList(int depth, std::size_t n) {
+    std::vector<double>& list = gap_lists_[depth];
+    if (list.size() < n * (D + 1)) list.resize(n * (D + 1));
+    return list;
+  }
+
+  // Into gap level 0: every point that can cover or conflict with a place
+  // in [b0, b1] whose radius is at most r_hi: those nearer the box than
+  // max(r_q, r_hi). Entries are D coordinates and r_q^2 (1 + kSlack).
+  std::size_t GatherAroundBox(const double* b0, const double* b1, double r_hi) {
+    std::size_t n = 0;
+    ForEachNear(
+        b0, b1,
+        [&](const Level& level) {
+          return std::max(level.hi_r, r_hi) * kBoundSlack;
+        },
+        [&](const double* q) {
+          const double t = std::max(q[D], r_hi) * kBoundSlack;
+          if (NearestDistance2(q, b0, b1, D) >= t * t) return;
+          std::vector<double>& list = GapList(0, n + 1);
+          for (int a = 0; a < D; ++a) list[n * (D + 1) + a] = q[a];
+          list[n * (D + 1) + D] = q[D] * q[D] * (1 + kSlack);
+          ++n;
+        });
+    return n;
+  }
+
+  // Whether p, of radius rp, is clear of all m points of `list`.
+  static bool ClearOf(const double* list, std::size_t m, const double* p,
+                      double rp) {
+    const double rp2 = rp * rp * (1 + kSlack);
+    for (std::size_t j = 0; j < m; ++j) {
+      const double* q = &list[j * (D + 1)];
+      double d2 = 0;
+      for (int a = 0; a < D; ++a) {
+        const double d = q[a] - p[a];
+        d2 += d * d;
+      }
+      if (d2 < std::max(rp2, q[D])) return false;
+    }
+    return true;
+  }
+
+  // Looks for a place p in [b0, b1) that conflicts with none of the n points
+  // of gap level depth - 1; on success *rp is its radius. With the radius
+  // bounded by [r_lo, r_hi] over the piece, a point q leaves the piece alone
+  // when it is at least max(r_q, r_hi) from all of it, and covers it all
+  // when it is nearer than max(r_q, r_lo) to all of it. A piece left alone
+  // by every point is free; otherwise it splits into 2^D children, down to
+  // a depth where one random place decides.
+  bool FindUncovered(const double* b0, const double* b1, int depth,
+                     std::size_t n, std::uint64_t cell, std::uint64_t piece,
+                     bool partial, double r_lo, double r_hi, double* p,
+                     double* rp) {
+    double lo_here, hi_here;
+    field_.Bounds(b0, b1, &lo_here, &hi_here);
+    r_lo = std::max(r_lo, lo_here);
+    r_hi = std::min(r_hi, hi_here);
+    if (partial) {
+      const Region::Overlap overlap = region_.Classify(b0, b1);
+      if (overlap == Region::Overlap::kOutside) return false;
+      bool in_obstacle = false, near_obstacle = false;
+      if (per_point_footprint_) {
+        obstacles_.ClassifyExtra(b0, b1, r_lo / 2, r_hi / 2, &in_obstacle,
+                                 &near_obstacle);
+      } else {
+        obstacles_.Classify(b0, b1, &in_obstacle, &near_obstacle);
+      }
+      if (in_obstacle) return false;
+      partial = overlap == Region::Overlap::kPartial || near_obstacle;
+    }
+    const double hi2 = r_hi * r_hi * (1 + kSlack) * kBoundSlack;
+    const double lo2 = r_lo * r_lo * kCoverShrink;
+    const std::vector<double>& in = gap_lists_[depth - 1];
+    std::vector<double>& kept = GapList(depth, n);
+    std::size_t m = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      const double* q = &in[j * (D + 1)];
+      if (NearestDistance2(q, b0, b1, D) >= std::max(q[D], hi2)) continue;
+      if (FarthestDistance2(q, b0, b1, D) <
+          std::max(q[D] * kCoverShrink, lo2)) {
+        return false;  // Covered whole.
+      }
+      std::copy(q, q + D + 1, &kept[m * (D + 1)]);
+      ++m;
+    }
+    const int max_depth = D == 2 ? kMaxGapDepth2d : kMaxGapDepth3d;
+    if (m == 0) {
+      for (int attempt = 0; attempt < (partial ? 4 : 1); ++attempt) {
+        RandomPointIn(b0, b1, cell,
+                      piece + (static_cast<std::uint64_t>(attempt) << 56), p);
+        *rp = field_.At(p);
+        if (!partial || Inside(p, *rp)) return true;
+      }
+      if (depth == max_depth) return false;
+    }
+    if (depth == max_depth) {
+      RandomPointIn(b0, b1, cell, piece, p);
+      *rp = field_.At(p);
+      return ClearOf(kept.data(), m, p, *rp) && (!partial || Inside(p, *rp));
+    }
+    double mid[D];
+    for (int a = 0; a < D; ++a) mid[a] = b0[a] + (b1[a] - b0[a]) / 2;
+    const unsigned turn = ChildTurn(cell, piece);
+    for (unsigned t = 0; t < (1u << D); ++t) {
+      const unsigned child = (t + turn) & ((1u << D) - 1);
+      double c0[D], c1[D];
+      for (int a = 0; a < D; ++a) {
+        const bool upper = ((child >> a) & 1) != 0;
+        c0[a] = upper ? mid[a] : b0[a];
+        c1[a] = upper ? b1[a] : mid[a];
+      }
+      if (FindUncovered(c0, c1, depth + 1, m, cell, (piece << D) + child,
+                        partial, r_lo, r_hi, p, rp)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Scans the level-0 cells in index order; a cell that still holds a place
+  // where a point fits gets one there, and Bridson grows from it. A point
+  // covers its whole level-0 cell (r >= r_min > the cell's diagonal), and
+  // points only ever cover more, so one scan leaves the region maximal.
+  absl::Status FillGaps() {
+    constexpr std::uint8_t kFull = (1u << (1 << D)) - 1;
+    constexpr std::uint64_t kFull8 = 0x0101010101010101ULL * kFull;
+    const std::uint64_t cells = levels_[0].cells;
+    std::uint64_t since_poll = 0;
+    for (std::uint64_t c = 0; c < cells; ++c) {
+      if ((c & 7) == 0) {
+        std::uint64_t eight;
+        std::memcpy(&eight, &cover_[c], sizeof eight);
+        if (eight == kFull8 && c + 8 <= cells) {
+          c += 7;
+          continue;
+        }
+        if (++since_poll >= kPollEvery / 8) {
+          since_poll = 0;
+          if (stop_()) {
+            return absl::CancelledError("sampling stopped by the caller");
+          }
+        }
+      }
+      const std::uint8_t mask = cover_[c];
+      if (mask == kFull) continue;
+      double u0[D], u1[D];
+      UnclippedCellBounds(c, u0, u1);
+      if (!box_only_ && region_.Classify(u0, u1) == Region::Overlap::kOutside) {
+        continue;
+      }
+      double b0[D], b1[D];
+      for (int a = 0; a < D; ++a) {
+        b0[a] = u0[a];
+        b1[a] = std::min(u1[a], hi_[a]);
+      }
+      double r_lo, r_hi;
+      field_.Bounds(b0, b1, &r_lo, &r_hi);
+      const std::size_t n = GatherAroundBox(b0, b1, r_hi);
+      double p[D];
+      double rp = 0;
+      bool found = false;
+      const unsigned turn = ChildTurn(c, 0);
+      for (unsigned t = 0; t < (1u << D) && !found; ++t) {
+        const unsigned child = (t + turn) & ((1u << D) - 1);
+        if ((mask >> child) & 1) continue;
+        double c0[D], c1[D];
+        bool empty = false;
+        for (int a = 0; a < D; ++a) {
+          const double mid = u0[a] + (u1[a] - u0[a]) / 2;
+          const bool upper = ((child >> a) & 1) != 0;
+          c0[a] = std::max(upper ? mid : u0[a], lo_[a]);
+          c1[a] = std::min(upper ? u1[a] : mid, hi_[a]);
+          empty |= !(c0[a] < c1[a]);
+        }
+        if (empty) continue;
+        found = FindUncovered(c0, c1, 1, n, c, 1 + child, maybe_partial_, r_lo,
+                              r_hi, p, &rp);
+      }
+      if (found) {
+        Accept(p, rp);
+        absl::Status s = Drain();
+        if (!s.ok()) return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  const Region& region_;
+  const ObstacleIndex& obstacles_;
+  bool box_only_;
+  // Whether a gap piece can reach outside the region or into an obstacle.
+  bool maybe_partial_;
+  BatchWriter* out_;
+  absl::FunctionRef<bool()> stop_;
+  bool dense_;
+  bool fill_gaps_;
+  int attempts_;
+  double eps_;
+  RadiusField field_;
+  // Footprint r(x) / 2 per point (SamplerOptions::footprint == 0), up to
+  // max_extra_ = r_max / 2; otherwise baked into the obstacle index.
+  bool per_point_footprint_;
+  double max_extra_ = 0;
+  std::uint64_t candidate_key_ = 0;
+  std::uint64_t gap_key_ = 0;
+  std::vector<std::array<double, 2>> circle_;
+  std::vector<std::array<double, 3>> sphere_;
+
+  double lo_[D];
+  double hi_[D];
+  std::vector<Level> levels_;
+  std::vector<double> pts_;  // D coordinates and the radius per point.
+  std::vector<std::uint32_t> active_;
+  std::size_t head_ = 0;
+  std::uint64_t since_poll_ = 0;
+  absl::Status halt_;
+
+  // The current visit's candidates.
+  std::vector<double> cand_;
+  std::vector<double> cand_r_;
+  std::vector<char> cand_ok_;
+
+  // The gathered neighbourhood, SoA: coordinates and r^2 (1 + kSlack).
+  std::vector<double> list_[D];
+  std::vector<double> list_r2_;
+  std::size_t list_size_ = 0;
+  double list_rc_hi_ = 0;
+
+  // Level-0 cells: one bit per half-cell covered whole by one disk; 8
+  // spare bytes so FillGaps may read 8 at a time.
+  std::vector<std::uint8_t> cover_;
+  std::vector<double> gap_lists_[kMaxGapDepth + 1];
+};
+
+}  // namespace
+
+VariableEstimate EstimateVariablePoisson(const Box& box, const Raster& density,
+                                         double radius_min, double radius_max) {
+  const int dims = box.dims();
+  const RadiusField field{&density, radius_min, radius_max};
+  // Midpoint rule over the x-y footprint.
+  constexpr int kSteps = 128;
+  double sum = 0;
+  for (int j = 0; j < kSteps; ++j) {
+    for (int i = 0; i < kSteps; ++i) {
+      const double p[2] = {box.min(0) + (i + 0.5) / kSteps * box.extent(0),
+                           box.min(1) + (j + 0.5) / kSteps * box.extent(1)};
+      const double r = field.At(p);
+      sum += dims == 2 ? 1 / (r * r) : 1 / (r * r * r);
+    }
+  }
+  const double integral = sum / (kSteps * kSteps) * box.Measure();
+  // Densest packings (hexagonal, FCC); real sets reach rho^D of them.
+  const double bound =
+      dims == 2 ? integral * 2 / std::sqrt(3.0) : integral * std::sqrt(2.0);
+  VariableEstimate e;
+  e.points = bound * (dims == 2 ? 0.81 : 0.73);
+  const int levels = LevelCount(radius_min, radius_max);
+  for (int l = 0; l < levels; ++l) {
+    const double cell = LevelCell(radius_min, l, dims);
+    double cells = 1;
+    for (int a = 0; a < dims; ++a) {
+      cells *= std::max(1.0, std::ceil(box.extent(a) / cell));
+    }
+    // A slot and an occupancy bit per cell; level 0 adds a coverage byte.
+    e.bytes += cells * (4.125 + (l == 0 ? 1 : 0));
+  }
+  // Per point: coordinates and radius, and an active-list entry.
+  e.bytes += bound * (8.0 * (dims + 1) + 4);
+  return e;
+}
+
+absl::Status RunVariablePoisson(const Region& region,
+                                const ObstacleIndex& obstacles,
+                                const SamplerOptions& options, BatchWriter* out,
+                                absl::FunctionRef<bool()> stop) {
+  if (region.dims() == 2) {
+    return VariableRun<2>(region, obstacles, options, out, stop).Run();
+  }
+  return VariableRun<3>(region, obstacles, options, out, stop).Run();
+}
+
+}  // namespace scatter::sampler::internal
