@@ -40,6 +40,9 @@ constexpr int kMaxGapDepth = std::max(kMaxGapDepth2d, kMaxGapDepth3d);
 // Candidate i of a visit uses the counter block i << 32 of the visit's key.
 constexpr int kBlockShift = 32;
 constexpr std::uint32_t kEmpty = 0xffffffffu;
+// Block summaries: blocks of 2^kBlockBits cells per axis.
+constexpr int kBlockBits = 3;
+constexpr std::int64_t kBlockSide = std::int64_t{1} << kBlockBits;
 // Levels: bands [r_min 2^l, r_min 2^(l+1)); 64 levels span any ratio of
 // finite doubles that a memory limit lets through.
 constexpr int kMaxLevels = 64;
@@ -138,6 +141,12 @@ class VariableRun {
         level.stride[a] = level.cells;
         level.cells *= static_cast<std::uint64_t>(level.n[a]);
       }
+      std::uint64_t blocks = 1;
+      for (int a = 0; a < D; ++a) {
+        level.block_stride[a] = blocks;
+        blocks *= static_cast<std::uint64_t>((level.n[a] >> kBlockBits) + 1);
+      }
+      level.blocks = blocks;
     }
     if (dense_) {
       if constexpr (D == 2) {
@@ -153,17 +162,19 @@ class VariableRun {
     for (Level& level : levels_) {
       level.slot.assign(level.cells, kEmpty);
       level.bits.assign(level.cells / 64 + 2, 0);
+      level.block_bits.assign(level.blocks / 64 + 2, 0);
     }
     const std::size_t k = static_cast<std::size_t>(attempts_);
     cand_.resize(k * D);
     cand_r_.resize(k);
     cand_ok_.resize(k);
     if (fill_gaps_) {
-      cover_.assign(levels_[0].cells + 8, 0);
+      for (Level& level : levels_) level.cover.assign(level.cells + 8, 0);
       // Places within an obstacle's clearance (without the point's own
       // footprint, which only adds to it) need no point.
       obstacles_.ForEach([&](const double* c, double clearance) {
         MarkCovered(c, clearance);
+        obstacles_marked_ = true;
       });
       return FillGaps();
     }
@@ -182,8 +193,18 @@ class VariableRun {
     std::int64_t n[D];
     std::uint64_t stride[D];
     std::uint64_t cells = 0;
+    std::uint64_t blocks = 0;
     std::vector<std::uint32_t> slot;  // Point index per cell, or kEmpty.
     std::vector<std::uint64_t> bits;  // Occupancy; two spare words.
+    // Blocks of kBlockSide^D cells: one bit each, set when one holds a
+    // point; two spare words.
+    std::uint64_t block_stride[D];
+    std::vector<std::uint64_t> block_bits;
+    std::uint64_t count = 0;  // Points stored.
+    double max_r = 0;         // Their largest radius.
+    // Gap filling: per cell, one bit per half-cell (2^D of them) that a
+    // single disk of this level's radii covers whole; 8 spare bytes.
+    std::vector<std::uint8_t> cover;
   };
 
   int LevelOf(double r) const {
@@ -222,37 +243,78 @@ class VariableRun {
   }
 
   // Calls f(q) for every stored point q (D coordinates, then its radius) in
+  // the cells [c0, c1] (per axis) of `level`, scanning occupancy bits.
+  template <class F>
+  void ScanCells(const Level& level, const std::int64_t* c0,
+                 const std::int64_t* c1, F& f) const {
+    const auto len = static_cast<std::uint64_t>(c1[0] - c0[0] + 1);
+    for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
+      for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
+        std::uint64_t start = static_cast<std::uint64_t>(c0[0]) +
+                              static_cast<std::uint64_t>(y) * level.stride[1];
+        if constexpr (D == 3) {
+          start += static_cast<std::uint64_t>(z) * level.stride[2];
+        }
+        for (std::uint64_t off = 0; off < len; off += 64) {
+          std::uint64_t bits = BitRun(
+              level.bits, start + off,
+              static_cast<unsigned>(std::min<std::uint64_t>(64, len - off)));
+          while (bits != 0) {
+            const std::uint64_t cell =
+                start + off + static_cast<std::uint64_t>(__builtin_ctzll(bits));
+            bits &= bits - 1;
+            f(&pts_[static_cast<std::size_t>(level.slot[cell]) * (D + 1)]);
+          }
+        }
+      }
+    }
+  }
+
+  // Calls f(q) for every stored point q (D coordinates, then its radius) in
   // the cells of every level that meet the box [b0 - w_l, b1 + w_l], where
-  // w_l = reach(level) is the level's search distance.
+  // w_l = reach(level) is the level's search distance. The level's block
+  // bits come first, so a wide window over a fine level where no point is
+  // near (a big point over small ones) costs a few words.
   template <class Reach, class F>
   void ForEachNear(const double* b0, const double* b1, Reach reach, F f) const {
     for (const Level& level : levels_) {
+      if (level.count == 0) continue;
       const double w = reach(level);
       std::int64_t c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0};
       for (int a = 0; a < D; ++a) {
         c0[a] = AxisCell(level, a, b0[a] - w, lo_[a]);
         c1[a] = AxisCell(level, a, b1[a] + w, lo_[a]);
       }
-      const auto len = static_cast<std::uint64_t>(c1[0] - c0[0] + 1);
-      for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
-        for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
-          std::uint64_t start = static_cast<std::uint64_t>(c0[0]) +
-                                static_cast<std::uint64_t>(y) * level.stride[1];
+      // Rows of blocks first: a block row with no point in the window's
+      // blocks skips its kBlockSide rows of cells (kBlockSide^2 in 3D).
+      std::int64_t k0[3] = {0, 0, 0}, k1[3] = {0, 0, 0};
+      for (int a = 0; a < D; ++a) {
+        k0[a] = c0[a] >> kBlockBits;
+        k1[a] = c1[a] >> kBlockBits;
+      }
+      const auto len = static_cast<std::uint64_t>(k1[0] - k0[0] + 1);
+      for (std::int64_t kz = k0[2]; kz <= k1[2]; ++kz) {
+        for (std::int64_t ky = k0[1]; ky <= k1[1]; ++ky) {
+          std::uint64_t start =
+              static_cast<std::uint64_t>(k0[0]) +
+              static_cast<std::uint64_t>(ky) * level.block_stride[1];
           if constexpr (D == 3) {
-            start += static_cast<std::uint64_t>(z) * level.stride[2];
+            start += static_cast<std::uint64_t>(kz) * level.block_stride[2];
           }
-          for (std::uint64_t off = 0; off < len; off += 64) {
-            std::uint64_t bits = BitRun(
-                level.bits, start + off,
-                static_cast<unsigned>(std::min<std::uint64_t>(64, len - off)));
-            while (bits != 0) {
-              const std::uint64_t cell =
-                  start + off +
-                  static_cast<std::uint64_t>(__builtin_ctzll(bits));
-              bits &= bits - 1;
-              f(&pts_[static_cast<std::size_t>(level.slot[cell]) * (D + 1)]);
-            }
+          bool any = false;
+          for (std::uint64_t off = 0; off < len && !any; off += 64) {
+            any = BitRun(level.block_bits, start + off,
+                         static_cast<unsigned>(
+                             std::min<std::uint64_t>(64, len - off))) != 0;
           }
+          if (!any) continue;
+          std::int64_t s0[3] = {c0[0], 0, 0}, s1[3] = {c1[0], 0, 0};
+          const std::int64_t k[3] = {0, ky, kz};
+          for (int a = 1; a < D; ++a) {
+            s0[a] = std::max(c0[a], k[a] << kBlockBits);
+            s1[a] = std::min(c1[a], (k[a] << kBlockBits) + kBlockSide - 1);
+          }
+          ScanCells(level, s0, s1, f);
         }
       }
     }
@@ -288,17 +350,25 @@ class VariableRun {
     assert(level.slot[c] == kEmpty);
     level.slot[c] = static_cast<std::uint32_t>(index);
     level.bits[c >> 6] |= std::uint64_t{1} << (c & 63);
+    std::uint64_t block = 0;
+    for (int a = 0; a < D; ++a) {
+      block += level.block_stride[a] *
+               static_cast<std::uint64_t>(
+                   AxisCell(level, a, p[a], lo_[a]) >> kBlockBits);
+    }
+    level.block_bits[block >> 6] |= std::uint64_t{1} << (block & 63);
+    ++level.count;
+    level.max_r = std::max(level.max_r, r);
     if (fill_gaps_) MarkCovered(p, r);
     active_.push_back(static_cast<std::uint32_t>(index));
     if (!out_->Add(p, r)) Halt(out_->StopStatus());
   }
 
-  // The half-cell index along axis a of v in level 0, clamped to the grid.
-  std::int64_t HalfIndex(int a, double v) const {
-    const Level& l0 = levels_[0];
-    const double f = (v - lo_[a]) * (2 * l0.inv_cell);
+  // The half-cell index along axis a of v in `level`, clamped to the grid.
+  std::int64_t HalfIndex(const Level& level, int a, double v) const {
+    const double f = (v - lo_[a]) * (2 * level.inv_cell);
     if (!(f > 0)) return 0;
-    const double last = static_cast<double>(2 * l0.n[a] - 1);
+    const double last = static_cast<double>(2 * level.n[a] - 1);
     return static_cast<std::int64_t>(f < last ? f : last);
   }
   static std::int64_t FloorToInt(double v) {
@@ -310,18 +380,33 @@ class VariableRun {
     return i + (static_cast<double>(i) < v);
   }
 
-  // Marks the level-0 half-cells (2^D per cell, one bit each) that lie
-  // wholly within `radius` of p: every place there has a point closer than
-  // its radius, so gap filling skips them. Per row of half-cells those form
-  // one run; the bound is shrunk so rounding can only leave a covered piece
-  // unmarked.
+  // ORs `mask` into n bytes (n may be <= 0), 8 at a time.
+  static void OrRun(std::uint8_t* p, std::int64_t n, std::uint8_t mask) {
+    const std::uint64_t wide = 0x0101010101010101ULL * mask;
+    for (; n >= 8; n -= 8, p += 8) {
+      std::uint64_t v;
+      std::memcpy(&v, p, sizeof v);
+      v |= wide;
+      std::memcpy(p, &v, sizeof v);
+    }
+    for (; n > 0; --n, ++p) *p |= mask;
+  }
+
+  // Marks the half-cells (2^D per cell, one bit each) of the level that
+  // `radius` belongs to that lie wholly within `radius` of p: every place
+  // there has a point closer than its radius, so gap filling skips them.
+  // Marking in the radius's own level costs the same few rows for any
+  // radius. Per row of half-cells the covered ones form one run; the bound
+  // is shrunk so rounding can only leave a covered piece unmarked.
   void MarkCovered(const double* p, double radius) {
-    const Level& l0 = levels_[0];
+    Level& l0 = levels_[static_cast<std::size_t>(LevelOf(radius))];
     const double h = l0.cell / 2;
     const double inv_h = 2 * l0.inv_cell;
     const double r2 = radius * radius * kCoverShrink;
-    const std::int64_t hz0 = D == 3 ? HalfIndex(D - 1, p[D - 1] - radius) : 0;
-    const std::int64_t hz1 = D == 3 ? HalfIndex(D - 1, p[D - 1] + radius) : 0;
+    const std::int64_t hz0 =
+        D == 3 ? HalfIndex(l0, D - 1, p[D - 1] - radius) : 0;
+    const std::int64_t hz1 =
+        D == 3 ? HalfIndex(l0, D - 1, p[D - 1] + radius) : 0;
     for (std::int64_t hz = hz0; hz <= hz1; ++hz) {
       double rem_z = r2;
       if constexpr (D == 3) {
@@ -330,8 +415,8 @@ class VariableRun {
         rem_z -= fz * fz;
         if (rem_z <= 0) continue;
       }
-      const std::int64_t hy0 = HalfIndex(1, p[1] - radius);
-      const std::int64_t hy1 = HalfIndex(1, p[1] + radius);
+      const std::int64_t hy0 = HalfIndex(l0, 1, p[1] - radius);
+      const std::int64_t hy1 = HalfIndex(l0, 1, p[1] + radius);
       for (std::int64_t hy = hy0; hy <= hy1; ++hy) {
         const double y0 = lo_[1] + static_cast<double>(hy) * h;
         const double fy = std::max(p[1] - y0, y0 + h - p[1]);
@@ -348,10 +433,18 @@ class VariableRun {
           row += static_cast<std::uint64_t>(hz >> 1) * l0.stride[2];
           yz_bits |= static_cast<unsigned>((hz & 1) << 2);
         }
-        for (std::int64_t hx = hx0; hx <= hx1; ++hx) {
-          cover_[row + static_cast<std::uint64_t>(hx >> 1)] |=
-              static_cast<std::uint8_t>(1u << (yz_bits | (hx & 1)));
+        if (hx0 > hx1) continue;
+        // Whole cells take both x halves; odd ends take one.
+        std::int64_t cx0 = hx0 >> 1, cx1 = hx1 >> 1;
+        std::uint8_t* cells = &l0.cover[row];
+        if ((hx0 & 1) != 0) {
+          cells[cx0++] |= static_cast<std::uint8_t>(1u << (yz_bits | 1));
         }
+        if ((hx1 & 1) == 0 && cx1 >= cx0) {
+          cells[cx1--] |= static_cast<std::uint8_t>(1u << yz_bits);
+        }
+        OrRun(cells + cx0, cx1 - cx0 + 1,
+              static_cast<std::uint8_t>(3u << yz_bits));
       }
     }
   }
@@ -360,13 +453,16 @@ class VariableRun {
 
   // Collects into the list every stored point that can conflict with a
   // candidate within `rho` of p whose radius is at most `rc_hi`: those with
-  // |q - p| < rho + max(rc_hi, r_q).
+  // |q - p| < rho + max(rc_hi, r_q). Those nearer than rho / 2 + max(rc_hi,
+  // r_q) come first: candidates mostly die on them, and Conflicts stops at
+  // the first hit.
   void Gather(const double* p, double rho, double rc_hi) {
     list_size_ = 0;
+    far_.clear();
     ForEachNear(
         p, p,
         [&](const Level& level) {
-          return (rho + std::max(rc_hi, level.hi_r)) * kBoundSlack;
+          return (rho + std::max(rc_hi, level.max_r)) * kBoundSlack;
         },
         [&](const double* q) {
           double d2 = 0;
@@ -374,9 +470,19 @@ class VariableRun {
             const double d = q[a] - p[a];
             d2 += d * d;
           }
-          const double t = (rho + std::max(rc_hi, q[D])) * kBoundSlack;
-          if (d2 < t * t) AppendToList(q, q[D]);
+          const double m = std::max(rc_hi, q[D]);
+          const double t = (rho + m) * kBoundSlack;
+          if (!(d2 < t * t)) return;
+          const double near = rho * 0.5 + m;
+          if (d2 < near * near) {
+            AppendToList(q, q[D]);
+          } else {
+            far_.insert(far_.end(), q, q + D + 1);
+          }
         });
+    for (std::size_t j = 0; j < far_.size(); j += D + 1) {
+      AppendToList(&far_[j], far_[j + D]);
+    }
     list_rc_hi_ = rc_hi;
   }
 
@@ -789,6 +895,53 @@ class VariableRun {
     return false;
   }
 
+  // Whether a coarser level's marks cover level-0 cell c; then *last is
+  // the last level-0 cell of c's row under the same marked half-cell. Cells
+  // nest: a level-l cell is exactly 2^l level-0 cells per axis, and a
+  // level-l half-cell 2^(l-1). `row` caches c's row of every level; cells
+  // come in increasing order.
+  struct CoarseRow {
+    std::uint64_t start = 0;
+    std::uint64_t end = 0;  // 0: nothing cached yet.
+    const std::uint8_t* cover[kMaxLevels] = {};
+    unsigned yz_bits[kMaxLevels] = {};
+  };
+  bool CoveredByCoarse(std::uint64_t c, CoarseRow* row,
+                       std::uint64_t* last) const {
+    const Level& l0 = levels_[0];
+    const auto nx = static_cast<std::uint64_t>(l0.n[0]);
+    if (c >= row->end) {
+      const std::uint64_t r = c / nx;
+      row->start = r * nx;
+      row->end = row->start + nx;
+      const std::uint64_t iy = r % static_cast<std::uint64_t>(l0.n[1]);
+      const std::uint64_t iz = D == 3 ? r / static_cast<std::uint64_t>(l0.n[1]) : 0;
+      for (std::size_t l = 1; l < levels_.size(); ++l) {
+        const Level& level = levels_[l];
+        const unsigned shift = static_cast<unsigned>(l - 1);
+        std::uint64_t base = (iy >> shift >> 1) * level.stride[1];
+        unsigned bits = static_cast<unsigned>((iy >> shift) & 1) << 1;
+        if constexpr (D == 3) {
+          base += (iz >> shift >> 1) * level.stride[2];
+          bits |= static_cast<unsigned>((iz >> shift) & 1) << 2;
+        }
+        row->cover[l] = &level.cover[base];
+        row->yz_bits[l] = bits;
+      }
+    }
+    const std::uint64_t ix = c - row->start;
+    for (std::size_t l = levels_.size() - 1; l >= 1; --l) {
+      if (levels_[l].count == 0 && !obstacles_marked_) continue;
+      const unsigned shift = static_cast<unsigned>(l - 1);
+      const std::uint64_t half = ix >> shift;
+      if ((row->cover[l][half >> 1] >> (row->yz_bits[l] | (half & 1))) & 1) {
+        *last = row->start + std::min((half + 1) << shift, nx) - 1;
+        return true;
+      }
+    }
+    return false;
+  }
+
   // Scans the level-0 cells in index order; a cell that still holds a place
   // where a point fits gets one there, and Bridson grows from it. A point
   // covers its whole level-0 cell (r >= r_min > the cell's diagonal), and
@@ -797,11 +950,13 @@ class VariableRun {
     constexpr std::uint8_t kFull = (1u << (1 << D)) - 1;
     constexpr std::uint64_t kFull8 = 0x0101010101010101ULL * kFull;
     const std::uint64_t cells = levels_[0].cells;
+    const std::vector<std::uint8_t>& cover = levels_[0].cover;
     std::uint64_t since_poll = 0;
+    CoarseRow row;
     for (std::uint64_t c = 0; c < cells; ++c) {
       if ((c & 7) == 0) {
         std::uint64_t eight;
-        std::memcpy(&eight, &cover_[c], sizeof eight);
+        std::memcpy(&eight, &cover[c], sizeof eight);
         if (eight == kFull8 && c + 8 <= cells) {
           c += 7;
           continue;
@@ -813,8 +968,12 @@ class VariableRun {
           }
         }
       }
-      const std::uint8_t mask = cover_[c];
+      const std::uint8_t mask = cover[c];
       if (mask == kFull) continue;
+      if (std::uint64_t last; CoveredByCoarse(c, &row, &last)) {
+        c = last;
+        continue;
+      }
       double u0[D], u1[D];
       UnclippedCellBounds(c, u0, u1);
       if (!box_only_ && region_.Classify(u0, u1) == Region::Overlap::kOutside) {
@@ -895,12 +1054,11 @@ class VariableRun {
   // The gathered neighbourhood, SoA: coordinates and r^2 (1 + kSlack).
   std::vector<double> list_[D];
   std::vector<double> list_r2_;
+  std::vector<double> far_;  // Gather's scratch: the farther points.
   std::size_t list_size_ = 0;
   double list_rc_hi_ = 0;
 
-  // Level-0 cells: one bit per half-cell covered whole by one disk; 8
-  // spare bytes so FillGaps may read 8 at a time.
-  std::vector<std::uint8_t> cover_;
+  bool obstacles_marked_ = false;  // Obstacles marked some level's cover.
   std::vector<double> gap_lists_[kMaxGapDepth + 1];
 };
 
@@ -934,8 +1092,8 @@ VariableEstimate EstimateVariablePoisson(const Box& box, const Raster& density,
     for (int a = 0; a < dims; ++a) {
       cells *= std::max(1.0, std::ceil(box.extent(a) / cell));
     }
-    // A slot and an occupancy bit per cell; level 0 adds a coverage byte.
-    e.bytes += cells * (4.125 + (l == 0 ? 1 : 0));
+    // A slot, an occupancy bit and a coverage byte per cell.
+    e.bytes += cells * 5.125;
   }
   // Per point: coordinates and radius, and an active-list entry.
   e.bytes += bound * (8.0 * (dims + 1) + 4);
