@@ -164,10 +164,6 @@ class VariableRun {
       level.bits.assign(level.cells / 64 + 2, 0);
       level.block_bits.assign(level.blocks / 64 + 2, 0);
     }
-    const std::size_t k = static_cast<std::size_t>(attempts_);
-    cand_.resize(k * D);
-    cand_r_.resize(k);
-    cand_ok_.resize(k);
     if (fill_gaps_) {
       for (Level& level : levels_) level.cover.assign(level.cells + 8, 0);
       // Places within an obstacle's clearance (without the point's own
@@ -353,8 +349,8 @@ class VariableRun {
     std::uint64_t block = 0;
     for (int a = 0; a < D; ++a) {
       block += level.block_stride[a] *
-               static_cast<std::uint64_t>(
-                   AxisCell(level, a, p[a], lo_[a]) >> kBlockBits);
+               static_cast<std::uint64_t>(AxisCell(level, a, p[a], lo_[a]) >>
+                                          kBlockBits);
     }
     level.block_bits[block >> 6] |= std::uint64_t{1} << (block & 63);
     ++level.count;
@@ -483,7 +479,6 @@ class VariableRun {
     for (std::size_t j = 0; j < far_.size(); j += D + 1) {
       AppendToList(&far_[j], far_[j + D]);
     }
-    list_rc_hi_ = rc_hi;
   }
 
   void AppendToList(const double* q, double r) {
@@ -503,31 +498,6 @@ class VariableRun {
       }
       list_r2_[j] = 0;
     }
-  }
-
-  // Whether the candidate c of radius rc is closer to a listed point than
-  // the larger of their radii.
-  bool Conflicts(const double* c, double rc) const {
-    const double rc2 = rc * rc * (1 + kSlack);
-    const double* x = list_[0].data();
-    const double* y = list_[1].data();
-    const double* z = list_[D - 1].data();
-    const double* r2 = list_r2_.data();
-    for (std::size_t j = 0; j < list_size_; j += 4) {
-      bool hit = false;
-      for (std::size_t i = j; i < j + 4; ++i) {
-        const double dx = x[i] - c[0];
-        const double dy = y[i] - c[1];
-        double d2 = dx * dx + dy * dy;
-        if constexpr (D == 3) {
-          const double dz = z[i] - c[2];
-          d2 += dz * dz;
-        }
-        hit |= d2 < std::max(rc2, r2[i]);
-      }
-      if (hit) return true;
-    }
-    return false;
   }
 
   void Poll() {
@@ -554,31 +524,103 @@ class VariableRun {
     return box_only_ || region_.Classify(r0, r1) == Region::Overlap::kInside;
   }
 
-  // Tests the prepared candidates 0..k-1 in index order against the list;
-  // accepts those that are clear (or, with `first_only`, the first one).
-  bool TestCandidates(std::size_t k, bool first_only) {
-    bool any = false;
-    for (std::size_t i = 0; i < k; ++i) {
-      if (!cand_ok_[i]) continue;
-      const double* c = &cand_[i * D];
-      if (Conflicts(c, cand_r_[i])) continue;
-      AppendToList(c, cand_r_[i]);
-      Accept(c, cand_r_[i]);
-      if (!halt_.ok()) return true;
-      any = true;
-      if (first_only) break;
+  // Whether c is closer to a listed point q than r_q: a conflict whatever
+  // c's own radius, so the raster need not be read.
+  bool WithinListedRadius(const double* c) const {
+    const double* x = list_[0].data();
+    const double* y = list_[1].data();
+    const double* z = list_[D - 1].data();
+    const double* r2 = list_r2_.data();
+    for (std::size_t j = 0; j < list_size_; j += 4) {
+      bool hit = false;
+      for (std::size_t i = j; i < j + 4; ++i) {
+        const double dx = x[i] - c[0];
+        const double dy = y[i] - c[1];
+        double d2 = dx * dx + dy * dy;
+        if constexpr (D == 3) {
+          const double dz = z[i] - c[2];
+          d2 += dz * dz;
+        }
+        hit |= d2 < r2[i];
+      }
+      if (hit) return true;
     }
-    return any;
+    return false;
+  }
+
+  // Whether c is closer than rc to a listed point (the other half of the
+  // conflict test, once WithinListedRadius said no).
+  bool WithinRadius(const double* c, double rc) const {
+    const double rc2 = rc * rc * (1 + kSlack);
+    const double* x = list_[0].data();
+    const double* y = list_[1].data();
+    const double* z = list_[D - 1].data();
+    for (std::size_t j = 0; j < list_size_; j += 4) {
+      bool hit = false;
+      for (std::size_t i = j; i < j + 4; ++i) {
+        const double dx = x[i] - c[0];
+        const double dy = y[i] - c[1];
+        double d2 = dx * dx + dy * dy;
+        if constexpr (D == 3) {
+          const double dz = z[i] - c[2];
+          d2 += dz * dz;
+        }
+        hit |= d2 < rc2;
+      }
+      if (hit) return true;
+    }
+    return false;
+  }
+
+  // The largest radius anywhere within `reach` of p (per axis), from the
+  // raster's pixels.
+  double MaxRadiusNear(const double* p, double reach) const {
+    double b0[D], b1[D];
+    for (int a = 0; a < D; ++a) {
+      b0[a] = p[a] - reach;
+      b1[a] = p[a] + reach;
+    }
+    double r_lo, r_hi;
+    field_.Bounds(b0, b1, &r_lo, &r_hi);
+    return r_hi;
+  }
+
+  // Tests candidate c, whose radius is read only when no listed point's own
+  // radius already rules it out; accepts it when it is inside and clear.
+  // `move_out_from` (dense only, else nullptr): when c's radius exceeds
+  // `r`, c moves out along `dir` to r_c (1 + eps) from there, once.
+  bool TryCandidate(double* c, bool interior, const double* move_out_from,
+                    double r, const double* dir) {
+    if (WithinListedRadius(c)) return false;
+    double rc = field_.At(c);
+    if (move_out_from != nullptr && rc > r) {
+      const double s = rc * (1 + eps_);
+      for (int a = 0; a < D; ++a) c[a] = move_out_from[a] + s * dir[a];
+      if (WithinListedRadius(c)) return false;
+      rc = field_.At(c);
+    }
+    if (!(interior || Inside(c, rc)) || WithinRadius(c, rc)) return false;
+    AppendToList(c, rc);
+    Accept(c, rc);
+    return true;
   }
 
   // Dense: one visit, k candidates on evenly stepped directions rotated by
   // a random unit vector (2D) or rotation (3D), at r_p (1 + eps) from the
   // parent p. A candidate whose own radius r_c is larger moves out to
   // r_c (1 + eps) along its direction (once), where it may still fit.
+  // The neighbourhood is gathered first, for candidates within rho of p
+  // with radii up to the raster's bound there.
   void VisitDense(const double* p, double r, std::uint64_t index) {
     CounterRng rng(Combine(Combine(candidate_key_, index), 0));
     const double step = r * (1 + eps_);
-    const bool interior = InteriorWithin(p, step * kBoundSlack);
+    // Unmoved candidates lie within step of p, so their radii are at most
+    // hi0 and moved ones within hi0 (1 + eps).
+    const double hi0 = MaxRadiusNear(p, step * kBoundSlack);
+    const double rho = std::max(step, hi0 * (1 + eps_)) * kBoundSlack;
+    const double rc_hi = MaxRadiusNear(p, rho);
+    const bool interior = InteriorWithin(p, rho);
+    Gather(p, rho, rc_hi);
     double m[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
     if constexpr (D == 2) {
       double u, v, s;
@@ -611,11 +653,7 @@ class VariableRun {
           {2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)}};
       std::memcpy(m, rot, sizeof m);
     }
-    const std::size_t k = static_cast<std::size_t>(attempts_);
-    double rho = 0;
-    double rc_hi = 0;
-    bool any = false;
-    for (std::size_t i = 0; i < k; ++i) {
+    for (int i = 0; i < attempts_; ++i) {
       Poll();
       double dir[D];
       for (int a = 0; a < D; ++a) {
@@ -626,28 +664,11 @@ class VariableRun {
                    m[a][2] * sphere_[i][2];
         }
       }
-      double* c = &cand_[i * D];
+      double c[D];
       for (int a = 0; a < D; ++a) c[a] = p[a] + step * dir[a];
-      double rc = field_.At(c);
-      double s = step;
-      if (rc > r) {
-        s = rc * (1 + eps_);
-        for (int a = 0; a < D; ++a) c[a] = p[a] + s * dir[a];
-        rc = field_.At(c);
-      }
-      const bool ok = (interior && s == step) || Inside(c, rc);
-      cand_r_[i] = rc;
-      cand_ok_[i] = ok;
-      if (ok) {
-        any = true;
-        rho = std::max(rho, s);
-        rc_hi = std::max(rc_hi, rc);
-      }
+      TryCandidate(c, interior, p, r, dir);
+      if (!halt_.ok()) return;
     }
-    if (!any || !halt_.ok()) return;
-    // |c - p| is s up to rounding of the unit direction.
-    Gather(p, rho * (1 + 1e-9), rc_hi);
-    TestCandidates(k, /*first_only=*/false);
   }
 
   // A point uniform in the shell 1 <= |v| < 2 (annulus in 2D), by rejection
@@ -668,40 +689,28 @@ class VariableRun {
 
   // Classic: candidates uniform in the annulus (shell) [r_p, 2 r_p]. A visit
   // ends at its first accepted candidate and the point stays active; it
-  // retires after a visit of k failures. The list is gathered again only
-  // when a visit's candidates are larger than those it was gathered for.
+  // retires after a visit of k failures. One gather serves every visit
+  // (accepted candidates join the list).
   void VisitClassic(const double* p, double r, std::uint64_t index) {
-    const double rho = 2 * r * (1 + 1e-9);
-    const bool interior = InteriorWithin(p, rho * kBoundSlack);
-    const std::size_t k = static_cast<std::size_t>(attempts_);
-    bool gathered = false;
+    const double rho = 2 * r * kBoundSlack;
+    const double rc_hi = MaxRadiusNear(p, rho);
+    const bool interior = InteriorWithin(p, rho);
+    Gather(p, rho, rc_hi);
     for (std::uint64_t visit = 0;; ++visit) {
       const std::uint64_t visit_key =
           Combine(Combine(candidate_key_, index), visit);
-      double rc_hi = 0;
-      bool any = false;
-      for (std::size_t i = 0; i < k; ++i) {
+      bool accepted = false;
+      for (int i = 0; i < attempts_ && !accepted; ++i) {
         Poll();
         CounterRng rng(visit_key, static_cast<std::uint64_t>(i) << kBlockShift);
         double v[D];
         UnitShellPoint(&rng, v);
-        double* c = &cand_[i * D];
+        double c[D];
         for (int a = 0; a < D; ++a) c[a] = p[a] + r * v[a];
-        const double rc = field_.At(c);
-        const bool ok = interior || Inside(c, rc);
-        cand_r_[i] = rc;
-        cand_ok_[i] = ok;
-        if (ok) {
-          any = true;
-          rc_hi = std::max(rc_hi, rc);
-        }
+        accepted = TryCandidate(c, interior, nullptr, r, nullptr);
+        if (!halt_.ok()) return;
       }
-      if (!any || !halt_.ok()) return;
-      if (!gathered || rc_hi > list_rc_hi_) {
-        Gather(p, rho, rc_hi);
-        gathered = true;
-      }
-      if (!TestCandidates(k, /*first_only=*/true) || !halt_.ok()) return;
+      if (!accepted) return;
     }
   }
 
@@ -915,7 +924,8 @@ class VariableRun {
       row->start = r * nx;
       row->end = row->start + nx;
       const std::uint64_t iy = r % static_cast<std::uint64_t>(l0.n[1]);
-      const std::uint64_t iz = D == 3 ? r / static_cast<std::uint64_t>(l0.n[1]) : 0;
+      const std::uint64_t iz =
+          D == 3 ? r / static_cast<std::uint64_t>(l0.n[1]) : 0;
       for (std::size_t l = 1; l < levels_.size(); ++l) {
         const Level& level = levels_[l];
         const unsigned shift = static_cast<unsigned>(l - 1);
@@ -1046,17 +1056,11 @@ class VariableRun {
   std::uint64_t since_poll_ = 0;
   absl::Status halt_;
 
-  // The current visit's candidates.
-  std::vector<double> cand_;
-  std::vector<double> cand_r_;
-  std::vector<char> cand_ok_;
-
   // The gathered neighbourhood, SoA: coordinates and r^2 (1 + kSlack).
   std::vector<double> list_[D];
   std::vector<double> list_r2_;
   std::vector<double> far_;  // Gather's scratch: the farther points.
   std::size_t list_size_ = 0;
-  double list_rc_hi_ = 0;
 
   bool obstacles_marked_ = false;  // Obstacles marked some level's cover.
   std::vector<double> gap_lists_[kMaxGapDepth + 1];
