@@ -4,8 +4,10 @@
 #include <array>
 #include <cassert>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -39,7 +41,6 @@ constexpr int kMaxGapDepth3d = 4;
 constexpr int kMaxGapDepth = std::max(kMaxGapDepth2d, kMaxGapDepth3d);
 // Candidate i of a visit uses the counter block i << 32 of the visit's key.
 constexpr int kBlockShift = 32;
-constexpr std::uint32_t kEmpty = 0xffffffffu;
 // Block summaries: blocks of 2^kBlockBits cells per axis.
 constexpr int kBlockBits = 3;
 constexpr std::int64_t kBlockSide = std::int64_t{1} << kBlockBits;
@@ -96,6 +97,27 @@ struct RadiusField {
     *r_lo = std::max(r_min, FromDensity(d_hi) * (1 - 1e-12));
     *r_hi = std::min(r_max, FromDensity(d_lo) * (1 + 1e-12));
   }
+};
+
+// A zeroed array from calloc: large ones come straight from the kernel as
+// zero pages, so cells of a fine level that no point reaches (a region of
+// big radii) are never touched, where std::vector would write them all.
+template <class T>
+class ZeroedArray {
+ public:
+  void Reset(std::size_t n) {
+    data_.reset(static_cast<T*>(std::calloc(n, sizeof(T))));
+    if (data_ == nullptr && n != 0) std::abort();  // As operator new would.
+  }
+  T& operator[](std::size_t i) { return data_.get()[i]; }
+  const T& operator[](std::size_t i) const { return data_.get()[i]; }
+  const T* data() const { return data_.get(); }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T, Free> data_;
 };
 
 template <int D>
@@ -160,12 +182,14 @@ class VariableRun {
 
   absl::Status Run() {
     for (Level& level : levels_) {
-      level.slot.assign(level.cells, kEmpty);
-      level.bits.assign(level.cells / 64 + 2, 0);
-      level.block_bits.assign(level.blocks / 64 + 2, 0);
+      // Not zeroed: a cell is read only where its occupancy bit is set, so
+      // pages of cells that never hold a point are never touched.
+      level.points.reset(new double[level.cells * (D + 1)]);
+      level.bits.Reset(level.cells / 64 + 2);
+      level.block_bits.Reset(level.blocks / 64 + 2);
     }
     if (fill_gaps_) {
-      for (Level& level : levels_) level.cover.assign(level.cells + 8, 0);
+      for (Level& level : levels_) level.cover.Reset(level.cells + 8);
       // Places within an obstacle's clearance (without the point's own
       // footprint, which only adds to it) need no point.
       obstacles_.ForEach([&](const double* c, double clearance) {
@@ -190,17 +214,20 @@ class VariableRun {
     std::uint64_t stride[D];
     std::uint64_t cells = 0;
     std::uint64_t blocks = 0;
-    std::vector<std::uint32_t> slot;  // Point index per cell, or kEmpty.
-    std::vector<std::uint64_t> bits;  // Occupancy; two spare words.
+    // Per cell: the point's D coordinates and radius, valid where the
+    // occupancy bit is set; in the cell itself, so a window's row is one
+    // run of memory.
+    std::unique_ptr<double[]> points;
+    ZeroedArray<std::uint64_t> bits;  // Occupancy; two spare words.
     // Blocks of kBlockSide^D cells: one bit each, set when one holds a
     // point; two spare words.
     std::uint64_t block_stride[D];
-    std::vector<std::uint64_t> block_bits;
+    ZeroedArray<std::uint64_t> block_bits;
     std::uint64_t count = 0;  // Points stored.
     double max_r = 0;         // Their largest radius.
     // Gap filling: per cell, one bit per half-cell (2^D of them) that a
     // single disk of this level's radii covers whole; 8 spare bytes.
-    std::vector<std::uint8_t> cover;
+    ZeroedArray<std::uint8_t> cover;
   };
 
   int LevelOf(double r) const {
@@ -229,12 +256,14 @@ class VariableRun {
   }
 
   // Bits [start, start + len) of `bits`, len <= 64.
-  static std::uint64_t BitRun(const std::vector<std::uint64_t>& bits,
+  // Branch-free: (x << 1) << (63 - shift) is x << (64 - shift), and 0 for
+  // shift 0.
+  static std::uint64_t BitRun(const ZeroedArray<std::uint64_t>& bits,
                               std::uint64_t start, unsigned len) {
     const std::uint64_t w = start >> 6;
     const unsigned shift = static_cast<unsigned>(start & 63);
-    std::uint64_t v = bits[w] >> shift;
-    if (shift != 0) v |= bits[w + 1] << (64 - shift);
+    const std::uint64_t v =
+        (bits[w] >> shift) | ((bits[w + 1] << 1) << (63 - shift));
     return len >= 64 ? v : v & ((std::uint64_t{1} << len) - 1);
   }
 
@@ -259,7 +288,7 @@ class VariableRun {
             const std::uint64_t cell =
                 start + off + static_cast<std::uint64_t>(__builtin_ctzll(bits));
             bits &= bits - 1;
-            f(&pts_[static_cast<std::size_t>(level.slot[cell]) * (D + 1)]);
+            f(&level.points[cell * (D + 1)]);
           }
         }
       }
@@ -333,18 +362,12 @@ class VariableRun {
 
   // Records an accepted point: store, grid, coverage, active list, output.
   void Accept(const double* p, double r) {
-    const std::size_t index = pts_.size() / (D + 1);
-    if (index >= kEmpty) {
-      Halt(absl::ResourceExhaustedError(
-          "the run reached 2^32 - 1 points, the most one run can index"));
-      return;
-    }
-    for (int a = 0; a < D; ++a) pts_.push_back(p[a]);
-    pts_.push_back(r);
-    Level& level = levels_[static_cast<std::size_t>(LevelOf(r))];
+    const int l = LevelOf(r);
+    Level& level = levels_[static_cast<std::size_t>(l)];
     const std::uint64_t c = CellOf(level, p);
-    assert(level.slot[c] == kEmpty);
-    level.slot[c] = static_cast<std::uint32_t>(index);
+    assert(((level.bits[c >> 6] >> (c & 63)) & 1) == 0);
+    for (int a = 0; a < D; ++a) level.points[c * (D + 1) + a] = p[a];
+    level.points[c * (D + 1) + D] = r;
     level.bits[c >> 6] |= std::uint64_t{1} << (c & 63);
     std::uint64_t block = 0;
     for (int a = 0; a < D; ++a) {
@@ -356,7 +379,7 @@ class VariableRun {
     ++level.count;
     level.max_r = std::max(level.max_r, r);
     if (fill_gaps_) MarkCovered(p, r);
-    active_.push_back(static_cast<std::uint32_t>(index));
+    active_.push_back({c, next_index_++, l});
     if (!out_->Add(p, r)) Halt(out_->StopStatus());
   }
 
@@ -718,15 +741,16 @@ class VariableRun {
   // run halts.
   absl::Status Drain() {
     while (head_ < active_.size() && halt_.ok()) {
-      const std::uint32_t index = active_[head_++];
+      const Active e = active_[head_++];
       double p[D];
-      const double* q = &pts_[static_cast<std::size_t>(index) * (D + 1)];
+      const double* q =
+          &levels_[static_cast<std::size_t>(e.level)].points[e.cell * (D + 1)];
       for (int a = 0; a < D; ++a) p[a] = q[a];
       const double r = q[D];
       if (dense_) {
-        VisitDense(p, r, index);
+        VisitDense(p, r, e.index);
       } else {
-        VisitClassic(p, r, index);
+        VisitClassic(p, r, e.index);
       }
       // Drop the retired prefix now and then, so the queue holds about the
       // frontier, not every point ever made.
@@ -904,126 +928,120 @@ class VariableRun {
     return false;
   }
 
-  // Whether a coarser level's marks cover level-0 cell c; then *last is
-  // the last level-0 cell of c's row under the same marked half-cell. Cells
-  // nest: a level-l cell is exactly 2^l level-0 cells per axis, and a
-  // level-l half-cell 2^(l-1). `row` caches c's row of every level; cells
-  // come in increasing order.
-  struct CoarseRow {
-    std::uint64_t start = 0;
-    std::uint64_t end = 0;  // 0: nothing cached yet.
-    const std::uint8_t* cover[kMaxLevels] = {};
-    unsigned yz_bits[kMaxLevels] = {};
-  };
-  bool CoveredByCoarse(std::uint64_t c, CoarseRow* row,
-                       std::uint64_t* last) const {
-    const Level& l0 = levels_[0];
-    const auto nx = static_cast<std::uint64_t>(l0.n[0]);
-    if (c >= row->end) {
-      const std::uint64_t r = c / nx;
-      row->start = r * nx;
-      row->end = row->start + nx;
-      const std::uint64_t iy = r % static_cast<std::uint64_t>(l0.n[1]);
-      const std::uint64_t iz =
-          D == 3 ? r / static_cast<std::uint64_t>(l0.n[1]) : 0;
-      for (std::size_t l = 1; l < levels_.size(); ++l) {
-        const Level& level = levels_[l];
-        const unsigned shift = static_cast<unsigned>(l - 1);
-        std::uint64_t base = (iy >> shift >> 1) * level.stride[1];
-        unsigned bits = static_cast<unsigned>((iy >> shift) & 1) << 1;
-        if constexpr (D == 3) {
-          base += (iz >> shift >> 1) * level.stride[2];
-          bits |= static_cast<unsigned>((iz >> shift) & 1) << 2;
-        }
-        row->cover[l] = &level.cover[base];
-        row->yz_bits[l] = bits;
+  // Whether cell i (per-axis indices) of level l is covered whole: all its
+  // half-cells marked in its own level, or the half-cell of a coarser level
+  // m that holds it marked there. Cells nest: a level-m cell is exactly
+  // 2^(m - l) level-l cells per axis, a level-m half-cell 2^(m - l - 1).
+  bool Covered(int l, const std::uint64_t* i) const {
+    constexpr std::uint8_t kFull = (1u << (1 << D)) - 1;
+    const Level& own = levels_[static_cast<std::size_t>(l)];
+    std::uint64_t cell = 0;
+    for (int a = 0; a < D; ++a) cell += i[a] * own.stride[a];
+    if (own.cover[cell] == kFull) return true;
+    for (int m = l + 1; m < static_cast<int>(levels_.size()); ++m) {
+      const Level& level = levels_[static_cast<std::size_t>(m)];
+      if (level.count == 0 && !obstacles_marked_) continue;
+      const unsigned shift = static_cast<unsigned>(m - l - 1);
+      std::uint64_t coarse = 0;
+      unsigned bit = 0;
+      for (int a = 0; a < D; ++a) {
+        const std::uint64_t half = i[a] >> shift;
+        coarse += (half >> 1) * level.stride[a];
+        bit |= static_cast<unsigned>(half & 1) << a;
       }
-    }
-    const std::uint64_t ix = c - row->start;
-    for (std::size_t l = levels_.size() - 1; l >= 1; --l) {
-      if (levels_[l].count == 0 && !obstacles_marked_) continue;
-      const unsigned shift = static_cast<unsigned>(l - 1);
-      const std::uint64_t half = ix >> shift;
-      if ((row->cover[l][half >> 1] >> (row->yz_bits[l] | (half & 1))) & 1) {
-        *last = row->start + std::min((half + 1) << shift, nx) - 1;
-        return true;
-      }
+      if ((level.cover[coarse] >> bit) & 1) return true;
     }
     return false;
   }
 
-  // Scans the level-0 cells in index order; a cell that still holds a place
-  // where a point fits gets one there, and Bridson grows from it. A point
-  // covers its whole level-0 cell (r >= r_min > the cell's diagonal), and
-  // points only ever cover more, so one scan leaves the region maximal.
+  // Gap filling, coarse to fine: a cell of level l where the radius is at
+  // least the level's lower bound everywhere (raster bounds) is handled at
+  // that level, since a point there covers it whole (r >= its diagonal);
+  // any other cell passes to its 2^D children in the level below, down to
+  // level 0 (r >= r_min everywhere). So a region of big radii costs cells
+  // of its own size, not r_min's. A handled cell that still holds a place
+  // where a point fits gets one there, and Bridson grows from it; points
+  // only ever cover more, so one pass leaves the region maximal.
   absl::Status FillGaps() {
-    constexpr std::uint8_t kFull = (1u << (1 << D)) - 1;
-    constexpr std::uint64_t kFull8 = 0x0101010101010101ULL * kFull;
-    const std::uint64_t cells = levels_[0].cells;
-    const std::vector<std::uint8_t>& cover = levels_[0].cover;
-    std::uint64_t since_poll = 0;
-    CoarseRow row;
-    for (std::uint64_t c = 0; c < cells; ++c) {
-      if ((c & 7) == 0) {
-        std::uint64_t eight;
-        std::memcpy(&eight, &cover[c], sizeof eight);
-        if (eight == kFull8 && c + 8 <= cells) {
-          c += 7;
-          continue;
-        }
-        if (++since_poll >= kPollEvery / 8) {
-          since_poll = 0;
-          if (stop_()) {
-            return absl::CancelledError("sampling stopped by the caller");
-          }
-        }
-      }
-      const std::uint8_t mask = cover[c];
-      if (mask == kFull) continue;
-      if (std::uint64_t last; CoveredByCoarse(c, &row, &last)) {
-        c = last;
-        continue;
-      }
-      double u0[D], u1[D];
-      UnclippedCellBounds(c, u0, u1);
-      if (!box_only_ && region_.Classify(u0, u1) == Region::Overlap::kOutside) {
-        continue;
-      }
-      double b0[D], b1[D];
+    const int top = static_cast<int>(levels_.size()) - 1;
+    const Level& t = levels_[static_cast<std::size_t>(top)];
+    for (std::uint64_t c = 0; c < t.cells; ++c) {
+      std::uint64_t i[3] = {0, 0, 0};
       for (int a = 0; a < D; ++a) {
-        b0[a] = u0[a];
-        b1[a] = std::min(u1[a], hi_[a]);
+        i[a] = (c / t.stride[a]) % static_cast<std::uint64_t>(t.n[a]);
       }
-      double r_lo, r_hi;
-      field_.Bounds(b0, b1, &r_lo, &r_hi);
-      const std::size_t n = GatherAroundBox(b0, b1, r_hi);
-      double p[D];
-      double rp = 0;
-      bool found = false;
-      const unsigned turn = ChildTurn(c, 0);
-      for (unsigned t = 0; t < (1u << D) && !found; ++t) {
-        const unsigned child = (t + turn) & ((1u << D) - 1);
-        if ((mask >> child) & 1) continue;
-        double c0[D], c1[D];
-        bool empty = false;
-        for (int a = 0; a < D; ++a) {
-          const double mid = u0[a] + (u1[a] - u0[a]) / 2;
-          const bool upper = ((child >> a) & 1) != 0;
-          c0[a] = std::max(upper ? mid : u0[a], lo_[a]);
-          c1[a] = std::min(upper ? u1[a] : mid, hi_[a]);
-          empty |= !(c0[a] < c1[a]);
-        }
-        if (empty) continue;
-        found = FindUncovered(c0, c1, 1, n, c, 1 + child, maybe_partial_, r_lo,
-                              r_hi, p, &rp);
-      }
-      if (found) {
-        Accept(p, rp);
-        absl::Status s = Drain();
-        if (!s.ok()) return s;
-      }
+      absl::Status s = FillCell(top, i);
+      if (!s.ok()) return s;
     }
     return absl::OkStatus();
+  }
+
+  absl::Status FillCell(int l, const std::uint64_t* i) {
+    const Level& level = levels_[static_cast<std::size_t>(l)];
+    if (++since_poll_ >= kPollEvery / 8) {
+      since_poll_ = 0;
+      if (stop_()) {
+        return absl::CancelledError("sampling stopped by the caller");
+      }
+    }
+    if (Covered(l, i)) return absl::OkStatus();
+    double u0[D], u1[D], b0[D], b1[D];
+    for (int a = 0; a < D; ++a) {
+      u0[a] = lo_[a] + static_cast<double>(i[a]) * level.cell;
+      u1[a] = u0[a] + level.cell;
+      b0[a] = u0[a];
+      b1[a] = std::min(u1[a], hi_[a]);
+      if (!(b0[a] < b1[a])) return absl::OkStatus();  // Past the box.
+    }
+    if (!box_only_ && region_.Classify(u0, u1) == Region::Overlap::kOutside) {
+      return absl::OkStatus();
+    }
+    double r_lo, r_hi;
+    field_.Bounds(b0, b1, &r_lo, &r_hi);
+    if (l > 0 && r_lo < level.lo_r) {
+      const Level& below = levels_[static_cast<std::size_t>(l - 1)];
+      for (unsigned child = 0; child < (1u << D); ++child) {
+        std::uint64_t k[3] = {0, 0, 0};
+        bool inside = true;
+        for (int a = 0; a < D; ++a) {
+          k[a] = 2 * i[a] + ((child >> a) & 1);
+          inside &= k[a] < static_cast<std::uint64_t>(below.n[a]);
+        }
+        if (!inside) continue;
+        absl::Status s = FillCell(l - 1, k);
+        if (!s.ok()) return s;
+      }
+      return absl::OkStatus();
+    }
+    std::uint64_t cell = 0;
+    for (int a = 0; a < D; ++a) cell += i[a] * level.stride[a];
+    const std::uint8_t mask = level.cover[cell];
+    // Streams are keyed by (level, cell).
+    const std::uint64_t key = (static_cast<std::uint64_t>(l) << 58) ^ cell;
+    const std::size_t n = GatherAroundBox(b0, b1, r_hi);
+    double p[D];
+    double rp = 0;
+    bool found = false;
+    const unsigned turn = ChildTurn(key, 0);
+    for (unsigned t = 0; t < (1u << D) && !found; ++t) {
+      const unsigned child = (t + turn) & ((1u << D) - 1);
+      if ((mask >> child) & 1) continue;
+      double c0[D], c1[D];
+      bool empty = false;
+      for (int a = 0; a < D; ++a) {
+        const double mid = u0[a] + (u1[a] - u0[a]) / 2;
+        const bool upper = ((child >> a) & 1) != 0;
+        c0[a] = std::max(upper ? mid : u0[a], lo_[a]);
+        c1[a] = std::min(upper ? u1[a] : mid, hi_[a]);
+        empty |= !(c0[a] < c1[a]);
+      }
+      if (empty) continue;
+      found = FindUncovered(c0, c1, 1, n, key, 1 + child, maybe_partial_, r_lo,
+                            r_hi, p, &rp);
+    }
+    if (!found) return absl::OkStatus();
+    Accept(p, rp);
+    return Drain();
   }
 
   const Region& region_;
@@ -1050,8 +1068,13 @@ class VariableRun {
   double lo_[D];
   double hi_[D];
   std::vector<Level> levels_;
-  std::vector<double> pts_;  // D coordinates and the radius per point.
-  std::vector<std::uint32_t> active_;
+  struct Active {
+    std::uint64_t cell;   // In its level.
+    std::uint64_t index;  // Generation index: keys the point's candidates.
+    int level;
+  };
+  std::vector<Active> active_;
+  std::uint64_t next_index_ = 0;
   std::size_t head_ = 0;
   std::uint64_t since_poll_ = 0;
   absl::Status halt_;
@@ -1096,11 +1119,12 @@ VariableEstimate EstimateVariablePoisson(const Box& box, const Raster& density,
     for (int a = 0; a < dims; ++a) {
       cells *= std::max(1.0, std::ceil(box.extent(a) / cell));
     }
-    // A slot, an occupancy bit and a coverage byte per cell.
-    e.bytes += cells * 5.125;
+    // A point (D + 1 doubles), an occupancy bit and a coverage byte per
+    // cell, though only pages of cells that get a point are touched.
+    e.bytes += cells * (8.0 * (dims + 1) + 1.125);
   }
-  // Per point: coordinates and radius, and an active-list entry.
-  e.bytes += bound * (8.0 * (dims + 1) + 4);
+  // Per point: an active-list entry.
+  e.bytes += bound * 24;
   return e;
 }
 

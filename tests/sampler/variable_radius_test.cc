@@ -667,12 +667,12 @@ PointSet GoldenRun(const std::string& name) {
 }
 
 const GoldenCase kGoldenCases[] = {
-    {"dense 2D", 0xa44da44b8cfb3120ULL},
-    {"classic 2D", 0xa794e348029f1588ULL},
-    {"dense 3D", 0xefe3a4c5a18afaf5ULL},
-    {"classic 3D", 0x79aa3876cce5506eULL},
-    {"dense polygon with lake", 0xc84811b9255a10ffULL},
-    {"three layers", 0x2bd3ea428bc9f30eULL},
+    {"dense 2D", 0x3367d2d399c87e72ULL},
+    {"classic 2D", 0x06954db600469ec4ULL},
+    {"dense 3D", 0x406ef1b3f6603943ULL},
+    {"classic 3D", 0x6bc967df73876b09ULL},
+    {"dense polygon with lake", 0x983c458c2105281dULL},
+    {"three layers", 0x16abd5d69c322d34ULL},
 };
 
 TEST(VariableRadiusGoldenTest, GoldenDigestsPinTheAlgorithm) {
