@@ -25,6 +25,7 @@
 #include "sampler/box.h"
 #include "sampler/quality.h"
 #include "sampler/raster.h"
+#include "sampler/region.h"
 #include "sampler/sampler.h"
 
 namespace scatter::sampler {
@@ -105,9 +106,38 @@ void BM_Run(benchmark::State& state, const Case& c) {
   state.counters["ns_per_point"] = 1e9 / rate;
   if (c.is_constant) {
     ConstantRate()[c.reference] = rate;
-  } else if (ConstantRate().count(c.reference) != 0) {
+    return;
+  }
+  if (ConstantRate().count(c.reference) != 0) {
     state.counters["vs_constant"] = rate / ConstantRate()[c.reference];
   }
+  // Quality, outside the timing, on the points of one more run: pairs
+  // closer than max(r_a, r_b) and probes (1e6 per unit area, 2e5 per unit
+  // volume) with no point closer than max(r(probe), r_s).
+  std::vector<double> coords, radii;
+  const absl::Status status = sampler->Run([&](const PointBatch& batch) {
+    coords.insert(coords.end(), batch.coords.begin(), batch.coords.end());
+    radii.insert(radii.end(), batch.radius.begin(), batch.radius.end());
+    return true;
+  });
+  const SamplerOptions& o = c.options;
+  const absl::StatusOr<MinDistanceReport> spacing =
+      CheckMinDistanceVariable(coords, radii, c.dims);
+  const absl::StatusOr<CoverageReport> coverage = MeasureCoverageVariable(
+      coords, radii, Region::FromBox(*box),
+      [&](const double* p) {
+        const double r = o.radius_min + (o.radius_max - o.radius_min) *
+                                            (1 - o.density->Sample(p[0], p[1]));
+        return r < o.radius_min ? o.radius_min
+                                : (r > o.radius_max ? o.radius_max : r);
+      },
+      c.dims == 2 ? 1000000 : 200000, /*probe_seed=*/0x5eed0f9b0be5ULL);
+  if (!status.ok() || !spacing.ok() || !coverage.ok()) {
+    state.SkipWithError("quality run failed");
+    return;
+  }
+  state.counters["pairs_too_close"] = static_cast<double>(spacing->violations);
+  state.counters["uncovered_fraction"] = coverage->uncovered_fraction();
 }
 
 void RegisterAll() {

@@ -47,9 +47,6 @@ constexpr std::int64_t kBlockSide = std::int64_t{1} << kBlockBits;
 // Levels: bands [r_min 2^l, r_min 2^(l+1)); 64 levels span any ratio of
 // finite doubles that a memory limit lets through.
 constexpr int kMaxLevels = 64;
-// Raster pixels a bounds query may read before falling back to the global
-// [r_min, r_max].
-constexpr std::size_t kBoundsPixels = 64;
 
 // How many levels a run with these bounds has: up to the one whose band
 // holds r_max.
@@ -82,21 +79,102 @@ struct RadiusField {
   double At(const double* p) const {
     return FromDensity(density->Sample(p[0], p[1]));
   }
-  // Bounds of r over the box [lo, hi] (x-y only), widened a little against
-  // rounding in the bilinear interpolation; [r_min, r_max] when the box
-  // covers too many pixels to look.
-  void Bounds(const double* lo, const double* hi, double* r_lo,
-              double* r_hi) const {
-    double d_lo, d_hi;
-    if (!density->Bounds(lo[0], lo[1], hi[0], hi[1], &d_lo, &d_hi,
-                         kBoundsPixels)) {
-      *r_lo = r_min;
-      *r_hi = r_max;
-      return;
+};
+
+// Bounds of the density over boxes at any scale in O(1): a pyramid of
+// per-block minima and maxima of the pixels (level k: blocks of 2^k x 2^k
+// pixels), so a box covering many pixels reads at most 4 x 4 blocks of a
+// coarse enough level, never all its pixels. Built once per run, O(pixels).
+class DensityBounds {
+ public:
+  explicit DensityBounds(const Raster& raster) : raster_(raster) {
+    std::uint32_t w = raster.width(), h = raster.height();
+    Level base{w, h, std::vector<float>(std::size_t{w} * h),
+               std::vector<float>(std::size_t{w} * h)};
+    for (std::uint32_t j = 0; j < h; ++j) {
+      for (std::uint32_t i = 0; i < w; ++i) {
+        base.lo[std::size_t{j} * w + i] = raster.Pixel(i, j);
+        base.hi[std::size_t{j} * w + i] = raster.Pixel(i, j);
+      }
     }
-    *r_lo = std::max(r_min, FromDensity(d_hi) * (1 - 1e-12));
-    *r_hi = std::min(r_max, FromDensity(d_lo) * (1 + 1e-12));
+    levels_.push_back(std::move(base));
+    while (w > 1 || h > 1) {
+      const Level& fine = levels_.back();
+      const std::uint32_t cw = (w + 1) / 2, ch = (h + 1) / 2;
+      Level coarse{cw, ch, std::vector<float>(std::size_t{cw} * ch, 2.0f),
+                   std::vector<float>(std::size_t{cw} * ch, -1.0f)};
+      for (std::uint32_t j = 0; j < h; ++j) {
+        for (std::uint32_t i = 0; i < w; ++i) {
+          const std::size_t f = std::size_t{j} * w + i;
+          const std::size_t c = std::size_t{j / 2} * cw + i / 2;
+          coarse.lo[c] = std::min(coarse.lo[c], fine.lo[f]);
+          coarse.hi[c] = std::max(coarse.hi[c], fine.hi[f]);
+        }
+      }
+      levels_.push_back(std::move(coarse));
+      w = cw;
+      h = ch;
+    }
+    const RasterRect& rect = raster.rect();
+    to_col_ = raster.width() / (rect.x1 - rect.x0);
+    to_row_ = raster.height() / (rect.y1 - rect.y0);
   }
+
+  // The least and greatest density Sample() can return in the box
+  // [x0, x1] x [y0, y1]: over the pixels whose bilinear support meets it,
+  // one more on each side against rounding of the pixel coordinates.
+  void Bounds(double x0, double y0, double x1, double y1, double* lo,
+              double* hi) const {
+    const RasterRect& rect = raster_.rect();
+    const auto col = [&](double x) {
+      return PixelIndex((x - rect.x0) * to_col_ - 0.5, raster_.width());
+    };
+    const auto row = [&](double y) {
+      return PixelIndex((rect.y1 - y) * to_row_ - 0.5, raster_.height());
+    };
+    std::int64_t i0 = col(x0) - 1, i1 = col(x1) + 2;
+    std::int64_t j0 = row(y1) - 1, j1 = row(y0) + 2;
+    i0 = std::max<std::int64_t>(i0, 0);
+    j0 = std::max<std::int64_t>(j0, 0);
+    i1 = std::min<std::int64_t>(i1, raster_.width() - 1);
+    j1 = std::min<std::int64_t>(j1, raster_.height() - 1);
+    std::size_t k = 0;
+    while (k + 1 < levels_.size() &&
+           ((i1 >> k) - (i0 >> k) > 3 || (j1 >> k) - (j0 >> k) > 3)) {
+      ++k;
+    }
+    const Level& level = levels_[k];
+    float mn = 2, mx = -1;
+    for (std::int64_t j = j0 >> k; j <= j1 >> k; ++j) {
+      for (std::int64_t i = i0 >> k; i <= i1 >> k; ++i) {
+        const std::size_t c =
+            static_cast<std::size_t>(j) * level.w + static_cast<std::size_t>(i);
+        mn = std::min(mn, level.lo[c]);
+        mx = std::max(mx, level.hi[c]);
+      }
+    }
+    *lo = mn;
+    *hi = mx;
+  }
+
+ private:
+  struct Level {
+    std::uint32_t w, h;
+    std::vector<float> lo, hi;
+  };
+
+  // Floor of a continuous pixel coordinate, clamped to the raster (NaN and
+  // huge values included).
+  static std::int64_t PixelIndex(double u, std::uint32_t n) {
+    if (!(u > 0)) return 0;
+    const double last = static_cast<double>(n) - 1;
+    return static_cast<std::int64_t>(u < last ? u : last);
+  }
+
+  const Raster& raster_;
+  double to_col_ = 1;
+  double to_row_ = 1;
+  std::vector<Level> levels_;
 };
 
 // A zeroed array from calloc: large ones come straight from the kernel as
@@ -137,6 +215,7 @@ class VariableRun {
         attempts_(options.max_attempts),
         eps_(options.dense_epsilon),
         field_{options.density.get(), options.radius_min, options.radius_max},
+        density_bounds_(*options.density),
         per_point_footprint_(options.footprint == 0) {
     candidate_key_ =
         StreamKey::Of(options.seed, options.layer, Purpose::kCandidates);
@@ -604,7 +683,7 @@ class VariableRun {
       b1[a] = p[a] + reach;
     }
     double r_lo, r_hi;
-    field_.Bounds(b0, b1, &r_lo, &r_hi);
+    RadiusBounds(b0, b1, &r_lo, &r_hi);
     return r_hi;
   }
 
@@ -640,8 +719,12 @@ class VariableRun {
     // Unmoved candidates lie within step of p, so their radii are at most
     // hi0 and moved ones within hi0 (1 + eps).
     const double hi0 = MaxRadiusNear(p, step * kBoundSlack);
-    const double rho = std::max(step, hi0 * (1 + eps_)) * kBoundSlack;
-    const double rc_hi = MaxRadiusNear(p, rho);
+    // No candidate moves out when no radius near p exceeds r; then the
+    // first bound is the only one.
+    const bool moves = hi0 > r;
+    const double rho =
+        moves ? hi0 * (1 + eps_) * kBoundSlack : step * kBoundSlack;
+    const double rc_hi = moves ? MaxRadiusNear(p, rho) : hi0;
     const bool interior = InteriorWithin(p, rho);
     Gather(p, rho, rc_hi);
     double m[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
@@ -735,6 +818,16 @@ class VariableRun {
       }
       if (!accepted) return;
     }
+  }
+
+  // Bounds of r over the box [lo, hi] (x-y only), widened a little against
+  // rounding in the bilinear interpolation.
+  void RadiusBounds(const double* lo, const double* hi, double* r_lo,
+                    double* r_hi) const {
+    double d_lo, d_hi;
+    density_bounds_.Bounds(lo[0], lo[1], hi[0], hi[1], &d_lo, &d_hi);
+    *r_lo = std::max(field_.r_min, field_.FromDensity(d_hi) * (1 - 1e-12));
+    *r_hi = std::min(field_.r_max, field_.FromDensity(d_lo) * (1 + 1e-12));
   }
 
   // Processes active points first in, first out until none is left, or the
@@ -863,7 +956,7 @@ class VariableRun {
                      bool partial, double r_lo, double r_hi, double* p,
                      double* rp) {
     double lo_here, hi_here;
-    field_.Bounds(b0, b1, &lo_here, &hi_here);
+    RadiusBounds(b0, b1, &lo_here, &hi_here);
     r_lo = std::max(r_lo, lo_here);
     r_hi = std::min(r_hi, hi_here);
     if (partial) {
@@ -997,7 +1090,7 @@ class VariableRun {
       return absl::OkStatus();
     }
     double r_lo, r_hi;
-    field_.Bounds(b0, b1, &r_lo, &r_hi);
+    RadiusBounds(b0, b1, &r_lo, &r_hi);
     if (l > 0 && r_lo < level.lo_r) {
       const Level& below = levels_[static_cast<std::size_t>(l - 1)];
       for (unsigned child = 0; child < (1u << D); ++child) {
@@ -1056,6 +1149,7 @@ class VariableRun {
   int attempts_;
   double eps_;
   RadiusField field_;
+  DensityBounds density_bounds_;
   // Footprint r(x) / 2 per point (SamplerOptions::footprint == 0), up to
   // max_extra_ = r_max / 2; otherwise baked into the obstacle index.
   bool per_point_footprint_;
