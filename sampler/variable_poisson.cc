@@ -41,6 +41,8 @@ constexpr int kMaxGapDepth3d = 4;
 constexpr int kMaxGapDepth = std::max(kMaxGapDepth2d, kMaxGapDepth3d);
 // Candidate i of a visit uses the counter block i << 32 of the visit's key.
 constexpr int kBlockShift = 32;
+// Dense candidates that move out take at most this many secant steps.
+constexpr int kMoveOutSteps = 3;
 // Block summaries: blocks of 2^kBlockBits cells per axis.
 constexpr int kBlockBits = 3;
 constexpr std::int64_t kBlockSide = std::int64_t{1} << kBlockBits;
@@ -689,17 +691,37 @@ class VariableRun {
 
   // Tests candidate c, whose radius is read only when no listed point's own
   // radius already rules it out; accepts it when it is inside and clear.
-  // `move_out_from` (dense only, else nullptr): when c's radius exceeds
-  // `r`, c moves out along `dir` to r_c (1 + eps) from there, once.
-  bool TryCandidate(double* c, bool interior, const double* move_out_from,
-                    double r, const double* dir) {
+  // Dense only (`from` is the parent, else nullptr): when c's radius r_c
+  // exceeds the parent's r, c conflicts with the parent, so it moves out
+  // along `dir` to where s = r(s) (1 + eps), s its distance from the
+  // parent: first to r_c (1 + eps), then by up to kMoveOutSteps secant
+  // steps while the radius there still reaches back to the parent. A
+  // candidate that would pass `max_step` is dropped (the neighbourhood was
+  // gathered for no farther).
+  bool TryCandidate(double* c, bool interior, const double* from, double r,
+                    double step, const double* dir, double max_step) {
     if (WithinListedRadius(c)) return false;
     double rc = field_.At(c);
-    if (move_out_from != nullptr && rc > r) {
-      const double s = rc * (1 + eps_);
-      for (int a = 0; a < D; ++a) c[a] = move_out_from[a] + s * dir[a];
+    if (from != nullptr && rc > r) {
+      const double grow = 1 + eps_;
+      double s0 = step, r0 = rc;
+      double s1 = rc * grow;
+      for (int k = 0;; ++k) {
+        if (!(s1 <= max_step)) return false;
+        for (int a = 0; a < D; ++a) c[a] = from[a] + s1 * dir[a];
+        rc = field_.At(c);
+        if (!(rc * grow > s1) || k == kMoveOutSteps) break;
+        // Secant on f(s) = r(s) (1 + eps) - s, which falls through its
+        // root when the radius grows slower than the distance.
+        const double f0 = r0 * grow - s0;
+        const double f1 = rc * grow - s1;
+        if (!(f0 > f1)) return false;
+        const double s2 = (s1 + f1 * (s1 - s0) / (f0 - f1)) * grow;
+        s0 = s1;
+        r0 = rc;
+        s1 = s2;
+      }
       if (WithinListedRadius(c)) return false;
-      rc = field_.At(c);
     }
     if (!(interior || Inside(c, rc)) || WithinRadius(c, rc)) return false;
     AppendToList(c, rc);
@@ -709,8 +731,8 @@ class VariableRun {
 
   // Dense: one visit, k candidates on evenly stepped directions rotated by
   // a random unit vector (2D) or rotation (3D), at r_p (1 + eps) from the
-  // parent p. A candidate whose own radius r_c is larger moves out to
-  // r_c (1 + eps) along its direction (once), where it may still fit.
+  // parent p. A candidate whose own radius is larger moves out along its
+  // direction until it clears the parent (see TryCandidate).
   // The neighbourhood is gathered first, for candidates within rho of p
   // with radii up to the raster's bound there.
   void VisitDense(const double* p, double r, std::uint64_t index) {
@@ -720,10 +742,12 @@ class VariableRun {
     // hi0 and moved ones within hi0 (1 + eps).
     const double hi0 = MaxRadiusNear(p, step * kBoundSlack);
     // No candidate moves out when no radius near p exceeds r; then the
-    // first bound is the only one.
+    // first bound is the only one. Otherwise candidates may move out to
+    // max_step, 5 % past the radius bound near p, and the radii there are
+    // bounded again.
     const bool moves = hi0 > r;
-    const double rho =
-        moves ? hi0 * (1 + eps_) * kBoundSlack : step * kBoundSlack;
+    const double max_step = moves ? hi0 * (1 + eps_) * 1.05 : step;
+    const double rho = max_step * kBoundSlack;
     const double rc_hi = moves ? MaxRadiusNear(p, rho) : hi0;
     const bool interior = InteriorWithin(p, rho);
     Gather(p, rho, rc_hi);
@@ -772,7 +796,7 @@ class VariableRun {
       }
       double c[D];
       for (int a = 0; a < D; ++a) c[a] = p[a] + step * dir[a];
-      TryCandidate(c, interior, p, r, dir);
+      TryCandidate(c, interior, p, r, step, dir, max_step);
       if (!halt_.ok()) return;
     }
   }
@@ -813,7 +837,7 @@ class VariableRun {
         UnitShellPoint(&rng, v);
         double c[D];
         for (int a = 0; a < D; ++a) c[a] = p[a] + r * v[a];
-        accepted = TryCandidate(c, interior, nullptr, r, nullptr);
+        accepted = TryCandidate(c, interior, nullptr, r, 0, nullptr, 0);
         if (!halt_.ok()) return;
       }
       if (!accepted) return;
