@@ -154,11 +154,15 @@ class Sampler {
   }
 
   // InvalidArgument naming the field and the rule when an option is out of
-  // range (non-finite or <= 0 radius, max_attempts < 0, ...);
+  // range (non-finite or <= 0 radius, max_attempts < 0, a density raster
+  // with a non-Poisson method or radius_min / radius_max not finite with
+  // 0 < radius_min <= radius_max, ...);
   // ResourceExhausted naming the limit when the run would need more memory
   // than max_memory_bytes or more points than max_points. Nothing large is
   // allocated before these checks.
-  // Memory and point limits are judged on the region's bounding box.
+  // Memory and point limits are judged on the region's bounding box (with a
+  // density raster: the expected count integrates 2 / (sqrt(3) r(x)^2)
+  // over it, sqrt(2) / r^3 in 3D).
   static absl::StatusOr<Sampler> Create(const Region& region,
                                         const SamplerOptions& options);
 

@@ -13,8 +13,18 @@
 // multi-level grid. Level l holds the points whose radius is in
 // [r_min 2^l, r_min 2^(l+1)) (the top level up to r_max), in cells of side
 // just under r_min 2^l / sqrt(D), so a cell holds at most one point; each
-// level has an occupancy bitmap, so scanning the wide window that a big
-// point needs over a fine level costs one word per 64 cells.
+// level has an occupancy bitmap and a bitmap of 8^D-cell blocks, so the wide
+// window a big point needs over a fine level costs a word per row of
+// blocks where no point is near. Gap filling runs coarse to fine over the
+// levels' cells, so big-radius areas cost cells of their own size.
+//
+// Determinism as in the constant engine: candidate i of visit j of point a
+// comes from the stream keyed by (seed, layer, purpose) then (a, j) at
+// counter block i; candidates are tested and accepted in index order; only
+// +, x, / and sqrt make them; r(x) is the raster's bilinear value mapped by
+// + and x. Raster bounds (a min/max pyramid) only steer which cells are
+// searched, never which points are accepted, except that gap cells are
+// handled at the level the bounds pick.
 
 #include <cstdint>
 
