@@ -628,9 +628,10 @@ class VariableRun {
     return box_only_ || region_.Classify(r0, r1) == Region::Overlap::kInside;
   }
 
-  // Whether c is closer to a listed point q than r_q: a conflict whatever
-  // c's own radius, so the raster need not be read.
-  bool WithinListedRadius(const double* c) const {
+  // Whether c is closer to a listed point q than max(r_c, r_q), given
+  // rc2 = r_c^2 (1 + kSlack). With rc2 = 0: closer than r_q alone, a
+  // conflict whatever c's own radius, so the raster need not be read.
+  bool ListConflict(const double* c, double rc2) const {
     const double* x = list_[0].data();
     const double* y = list_[1].data();
     const double* z = list_[D - 1].data();
@@ -645,31 +646,7 @@ class VariableRun {
           const double dz = z[i] - c[2];
           d2 += dz * dz;
         }
-        hit |= d2 < r2[i];
-      }
-      if (hit) return true;
-    }
-    return false;
-  }
-
-  // Whether c is closer than rc to a listed point (the other half of the
-  // conflict test, once WithinListedRadius said no).
-  bool WithinRadius(const double* c, double rc) const {
-    const double rc2 = rc * rc * (1 + kSlack);
-    const double* x = list_[0].data();
-    const double* y = list_[1].data();
-    const double* z = list_[D - 1].data();
-    for (std::size_t j = 0; j < list_size_; j += 4) {
-      bool hit = false;
-      for (std::size_t i = j; i < j + 4; ++i) {
-        const double dx = x[i] - c[0];
-        const double dy = y[i] - c[1];
-        double d2 = dx * dx + dy * dy;
-        if constexpr (D == 3) {
-          const double dz = z[i] - c[2];
-          d2 += dz * dz;
-        }
-        hit |= d2 < rc2;
+        hit |= d2 < std::max(rc2, r2[i]);
       }
       if (hit) return true;
     }
@@ -700,7 +677,7 @@ class VariableRun {
   // gathered for no farther).
   bool TryCandidate(double* c, bool interior, const double* from, double r,
                     double step, const double* dir, double max_step) {
-    if (WithinListedRadius(c)) return false;
+    if (ListConflict(c, 0)) return false;
     double rc = field_.At(c);
     if (from != nullptr && rc > r) {
       const double grow = 1 + eps_;
@@ -721,9 +698,12 @@ class VariableRun {
         r0 = rc;
         s1 = s2;
       }
-      if (WithinListedRadius(c)) return false;
+      if (ListConflict(c, 0)) return false;
     }
-    if (!(interior || Inside(c, rc)) || WithinRadius(c, rc)) return false;
+    if (!(interior || Inside(c, rc)) ||
+        ListConflict(c, rc * rc * (1 + kSlack))) {
+      return false;
+    }
     AppendToList(c, rc);
     Accept(c, rc);
     return true;
