@@ -9,9 +9,11 @@
 namespace scatter::sampler {
 namespace {
 
-// The spacing layers are ordered by: the Poisson radius, the jittered
-// cell; uniform points have none and come last.
+// The spacing layers are ordered by: the Poisson radius (radius_max with
+// a density raster), the jittered cell; uniform points have none and come
+// last.
 double Spacing(const SamplerOptions& o) {
+  if (o.density != nullptr) return o.radius_max;
   switch (o.method) {
     case Method::kPoissonDense:
     case Method::kPoissonClassic:
@@ -103,13 +105,25 @@ absl::Status LayeredSampler::Run(BatchSink sink,
   for (const LayerSpec& spec : layers_) {
     SamplerOptions o = LayerOptions(spec, shared_);
     o.footprint = spec.options.footprint;
+    // A density layer with footprint 0 has a footprint per point, r(x) / 2,
+    // which the sampler adds to each obstacle's radius itself.
+    const bool per_point = o.density != nullptr && o.footprint == 0;
     for (const Placed& q : placed) {
+      bool overridden = false;
       double clearance = q.footprint + o.footprint;
       for (const ClearanceOverride& ov : overrides_) {
         if ((ov.a == q.layer && ov.b == spec.layer) ||
             (ov.b == q.layer && ov.a == spec.layer)) {
           clearance = ov.clearance;
+          overridden = true;
         }
+      }
+      if (per_point) {
+        // Earlier point's footprint plus this point's own, or exactly the
+        // override.
+        o.obstacles.push_back(
+            {q.center, overridden ? clearance : q.footprint, overridden});
+        continue;
       }
       // An obstacle radius below zero cannot be said; a clearance smaller
       // than this layer's footprint keeps them that far apart instead.
@@ -121,7 +135,9 @@ absl::Status LayeredSampler::Run(BatchSink sink,
     absl::Status status = sampler->Run(
         [&](const PointBatch& batch) {
           for (std::size_t i = 0; i < batch.size(); ++i) {
-            Placed q{{0, 0, 0}, spec.layer, footprint};
+            Placed q{{0, 0, 0},
+                     spec.layer,
+                     per_point ? batch.radius[i] / 2 : footprint};
             for (int a = 0; a < dims; ++a) {
               q.center[a] = batch.coords[i * dims + a];
             }

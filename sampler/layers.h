@@ -6,10 +6,11 @@
 //
 // Each layer has its own spacing (its same-layer Poisson radius, or any
 // method's options) and footprint (the object's own radius, default half
-// the spacing). Layers are placed in order of decreasing spacing; each
-// layer's points keep footprint_a + footprint_b from every earlier layer's
-// points (or a per-pair clearance override), and every layer keeps clear
-// of the shared obstacles. Points carry their layer; ids and random
+// the spacing; with a density raster, half of each point's own radius).
+// Layers are placed in order of decreasing spacing (radius_max with a
+// density raster); each layer's points keep footprint_a + footprint_b from
+// every earlier layer's points (or exactly a per-pair clearance override),
+// and every layer keeps clear of the shared obstacles. Points carry their layer; ids and random
 // streams are keyed by it.
 
 #include <cstdint>

@@ -15,23 +15,26 @@ constexpr double kSlack = 0x1.0p-40;
 }  // namespace
 
 ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
-                             double footprint, int dims)
+                             double footprint, int dims, double max_extra)
     : dims_(dims) {
   if (obstacles.empty()) return;
   double lo[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL};
   double hi[3] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
   double max_clear = 0;
   for (const Obstacle& o : obstacles) {
-    const double c = o.radius + footprint;
+    const double c = o.radius_is_clearance ? o.radius : o.radius + footprint;
+    // How far the obstacle can reach with a point's own footprint added.
+    const double reach = o.radius_is_clearance ? c : c + max_extra;
     for (int a = 0; a < dims; ++a) {
       centers_.push_back(o.center[a]);
-      lo[a] = std::min(lo[a], o.center[a] - c);
-      hi[a] = std::max(hi[a], o.center[a] + c);
+      lo[a] = std::min(lo[a], o.center[a] - reach);
+      hi[a] = std::max(hi[a], o.center[a] + reach);
     }
     for (int a = dims; a < 3; ++a) centers_.push_back(0);
     clearance_.push_back(c);
     limit2_.push_back(c * c * (1 + kSlack));
-    max_clear = std::max(max_clear, c);
+    takes_extra_.push_back(o.radius_is_clearance ? 0 : 1);
+    max_clear = std::max(max_clear, reach);
   }
   // Cells about the largest clearance, but no more than ~4 per obstacle.
   double volume = 1;
@@ -50,9 +53,10 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
   for (std::size_t k = 0; k < clearance_.size(); ++k) {
     double b0[3], b1[3];
+    const double reach = clearance_[k] + takes_extra_[k] * max_extra;
     for (int a = 0; a < dims; ++a) {
-      b0[a] = centers_[k * 3 + a] - clearance_[k];
-      b1[a] = centers_[k * 3 + a] + clearance_[k];
+      b0[a] = centers_[k * 3 + a] - reach;
+      b1[a] = centers_[k * 3 + a] + reach;
     }
     std::int64_t c0[3], c1[3];
     if (!CellRange(b0, b1, c0, c1)) continue;
@@ -124,6 +128,57 @@ void ObstacleIndex::Classify(const double* lo, const double* hi, bool* inside,
           const double far2 = FarthestDistance2(c, lo, hi, dims_);
           if (near2 < limit2_[o]) *reaches = true;
           if (far2 < limit2_[o]) {
+            *inside = true;
+            return;
+          }
+        }
+      }
+    }
+  }
+}
+
+bool ObstacleIndex::TooCloseExtra(const double* p, double extra) const {
+  if (empty()) return false;
+  std::int64_t c0[3], c1[3];
+  if (!CellRange(p, p, c0, c1)) return false;
+  const std::size_t cell =
+      static_cast<std::size_t>((c0[2] * n_[1] + c0[1]) * n_[0] + c0[0]);
+  for (std::uint32_t k = begin_[cell]; k < begin_[cell + 1]; ++k) {
+    const std::uint32_t o = index_[k];
+    double d2 = 0;
+    for (int a = 0; a < dims_; ++a) {
+      const double d = p[a] - centers_[o * 3 + a];
+      d2 += d * d;
+    }
+    const double c = clearance_[o] + takes_extra_[o] * extra;
+    if (d2 < c * c * (1 + kSlack)) return true;
+  }
+  return false;
+}
+
+void ObstacleIndex::ClassifyExtra(const double* lo, const double* hi,
+                                  double extra_lo, double extra_hi,
+                                  bool* inside, bool* reaches) const {
+  *inside = false;
+  *reaches = false;
+  if (empty()) return;
+  std::int64_t c0[3], c1[3];
+  if (!CellRange(lo, hi, c0, c1)) return;
+  for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
+    for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
+      for (std::int64_t x = c0[0]; x <= c1[0]; ++x) {
+        const auto cell = static_cast<std::size_t>((z * n_[1] + y) * n_[0] + x);
+        for (std::uint32_t k = begin_[cell]; k < begin_[cell + 1]; ++k) {
+          const std::uint32_t o = index_[k];
+          const double* c = &centers_[o * 3];
+          const double c_lo = clearance_[o] + takes_extra_[o] * extra_lo;
+          const double c_hi = clearance_[o] + takes_extra_[o] * extra_hi;
+          if (NearestDistance2(c, lo, hi, dims_) < c_hi * c_hi * (1 + kSlack)) {
+            *reaches = true;
+          }
+          // Held whole only if held with the smallest footprint, shrunk so
+          // rounding never claims a box that pokes out.
+          if (FarthestDistance2(c, lo, hi, dims_) < c_lo * c_lo * (1 - 1e-9)) {
             *inside = true;
             return;
           }

@@ -13,10 +13,12 @@ namespace scatter::sampler::internal {
 
 class ObstacleIndex {
  public:
-  // Clearance of obstacle k: obstacles[k].radius + footprint. Obstacles
-  // arrive validated.
+  // Clearance of obstacle k: obstacles[k].radius + footprint (just the
+  // radius when radius_is_clearance). Obstacles arrive validated.
+  // `max_extra` >= 0: the largest per-point footprint the *Extra queries
+  // below will add to those clearances (variable radius: r(x) / 2).
   ObstacleIndex(const std::vector<Obstacle>& obstacles, double footprint,
-                int dims);
+                int dims, double max_extra = 0);
 
   bool empty() const { return centers_.empty(); }
 
@@ -28,6 +30,14 @@ class ObstacleIndex {
   // (*inside), and whether any reaches into it (*reaches).
   void Classify(const double* lo, const double* hi, bool* inside,
                 bool* reaches) const;
+
+  // The same with a point's own footprint `extra` (0 to max_extra) added to
+  // every clearance but those given as radius_is_clearance.
+  bool TooCloseExtra(const double* p, double extra) const;
+  // Classify with footprints between extra_lo (for *inside) and extra_hi
+  // (for *reaches), both conservative.
+  void ClassifyExtra(const double* lo, const double* hi, double extra_lo,
+                     double extra_hi, bool* inside, bool* reaches) const;
 
   // Calls f(center, clearance) for every obstacle.
   template <class F>
@@ -43,9 +53,10 @@ class ObstacleIndex {
                  std::int64_t* c1) const;
 
   int dims_;
-  std::vector<double> centers_;    // 3 per obstacle.
-  std::vector<double> clearance_;  // radius + footprint.
-  std::vector<double> limit2_;     // clearance^2 * (1 + slack).
+  std::vector<double> centers_;      // 3 per obstacle.
+  std::vector<double> clearance_;    // radius + footprint.
+  std::vector<double> limit2_;       // clearance^2 * (1 + slack).
+  std::vector<double> takes_extra_;  // 1, or 0 when radius_is_clearance.
   double origin_[3] = {0, 0, 0};
   double inv_cell_ = 1;
   std::int64_t n_[3] = {1, 1, 1};

@@ -332,7 +332,242 @@ CoverageReport Coverage(const std::vector<double>& points, const Region& region,
   return report;
 }
 
+// Points bucketed by radius band b (radii in [r0 2^b, r0 2^(b+1)), r0 the
+// smallest radius), each band a list of (cell, point) sorted by cell, with
+// cells of side r0 2^(b+1), at least any radius in the band. A query walks
+// the rows of cells of each band within its reach, one binary search per
+// row, so a big point over a band of small ones costs rows, not cells.
+template <int kDims>
+class BandIndex {
+ public:
+  BandIndex(const std::vector<double>& points,
+            const std::vector<double>& radii) {
+    const std::size_t n = radii.size();
+    r0_ = std::numeric_limits<double>::infinity();
+    for (double r : radii) r0_ = std::min(r0_, r);
+    for (int a = 0; a < kDims; ++a) {
+      origin_[a] = std::numeric_limits<double>::infinity();
+      for (std::size_t i = 0; i < n; ++i) {
+        origin_[a] = std::min(origin_[a], points[i * kDims + a]);
+      }
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      std::size_t b = 0;
+      while (radii[i] >= std::ldexp(r0_, static_cast<int>(b) + 1)) ++b;
+      if (b >= bands_.size()) bands_.resize(b + 1);
+      Band& band = bands_[b];
+      band.cell = std::ldexp(r0_, static_cast<int>(b) + 1);
+      band.entries.push_back({CellOf(&points[i * kDims], band.cell), i});
+    }
+    for (Band& band : bands_) {
+      std::sort(band.entries.begin(), band.entries.end());
+    }
+  }
+
+  // Calls visit(j) for every point j within reach(band cell side) of p in
+  // each band (and some farther), until visit returns true.
+  template <class Reach, class F>
+  bool Visit(const double* p, Reach reach, F visit) const {
+    for (const Band& band : bands_) {
+      if (band.entries.empty()) continue;
+      const double w = reach(band.cell);
+      std::array<std::int64_t, 3> lo = {0, 0, 0}, hi = {0, 0, 0};
+      for (int a = 0; a < kDims; ++a) {
+        lo[a] = Coord(p[a] - w, a, band.cell);
+        hi[a] = Coord(p[a] + w, a, band.cell);
+      }
+      for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
+        for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
+          const Entry first{{lo[0], y, z}, 0};
+          const Entry last{{hi[0], y, z},
+                           std::numeric_limits<std::size_t>::max()};
+          auto it =
+              std::lower_bound(band.entries.begin(), band.entries.end(), first);
+          for (; it != band.entries.end() && !(last < *it); ++it) {
+            if (visit(it->index)) return true;
+          }
+        }
+      }
+    }
+    return false;
+  }
+
+ private:
+  struct Entry {
+    std::array<std::int64_t, 3> cell;  // Compared z, y, x.
+    std::size_t index;
+    bool operator<(const Entry& o) const {
+      if (cell[2] != o.cell[2]) return cell[2] < o.cell[2];
+      if (cell[1] != o.cell[1]) return cell[1] < o.cell[1];
+      if (cell[0] != o.cell[0]) return cell[0] < o.cell[0];
+      return index < o.index;
+    }
+  };
+  struct Band {
+    double cell = 0;
+    std::vector<Entry> entries;
+  };
+
+  // Floor, clamped to a range no query leaves (far queries merge cells,
+  // which only adds candidates that the caller filters by distance).
+  std::int64_t Coord(double v, int a, double cell) const {
+    double q = std::floor((v - origin_[a]) / cell);
+    q = std::max(-0x1.0p40, std::min(0x1.0p40, q));
+    return static_cast<std::int64_t>(q);
+  }
+  std::array<std::int64_t, 3> CellOf(const double* p, double cell) const {
+    std::array<std::int64_t, 3> c = {0, 0, 0};
+    for (int a = 0; a < kDims; ++a) c[a] = Coord(p[a], a, cell);
+    return c;
+  }
+
+  double r0_ = 0;
+  std::array<double, 3> origin_ = {0, 0, 0};
+  std::vector<Band> bands_;
+};
+
+template <int kDims>
+MinDistanceReport MinDistanceVariable(const std::vector<double>& points,
+                                      const std::vector<double>& radii) {
+  MinDistanceReport report;
+  report.min_ratio = std::numeric_limits<double>::infinity();
+  const BandIndex<kDims> index(points, radii);
+  long double min_ratio2 = std::numeric_limits<long double>::infinity();
+  for (std::size_t i = 0; i < radii.size(); ++i) {
+    const double* p = &points[i * kDims];
+    const double ri = radii[i];
+    // Pairs where r_i is the larger radius (ties: the lower index), within
+    // 2 r_i: every conflicting pair is found once, from its larger point.
+    index.Visit(
+        p, [&](double) { return 2 * ri; },
+        [&](std::size_t j) {
+          const double rj = radii[j];
+          if (j == i || rj > ri || (rj == ri && j < i)) return false;
+          const long double d2 =
+              SquaredDistanceLong<kDims>(p, &points[j * kDims]);
+          const long double r2 = static_cast<long double>(ri) * ri;
+          if (d2 < r2) ++report.violations;
+          min_ratio2 = std::min(min_ratio2, d2 / r2);
+          return false;
+        });
+  }
+  if (min_ratio2 < 4) {
+    report.min_ratio = std::sqrt(static_cast<double>(min_ratio2));
+  }
+  if (report.violations > 0 && report.min_ratio >= 1) {
+    report.min_ratio = std::nextafter(1.0, 0.0);
+  }
+  return report;
+}
+
+template <int kDims>
+CoverageReport CoverageVariable(
+    const std::vector<double>& points, const std::vector<double>& radii,
+    const Region& region, absl::FunctionRef<double(const double*)> radius_at,
+    std::uint64_t probes, std::uint64_t probe_seed,
+    absl::FunctionRef<bool(const double*)> skip) {
+  const Box& box = region.bounds();
+  const BandIndex<kDims> index(points, radii);
+  CounterRng rng(Combine(Mix64(probe_seed), 0x70726f6265ULL));
+  CoverageReport report;
+  double p[kDims];
+  for (std::uint64_t k = 0; k < probes; ++k) {
+    for (int a = 0; a < kDims; ++a) {
+      p[a] = box.min(a) + rng.Uniform01() * box.extent(a);
+    }
+    if (!region.IsBox() && !region.Contains(p)) continue;
+    if (skip(p)) continue;
+    ++report.probes;
+    const double rp = radius_at(p);
+    // A band's points have radius below its cell side.
+    const bool covered = index.Visit(
+        p, [&](double cell) { return std::max(rp, cell); },
+        [&](std::size_t j) {
+          const double* q = &points[j * kDims];
+          double d2 = 0;
+          for (int a = 0; a < kDims; ++a) {
+            const double d = p[a] - q[a];
+            d2 += d * d;
+          }
+          const double t = std::max(rp, radii[j]);
+          return d2 < t * t;
+        });
+    if (!covered) ++report.uncovered;
+  }
+  return report;
+}
+
+absl::Status CheckRadii(absl::Span<const double> coords,
+                        absl::Span<const double> radii, int dims) {
+  if (dims != 2 && dims != 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dims must be 2 or 3, got ", dims));
+  }
+  absl::Status status = CheckCoords(coords, dims);
+  if (!status.ok()) return status;
+  if (radii.size() * static_cast<std::size_t>(dims) != coords.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("radii.size() must be coords.size() / dims (",
+                     coords.size() / static_cast<std::size_t>(dims), "), got ",
+                     radii.size()));
+  }
+  for (std::size_t i = 0; i < radii.size(); ++i) {
+    if (!std::isfinite(radii[i]) || !(radii[i] > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "radii[", i, "] must be finite and > 0, got ", radii[i]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The finite points and their radii.
+void FiniteOnly(absl::Span<const double> coords, absl::Span<const double> radii,
+                int dims, std::vector<double>* points,
+                std::vector<double>* kept) {
+  for (std::size_t i = 0; i < radii.size(); ++i) {
+    const double* p = &coords[i * static_cast<std::size_t>(dims)];
+    if (!AllFinite(p, dims)) continue;
+    points->insert(points->end(), p, p + dims);
+    kept->push_back(radii[i]);
+  }
+}
+
 }  // namespace
+
+absl::StatusOr<MinDistanceReport> CheckMinDistanceVariable(
+    absl::Span<const double> coords, absl::Span<const double> radii, int dims) {
+  absl::Status status = CheckRadii(coords, radii, dims);
+  if (!status.ok()) return status;
+  std::vector<double> points, kept;
+  FiniteOnly(coords, radii, dims, &points, &kept);
+  return dims == 2 ? MinDistanceVariable<2>(points, kept)
+                   : MinDistanceVariable<3>(points, kept);
+}
+
+absl::StatusOr<CoverageReport> MeasureCoverageVariable(
+    absl::Span<const double> coords, absl::Span<const double> radii,
+    const Region& region, absl::FunctionRef<double(const double*)> radius_at,
+    std::uint64_t probes, std::uint64_t probe_seed) {
+  return MeasureCoverageVariable(coords, radii, region, radius_at, probes,
+                                 probe_seed,
+                                 [](const double*) { return false; });
+}
+
+absl::StatusOr<CoverageReport> MeasureCoverageVariable(
+    absl::Span<const double> coords, absl::Span<const double> radii,
+    const Region& region, absl::FunctionRef<double(const double*)> radius_at,
+    std::uint64_t probes, std::uint64_t probe_seed,
+    absl::FunctionRef<bool(const double*)> skip) {
+  const int dims = region.dims();
+  absl::Status status = CheckRadii(coords, radii, dims);
+  if (!status.ok()) return status;
+  std::vector<double> points, kept;
+  FiniteOnly(coords, radii, dims, &points, &kept);
+  return dims == 2 ? CoverageVariable<2>(points, kept, region, radius_at,
+                                         probes, probe_seed, skip)
+                   : CoverageVariable<3>(points, kept, region, radius_at,
+                                         probes, probe_seed, skip);
+}
 
 absl::StatusOr<MinDistanceReport> CheckMinDistance(
     absl::Span<const double> coords, int dims, double radius) {

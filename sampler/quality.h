@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "sampler/box.h"
@@ -59,6 +60,31 @@ absl::StatusOr<CoverageReport> MeasureCoverage(absl::Span<const double> coords,
                                                double radius,
                                                std::uint64_t probes,
                                                std::uint64_t probe_seed);
+
+// Variable radius (DESIGN.md): points a and b conflict when closer than
+// max(r_a, r_b). `radii` holds one radius per point (finite, > 0). Reports
+// the smallest distance / max(r_a, r_b) over pairs closer than
+// 2 max(r_a, r_b) (infinity when there is none) and counts conflicting
+// pairs with the exact long double test. Neighbour search uses one grid per
+// power-of-2 band of radii, so it stays O(N) for radius ratios of 50 and
+// more. InvalidArgument on bad dims, a size mismatch or a bad radius.
+absl::StatusOr<MinDistanceReport> CheckMinDistanceVariable(
+    absl::Span<const double> coords, absl::Span<const double> radii, int dims);
+
+// Maximality with a variable radius: a probe p is covered when some sample
+// s lies at distance < max(radius_at(p), r_s). Probes are uniform in the
+// region's bounds from `probe_seed`; those outside the region, and those
+// for which `skip` (when given) returns true (say, inside an obstacle's
+// clearance), are not counted. Probe density is probes / bounds measure.
+absl::StatusOr<CoverageReport> MeasureCoverageVariable(
+    absl::Span<const double> coords, absl::Span<const double> radii,
+    const Region& region, absl::FunctionRef<double(const double*)> radius_at,
+    std::uint64_t probes, std::uint64_t probe_seed);
+absl::StatusOr<CoverageReport> MeasureCoverageVariable(
+    absl::Span<const double> coords, absl::Span<const double> radii,
+    const Region& region, absl::FunctionRef<double(const double*)> radius_at,
+    std::uint64_t probes, std::uint64_t probe_seed,
+    absl::FunctionRef<bool(const double*)> skip);
 
 // Lagae & Dutre's relative radius rho = radius / r_max, with
 // r_max = sqrt(2A / (sqrt(3) N)) in 2D (hexagonal packing) and

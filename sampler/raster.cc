@@ -95,7 +95,8 @@ Raster::Raster(std::uint32_t width, std::uint32_t height,
       rect_(rect),
       to_col_(width / (rect.x1 - rect.x0)),
       to_row_(height / (rect.y1 - rect.y0)),
-      values_(std::make_shared<const std::vector<float>>(std::move(values))) {}
+      values_(std::make_shared<const std::vector<float>>(std::move(values))),
+      pixels_(values_->data()) {}
 
 absl::StatusOr<Raster> Raster::WithRect(const RasterRect& rect) const {
   absl::Status status = CheckRect(rect);
@@ -248,25 +249,6 @@ bool Raster::Bounds(double x0, double y0, double x1, double y1, double* lo,
   *lo = mn;
   *hi = mx;
   return true;
-}
-
-double Raster::Sample(double x, double y) const {
-  // Continuous pixel coordinates with centres at integers.
-  double u = (x - rect_.x0) * to_col_ - 0.5;
-  double v = (rect_.y1 - y) * to_row_ - 0.5;
-  const double max_u = width_ - 1.0;
-  const double max_v = height_ - 1.0;
-  u = u < 0 ? 0 : (u > max_u ? max_u : u);
-  v = v < 0 ? 0 : (v > max_v ? max_v : v);
-  const auto i0 = static_cast<std::uint32_t>(u);
-  const auto j0 = static_cast<std::uint32_t>(v);
-  const std::uint32_t i1 = std::min(i0 + 1, width_ - 1);
-  const std::uint32_t j1 = std::min(j0 + 1, height_ - 1);
-  const double fu = u - i0;
-  const double fv = v - j0;
-  const double top = Pixel(i0, j0) + fu * (Pixel(i1, j0) - Pixel(i0, j0));
-  const double bottom = Pixel(i0, j1) + fu * (Pixel(i1, j1) - Pixel(i0, j1));
-  return top + fv * (bottom - top);
 }
 
 }  // namespace scatter::sampler

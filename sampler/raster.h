@@ -68,7 +68,27 @@ class Raster {
 
   // Bilinear value at world (x, y) between pixel centres; outside the
   // rectangle the edge value continues (clamped), as a density should.
-  double Sample(double x, double y) const;
+  // Inline: the variable-radius sampler calls it for every candidate.
+  double Sample(double x, double y) const {
+    // Continuous pixel coordinates with centres at integers.
+    double u = (x - rect_.x0) * to_col_ - 0.5;
+    double v = (rect_.y1 - y) * to_row_ - 0.5;
+    const double max_u = width_ - 1.0;
+    const double max_v = height_ - 1.0;
+    u = u < 0 ? 0 : (u > max_u ? max_u : u);
+    v = v < 0 ? 0 : (v > max_v ? max_v : v);
+    const auto i0 = static_cast<std::uint32_t>(u);
+    const auto j0 = static_cast<std::uint32_t>(v);
+    const std::uint32_t i1 = i0 + 1 < width_ ? i0 + 1 : width_ - 1;
+    const std::uint32_t j1 = j0 + 1 < height_ ? j0 + 1 : height_ - 1;
+    const double fu = u - i0;
+    const double fv = v - j0;
+    const float* row0 = pixels_ + static_cast<std::size_t>(j0) * width_;
+    const float* row1 = pixels_ + static_cast<std::size_t>(j1) * width_;
+    const double top = row0[i0] + fu * (row0[i1] - row0[i0]);
+    const double bottom = row1[i0] + fu * (row1[i1] - row1[i0]);
+    return top + fv * (bottom - top);
+  }
   // Whether (x, y) lies in the rectangle: a mask excludes everything
   // outside it.
   bool Covers(double x, double y) const {
@@ -96,6 +116,7 @@ class Raster {
   double to_col_;  // Pixels per world unit, x.
   double to_row_;  // Pixels per world unit, y.
   std::shared_ptr<const std::vector<float>> values_;  // Shared by copies.
+  const float* pixels_;  // values_->data(), which copies share.
 };
 
 }  // namespace scatter::sampler

@@ -7,6 +7,7 @@
 #include "sampler/methods.h"
 #include "sampler/obstacles.h"
 #include "sampler/rng.h"
+#include "sampler/variable_poisson.h"
 
 namespace scatter::sampler {
 namespace {
@@ -19,11 +20,9 @@ bool IsPoisson(Method method) {
   return method == Method::kPoissonDense || method == Method::kPoissonClassic;
 }
 
-absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
-  if (!std::isfinite(o->radius) || !(o->radius > 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("radius must be finite and > 0, got ", o->radius));
-  }
+// The options every Poisson run shares: attempts (default resolved) and
+// the dense epsilon.
+absl::Status ValidateCandidates(SamplerOptions* o) {
   if (o->max_attempts < 0 || o->max_attempts > kMaxAttempts) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_attempts must be in [1, ", kMaxAttempts,
@@ -39,6 +38,16 @@ absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
         absl::StrCat("dense_epsilon must be in [", kMinDenseEpsilon,
                      ", 1], got ", o->dense_epsilon));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
+  if (!std::isfinite(o->radius) || !(o->radius > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("radius must be finite and > 0, got ", o->radius));
+  }
+  absl::Status candidates = ValidateCandidates(o);
+  if (!candidates.ok()) return candidates;
   const double grid_bytes = internal::PoissonGridBytes(box, o->radius);
   if (grid_bytes > static_cast<double>(o->max_memory_bytes)) {
     return absl::ResourceExhaustedError(
@@ -58,6 +67,44 @@ absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "radius ", o->radius, " in this box gives about ", expected,
         " points, over the limit max_points = ", o->max_points));
+  }
+  return absl::OkStatus();
+}
+
+// Variable radius: the bounds, then the limits from the estimate of
+// EstimateVariablePoisson (which reads the raster, never allocates).
+absl::Status ValidateVariable(const Box& box, SamplerOptions* o) {
+  if (!IsPoisson(o->method)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("density needs method poisson_dense or poisson_classic, "
+                     "got ",
+                     MethodName(o->method)));
+  }
+  if (!std::isfinite(o->radius_min) || !(o->radius_min > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("radius_min must be finite and > 0, got ", o->radius_min));
+  }
+  if (!std::isfinite(o->radius_max) || !(o->radius_max >= o->radius_min)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("radius_max must be finite and >= radius_min (",
+                     o->radius_min, "), got ", o->radius_max));
+  }
+  absl::Status candidates = ValidateCandidates(o);
+  if (!candidates.ok()) return candidates;
+  const internal::VariableEstimate e = internal::EstimateVariablePoisson(
+      box, *o->density, o->radius_min, o->radius_max);
+  if (e.bytes > static_cast<double>(o->max_memory_bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "radius_min ", o->radius_min, " and radius_max ", o->radius_max,
+        " in this box need about ", e.bytes,
+        " bytes of grids and points, over the limit max_memory_bytes = ",
+        o->max_memory_bytes));
+  }
+  if (e.points > static_cast<double>(o->max_points)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("radius_min ", o->radius_min, " and radius_max ",
+                     o->radius_max, " with this density give about ", e.points,
+                     " points, over the limit max_points = ", o->max_points));
   }
   return absl::OkStatus();
 }
@@ -89,7 +136,8 @@ absl::Status ValidateObstacles(int dims, SamplerOptions* o) {
     return absl::InvalidArgumentError(
         absl::StrCat("footprint must be finite and >= 0, got ", o->footprint));
   }
-  if (o->footprint == 0) {
+  // With a density raster, 0 stays: each point's footprint is r(x) / 2.
+  if (o->footprint == 0 && o->density == nullptr) {
     if (IsPoisson(o->method)) o->footprint = o->radius / 2;
     if (o->method == Method::kJitteredGrid) o->footprint = o->cell_size / 2;
   }
@@ -127,10 +175,11 @@ absl::StatusOr<Sampler> Sampler::Create(const Region& region,
     return absl::InvalidArgumentError(absl::StrCat(
         "batch_size must be in [1, ", kMaxBatchSize, "], got ", o.batch_size));
   }
-  switch (o.method) {
+  switch (o.density != nullptr ? Method::kPoissonDense : o.method) {
     case Method::kPoissonDense:
     case Method::kPoissonClassic: {
-      absl::Status s = ValidatePoisson(box, &o);
+      absl::Status s = o.density != nullptr ? ValidateVariable(box, &o)
+                                            : ValidatePoisson(box, &o);
       if (!s.ok()) return s;
       break;
     }
@@ -175,16 +224,22 @@ absl::StatusOr<Sampler> Sampler::Create(const Region& region,
   o.simd = ResolveSimdLevel(o.simd);
   absl::Status obstacles = ValidateObstacles(box.dims(), &o);
   if (!obstacles.ok()) return obstacles;
+  // A per-point footprint (density, footprint 0) reaches up to r_max / 2.
+  const double max_extra =
+      o.density != nullptr && o.footprint == 0 ? o.radius_max / 2 : 0;
   return Sampler(region, o,
                  std::make_shared<const internal::ObstacleIndex>(
-                     o.obstacles, o.footprint, box.dims()));
+                     o.obstacles, o.footprint, box.dims(), max_extra));
 }
 
 absl::Status Sampler::Run(BatchSink sink,
                           absl::FunctionRef<bool()> stop) const {
   internal::BatchWriter out(region_.dims(), options_, sink);
   absl::Status status;
-  if (IsPoisson(options_.method)) {
+  if (options_.density != nullptr) {
+    status = internal::RunVariablePoisson(region_, *obstacles_, options_, &out,
+                                          stop);
+  } else if (IsPoisson(options_.method)) {
     status = internal::RunPoisson(region_, *obstacles_, options_, &out, stop);
   } else if (options_.method == Method::kUniform) {
     status = internal::RunUniform(region_, *obstacles_, options_, &out, stop);

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "sampler/box.h"
+#include "sampler/raster.h"
 #include "sampler/region.h"
 #include "sampler/simd.h"
 
@@ -44,6 +45,10 @@ const char* MethodName(Method method);
 struct Obstacle {
   Vec center = {0, 0, 0};  // z ignored in 2D.
   double radius = 0;       // The object's own radius, >= 0.
+  // When true, new points keep exactly `radius` clear of the centre, without
+  // adding their footprint (LayeredSampler uses it for clearance overrides
+  // against a layer whose footprint varies per point).
+  bool radius_is_clearance = false;
 };
 
 struct SamplerOptions {
@@ -51,6 +56,18 @@ struct SamplerOptions {
   // Poisson methods: no two points closer than this, in the box's units.
   // Smaller radii give more points: about 0.7 / r^2 per unit area in 2D.
   double radius = 1;
+  // Variable radius (Poisson methods only). When `density` is set, each
+  // point's radius is r(x) = radius_min + (radius_max - radius_min) *
+  // (1 - density(x)), with density(x) the raster's bilinear value in [0, 1]
+  // at x (clamped to the edge outside its rectangle; in 3D at (x, y)), and
+  // `radius` is ignored. Two points conflict when closer than max(r_a, r_b),
+  // each taken at the point's own position. Bright pixels give small radii
+  // (more points). Unset (the default): the constant `radius` above.
+  std::shared_ptr<const Raster> density;
+  // With `density`: 0 < radius_min <= radius_max, both finite, in the box's
+  // units. radius_max / radius_min of 50 and more is fine.
+  double radius_min = 0;
+  double radius_max = 0;
   // Poisson methods: candidates per active point, 1 to 1024; 0 picks the
   // method's usual value (30 classic, 12 dense). More attempts pack tighter
   // and run slower. Classic: a point stays active until k candidates in a
@@ -72,7 +89,8 @@ struct SamplerOptions {
   std::vector<Obstacle> obstacles;
   // The new points' own radius when keeping clear of obstacles, >= 0; 0
   // means half the Poisson radius (half the cell size for a jittered grid;
-  // uniform points have no size).
+  // uniform points have no size). With a density raster, 0 means half of
+  // each point's own radius r(x) / 2, and stays 0 in the resolved options.
   double footprint = 0;
   // Jittered grid: the side of a grid cell, finite and > 0.
   double cell_size = 0;
@@ -107,8 +125,9 @@ struct SamplerOptions {
 struct PointBatch {
   int dims = 2;
   absl::Span<const double> coords;  // dims values per point, interleaved.
-  // The point's spacing radius: the Poisson radius, 0 for the methods that
-  // guarantee no spacing (uniform, jittered grid).
+  // The point's spacing radius: the Poisson radius (with a density raster,
+  // r at the point's own position), 0 for the methods that guarantee no
+  // spacing (uniform, jittered grid).
   absl::Span<const double> radius;
   absl::Span<const std::uint32_t> layer;
   // Stable id from (seed, layer, coordinate bits): survives re-generation.
@@ -135,11 +154,15 @@ class Sampler {
   }
 
   // InvalidArgument naming the field and the rule when an option is out of
-  // range (non-finite or <= 0 radius, max_attempts < 0, ...);
+  // range (non-finite or <= 0 radius, max_attempts < 0, a density raster
+  // with a non-Poisson method or radius_min / radius_max not finite with
+  // 0 < radius_min <= radius_max, ...);
   // ResourceExhausted naming the limit when the run would need more memory
   // than max_memory_bytes or more points than max_points. Nothing large is
   // allocated before these checks.
-  // Memory and point limits are judged on the region's bounding box.
+  // Memory and point limits are judged on the region's bounding box (with a
+  // density raster: the expected count integrates 2 / (sqrt(3) r(x)^2)
+  // over it, sqrt(2) / r^3 in 3D).
   static absl::StatusOr<Sampler> Create(const Region& region,
                                         const SamplerOptions& options);
 

@@ -1,14 +1,17 @@
 #include "sampler/quality.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "sampler/box.h"
+#include "sampler/region.h"
 #include "sampler/rng.h"
 
 namespace scatter::sampler {
@@ -397,6 +400,93 @@ TEST(RelativeRadiusTest, GrowsAsTheRootOfTheCountPerDimension) {
 TEST(RelativeRadiusTest, NoPointsGiveZero) {
   EXPECT_EQ(RelativeRadius(0, 1.0, 2, 0.1), 0.0);
   EXPECT_EQ(RelativeRadius(0, 1.0, 3, 0.1), 0.0);
+}
+
+// ---------------------------------------------------------------------------
+// Variable radius.
+
+TEST(CheckMinDistanceVariableTest, PairsAreJudgedByTheLargerRadius) {
+  // 0.5 apart: fine for radii 0.5 and 0.1, a violation for 0.6 and 0.1
+  // (either order), fine for 0.1 and 0.1.
+  const std::vector<double> coords = {0, 0, 0.5, 0};
+  for (const auto& [ra, rb, bad] :
+       std::vector<std::tuple<double, double, bool>>{{0.5, 0.1, false},
+                                                     {0.6, 0.1, true},
+                                                     {0.1, 0.6, true},
+                                                     {0.1, 0.1, false}}) {
+    absl::StatusOr<MinDistanceReport> report =
+        CheckMinDistanceVariable(coords, {ra, rb}, 2);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->violations, bad ? 1u : 0u) << ra << " " << rb;
+    EXPECT_EQ(report->min_ratio >= 1, !bad) << report->min_ratio;
+  }
+}
+
+TEST(CheckMinDistanceVariableTest, MatchesBruteForceWithRadiiFiftyToOne) {
+  CounterRng rng(99);
+  std::vector<double> coords, radii;
+  for (int i = 0; i < 600; ++i) {
+    coords.push_back(rng.Uniform01());
+    coords.push_back(rng.Uniform01());
+    coords.push_back(rng.Uniform01());
+    radii.push_back(0.002 + 0.098 * rng.Uniform01());
+  }
+  std::uint64_t brute = 0;
+  for (std::size_t i = 0; i < radii.size(); ++i) {
+    for (std::size_t j = i + 1; j < radii.size(); ++j) {
+      long double d2 = 0;
+      for (int a = 0; a < 3; ++a) {
+        const long double d = static_cast<long double>(coords[3 * i + a]) -
+                              static_cast<long double>(coords[3 * j + a]);
+        d2 += d * d;
+      }
+      const long double r = std::max(radii[i], radii[j]);
+      brute += d2 < r * r;
+    }
+  }
+  absl::StatusOr<MinDistanceReport> report =
+      CheckMinDistanceVariable(coords, radii, 3);
+  ASSERT_TRUE(report.ok());
+  EXPECT_GT(brute, 10u);
+  EXPECT_EQ(report->violations, brute);
+}
+
+TEST(CheckMinDistanceVariableTest, BadArgumentsAreInvalidArgument) {
+  EXPECT_EQ(CheckMinDistanceVariable({0, 0}, {0.1}, 4).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckMinDistanceVariable({0, 0}, {0.1, 0.2}, 2).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckMinDistanceVariable({0, 0}, {-1}, 2).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MeasureCoverageVariableTest,
+     AProbeIsCoveredByTheLargerOfItsAndTheSamples) {
+  // One sample at the centre with radius 0.1. With r(probe) = 0.1 the disk
+  // of 0.1 is covered (pi 0.01 of the unit square); with r(probe) = 0.3 the
+  // disk of 0.3 is (pi 0.09).
+  absl::StatusOr<Box> box = Box::Create(2, {0, 0, 0}, {1, 1, 1});
+  ASSERT_TRUE(box.ok());
+  const Region region = Region::FromBox(*box);
+  for (double rp : {0.1, 0.3}) {
+    absl::StatusOr<CoverageReport> coverage = MeasureCoverageVariable(
+        {0.5, 0.5}, {0.1}, region, [&](const double*) { return rp; }, 200000,
+        3);
+    ASSERT_TRUE(coverage.ok());
+    const double covered = 1 - coverage->uncovered_fraction();
+    EXPECT_NEAR(covered, 3.14159265 * rp * rp, 0.01) << rp;
+  }
+}
+
+TEST(MeasureCoverageVariableTest, SkippedProbesAreNotCounted) {
+  absl::StatusOr<Box> box = Box::Create(2, {0, 0, 0}, {1, 1, 1});
+  ASSERT_TRUE(box.ok());
+  absl::StatusOr<CoverageReport> coverage = MeasureCoverageVariable(
+      {}, {}, Region::FromBox(*box), [](const double*) { return 0.1; }, 10000,
+      3, [](const double* p) { return p[0] < 0.5; });
+  ASSERT_TRUE(coverage.ok());
+  EXPECT_NEAR(static_cast<double>(coverage->probes), 5000, 300);
+  EXPECT_EQ(coverage->uncovered, coverage->probes);
 }
 
 }  // namespace
