@@ -131,9 +131,20 @@ absl::Status WritePreview(const std::string& path, const v1::ScatterRequest& req
       if (in) canvas.at(x, y) = {236, 240, 232};
     }
   }
-  // A density raster underlay: darker green where denser.
+  // A density raster underlay (the first layer that has one): greener where
+  // denser.
   for (const sampler::LayerSpec& spec : job->layers) {
-    (void)spec;  // Layers' density rasters are drawn once the sampler has them.
+    if (spec.options.density == nullptr) continue;
+    for (int y = 0; y < canvas.height(); ++y) {
+      for (int x = 0; x < canvas.width(); ++x) {
+        if (!inside[static_cast<std::size_t>(y) * canvas.width() + x]) continue;
+        double p[3];
+        world(x, y, p);
+        const double d = std::clamp(spec.options.density->Sample(p[0], p[1]), 0.0, 1.0);
+        canvas.at(x, y) = Mix({244, 246, 240}, {176, 206, 150}, d);
+      }
+    }
+    break;
   }
   for (int y = 0; y < canvas.height(); ++y) {
     for (int x = 0; x < canvas.width(); ++x) {
@@ -175,7 +186,7 @@ absl::Status WritePreview(const std::string& path, const v1::ScatterRequest& req
   for (int i : draw) {
     const auto at = std::find(order.begin(), order.end(), points.layer(i));
     Rgb colour = kPalette[static_cast<std::size_t>(at - order.begin()) % 8];
-    double r = std::max(0.75, 0.5 * points.radius(i) * scale);
+    double r = std::max(0.75, 0.35 * points.radius(i) * scale);
     if (dims == 3) {
       // A slab through the middle depth at full colour, the rest
       // faint dots: exclusions inside the volume then show.

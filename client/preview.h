@@ -4,7 +4,7 @@
 // `scatter run --preview FILE.png`: a picture of a run. The region is shaded
 // (its outline, holes included, drawn where inside meets outside), a layer's
 // density raster, if any, tints it, obstacles are outlined, and each point
-// is a disk of half its spacing in its layer's colour. 3D runs are seen from
+// is a disk of 0.35 times its spacing in its layer's colour. 3D runs are seen from
 // above (+z): the points within half their spacing of the middle depth as disks, the rest as faint dots.
 
 #include <cstdint>

@@ -24,7 +24,9 @@ class DiscGrid {
     Disc d{{c[0], c[1], dims_ == 3 ? c[2] : 0}, reach};
     cells_[Key(d.c)].push_back(d);
   }
-  bool Covers(const double* p) const {
+  // Whether some disc holds p, or some centre is closer than `at_least`
+  // (the local radius at p, for the variable-radius rule max(r(p), r_s)).
+  bool Covers(const double* p, double at_least = 0) const {
     const std::int64_t i = Cell(p[0]), j = Cell(p[1]), k = dims_ == 3 ? Cell(p[2]) : 0;
     for (std::int64_t dk = dims_ == 3 ? -1 : 0; dk <= (dims_ == 3 ? 1 : 0); ++dk) {
       for (std::int64_t dj = -1; dj <= 1; ++dj) {
@@ -34,7 +36,8 @@ class DiscGrid {
           for (const Disc& d : it->second) {
             double s = 0;
             for (int a = 0; a < dims_; ++a) s += (p[a] - d.c[a]) * (p[a] - d.c[a]);
-            if (s < d.reach * d.reach) return true;
+            const double reach = std::max(d.reach, at_least);
+            if (s < reach * reach) return true;
           }
         }
       }
@@ -165,6 +168,14 @@ absl::StatusOr<std::vector<LayerReport>> MeasureRun(
       reach = std::max(reach, o.radius + f);
     }
     for (std::uint32_t e : earlier) reach = std::max(reach, clearance(e, report.layer));
+    // A density layer's local radius r(p), for coverage by max(r(p), r_s).
+    const sampler::SamplerOptions* variable = nullptr;
+    for (const sampler::LayerSpec& spec : job->layers) {
+      if (spec.layer == report.layer && spec.options.density != nullptr) {
+        variable = &spec.options;
+        reach = std::max(reach, spec.options.radius_max);
+      }
+    }
     DiscGrid grid(dims, reach);
     for (std::size_t m : members) {
       grid.Add(points.coords().data() + m * dims, points.radius(static_cast<int>(m)));
@@ -189,7 +200,13 @@ absl::StatusOr<std::vector<LayerReport>> MeasureRun(
       }
       if (!region.Contains(q)) continue;
       ++inside;
-      if (!grid.Covers(q)) ++report.uncovered;
+      double local = 0;
+      if (variable != nullptr) {
+        const double bright = std::clamp(variable->density->Sample(q[0], q[1]), 0.0, 1.0);
+        local = variable->radius_min + (variable->radius_max - variable->radius_min) *
+                                           (1 - bright);
+      }
+      if (!grid.Covers(q, local)) ++report.uncovered;
     }
     report.probes = inside;
     if (report.radius_min == report.radius_max && probes > 0) {

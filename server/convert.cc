@@ -1,6 +1,7 @@
 #include "server/convert.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -207,7 +208,8 @@ bool IsPoisson(v1::Method method) {
 }
 
 absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
-                                           const ScatterJob& job) {
+                                           const Limits& limits,
+                                           RasterCache& rasters, ScatterJob* job) {
   const std::string path = absl::StrCat("layers[", index, "]");
   if (!v1::Method_IsValid(layer.method())) {
     return Invalid(absl::StrCat(path, ".method"),
@@ -216,20 +218,45 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
   sampler::LayerSpec spec;
   spec.layer = layer.id();
   sampler::SamplerOptions& o = spec.options;
-  o = job.shared;
+  o = job->shared;
   o.method = ToMethod(layer.method());
-  if (IsPoisson(layer.method())) {
+  if (layer.has_density()) {
+    if (!IsPoisson(layer.method())) {
+      return Invalid(absl::StrCat(path, ".density"),
+                     "variable radius needs METHOD_POISSON_DENSE or "
+                     "METHOD_POISSON_CLASSIC");
+    }
+    if (!FinitePositive(layer.radius_min())) {
+      return Invalid(absl::StrCat(path, ".radius_min"),
+                     absl::StrCat("must be finite and > 0 with a density raster, got ",
+                                  layer.radius_min()));
+    }
+    if (!std::isfinite(layer.radius_max()) || layer.radius_max() < layer.radius_min()) {
+      return Invalid(absl::StrCat(path, ".radius_max"),
+                     absl::StrCat("must be finite and >= radius_min (",
+                                  layer.radius_min(), "), got ", layer.radius_max()));
+    }
+    absl::StatusOr<std::shared_ptr<const sampler::Raster>> density = ResolveRaster(
+        absl::StrCat(path, ".density"), layer.density(), limits, rasters, job);
+    if (!density.ok()) return density.status();
+    o.density = *std::move(density);
+    o.radius_min = layer.radius_min();
+    o.radius_max = layer.radius_max();
+    o.radius = layer.radius_max();
+  } else if (IsPoisson(layer.method())) {
     if (!FinitePositive(layer.spacing())) {
       return Invalid(absl::StrCat(path, ".spacing"),
                      absl::StrCat("must be finite and > 0 for Poisson methods, got ",
                                   layer.spacing()));
     }
+    o.radius = layer.spacing();
+  }
+  if (IsPoisson(layer.method())) {
     if (layer.max_attempts() > 1024) {
       return Invalid(absl::StrCat(path, ".max_attempts"),
                      absl::StrCat("must be 0 (default) to 1024, got ",
                                   layer.max_attempts()));
     }
-    o.radius = layer.spacing();
     o.max_attempts = static_cast<int>(layer.max_attempts());
   }
   if (layer.method() == v1::METHOD_JITTERED_GRID &&
@@ -241,10 +268,6 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
   if (layer.method() == v1::METHOD_UNIFORM && layer.count() == 0) {
     return Invalid(absl::StrCat(path, ".count"),
                    "must be >= 1 for uniform points");
-  }
-  if (layer.has_density()) {
-    return absl::UnimplementedError(absl::StrCat(
-        path, ".density: variable radius is not in this build of scatterd"));
   }
   o.cell_size = layer.cell_size();
   o.count = layer.count();
@@ -266,43 +289,65 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
   return spec;
 }
 
-// An upper bound of the region's measure: the bounding box's cells of a
-// 64 x 64 (16^3 in 3D) grid that meet the region.
-double MeasureBound(const sampler::Region& region) {
+// The cells of a 64 x 64 (16^3 in 3D) grid over the region's bounds that
+// meet the region: an upper bound of where points can go.
+struct CoverCells {
+  std::vector<std::array<double, 6>> boxes;  // lo x, y, z, hi x, y, z
+  double cell_measure = 0;
+};
+
+CoverCells MeetingCells(const sampler::Region& region) {
   const sampler::Box& box = region.bounds();
   const int dims = box.dims();
   const int n = dims == 2 ? 64 : 16;
-  double step[3] = {box.extent(0) / n, box.extent(1) / n,
-                    dims == 3 ? box.extent(2) / n : 0};
-  std::uint64_t meeting = 0;
-  const int nz = dims == 3 ? n : 1;
-  for (int k = 0; k < nz; ++k) {
+  const double step[3] = {box.extent(0) / n, box.extent(1) / n,
+                          dims == 3 ? box.extent(2) / n : 0};
+  CoverCells out;
+  out.cell_measure = step[0] * step[1] * (dims == 3 ? step[2] : 1);
+  for (int k = 0; k < (dims == 3 ? n : 1); ++k) {
     for (int j = 0; j < n; ++j) {
       for (int i = 0; i < n; ++i) {
         const double lo[3] = {box.min(0) + i * step[0], box.min(1) + j * step[1],
                               dims == 3 ? box.min(2) + k * step[2] : 0};
         const double hi[3] = {lo[0] + step[0], lo[1] + step[1], lo[2] + step[2]};
         if (region.Classify(lo, hi) != sampler::Region::Overlap::kOutside) {
-          ++meeting;
+          out.boxes.push_back({lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]});
         }
       }
     }
   }
-  double cells = 1;
-  for (int d = 0; d < dims; ++d) cells *= n;
-  return box.Measure() * static_cast<double>(meeting) / cells;
+  return out;
 }
 
-// Points a layer can hold at most in `measure`: hexagonal packing in 2D
-// (2 / (sqrt(3) r^2) per unit area), FCC in 3D (sqrt(2) / r^3 per volume).
+// Points per unit measure at most for spacing r: hexagonal packing in 2D
+// (2 / (sqrt(3) r^2)), FCC in 3D (sqrt(2) / r^3).
+double PackingDensity(double r, int dims) {
+  return dims == 2 ? 2 / (std::sqrt(3.0) * r * r) : std::sqrt(2.0) / (r * r * r);
+}
+
+// The integral of the packing density over the meeting cells: with a
+// density raster, each cell at the smallest radius its corners and centre
+// give (the raster is bilinear, so that is close to its least).
 double EstimatePoints(const sampler::SamplerOptions& o, int dims,
-                      double measure) {
+                      const CoverCells& cells) {
+  const double measure = cells.cell_measure * static_cast<double>(cells.boxes.size());
   switch (o.method) {
     case Method::kPoissonDense:
-    case Method::kPoissonClassic:
-      return dims == 2 ? measure * 2 / (std::sqrt(3.0) * o.radius * o.radius)
-                       : measure * std::sqrt(2.0) /
-                             (o.radius * o.radius * o.radius);
+    case Method::kPoissonClassic: {
+      if (o.density == nullptr) return measure * PackingDensity(o.radius, dims);
+      double sum = 0;
+      for (const auto& c : cells.boxes) {
+        double bright = 0;
+        for (const auto& [x, y] : {std::pair{c[0], c[1]}, std::pair{c[3], c[1]},
+                                   std::pair{c[0], c[4]}, std::pair{c[3], c[4]},
+                                   std::pair{(c[0] + c[3]) / 2, (c[1] + c[4]) / 2}}) {
+          bright = std::max(bright, std::clamp(o.density->Sample(x, y), 0.0, 1.0));
+        }
+        const double r = o.radius_min + (o.radius_max - o.radius_min) * (1 - bright);
+        sum += cells.cell_measure * PackingDensity(r, dims);
+      }
+      return sum;
+    }
     case Method::kJitteredGrid:
       return measure / std::pow(o.cell_size, dims);
     case Method::kUniform:
@@ -366,6 +411,9 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
     if (IsPoisson(layer.method()) && FinitePositive(layer.spacing())) {
       smallest_spacing = std::min(smallest_spacing, layer.spacing());
     }
+    if (layer.has_density() && FinitePositive(layer.radius_min())) {
+      smallest_spacing = std::min(smallest_spacing, layer.radius_min());
+    }
   }
   if (!std::isfinite(smallest_spacing)) smallest_spacing = 1;
 
@@ -410,16 +458,17 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
   }
 
   absl::flat_hash_set<std::uint32_t> ids;
-  const double measure = MeasureBound(job.region);
+  const CoverCells cells = MeetingCells(job.region);
   for (int i = 0; i < request.layers_size(); ++i) {
-    absl::StatusOr<sampler::LayerSpec> layer = ToLayer(i, request.layers(i), job);
+    absl::StatusOr<sampler::LayerSpec> layer =
+        ToLayer(i, request.layers(i), limits, rasters, &job);
     if (!layer.ok()) return layer.status();
     if (!ids.insert(layer->layer).second) {
       return Invalid(absl::StrCat("layers[", i, "].id"),
                      absl::StrCat("layer ", layer->layer,
                                   " appears twice; ids must be unique"));
     }
-    job.estimated_points += EstimatePoints(layer->options, dims, measure);
+    job.estimated_points += EstimatePoints(layer->options, dims, cells);
     job.layers.push_back(*std::move(layer));
   }
   for (int i = 0; i < request.clearances_size(); ++i) {

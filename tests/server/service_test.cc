@@ -107,6 +107,45 @@ TEST(ServiceTest, LayersRegionsAndFieldsTravel) {
   }
 }
 
+TEST(ServiceTest, DensityRasterGivesVariableRadius) {
+  LoopbackServer server;
+  v1::ScatterRequest request = BoxRequest(10, 0);
+  v1::Layer* layer = request.mutable_layers(0);
+  layer->clear_spacing();
+  layer->set_radius_min(0.05);
+  layer->set_radius_max(0.2);
+  // 2 x 1 pixels: dark west half, bright east half.
+  v1::RasterInput* density = layer->mutable_density();
+  density->mutable_data()->set_format(v1::RASTER_FORMAT_U8);
+  density->mutable_data()->set_width(2);
+  density->mutable_data()->set_height(1);
+  density->mutable_data()->set_pixels(std::string("\x00\xff", 2));
+  density->set_x1(10);
+  density->set_y1(10);
+  const Received got = Collect(*server.TcpStub(), request);
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  std::size_t west = 0, east = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double x = got.coords[2 * i];
+    ASSERT_GE(got.radius[i], 0.05);
+    ASSERT_LE(got.radius[i], 0.2);
+    // Pixel centres at x = 2.5 and 7.5; clamped beyond them.
+    if (x < 2.5) {
+      ASSERT_EQ(got.radius[i], 0.2);
+      ++west;
+    } else if (x > 7.5) {
+      ASSERT_EQ(got.radius[i], 0.05);
+      ++east;
+    }
+  }
+  // Points per area go as 1 / r^2: 16 times as many in the bright strip.
+  EXPECT_NEAR(static_cast<double>(east) / static_cast<double>(west), 16, 3);
+  // Exact minimum distance with the larger radius of each pair.
+  auto report = sampler::CheckMinDistanceVariable(got.coords, got.radius, 2);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->violations, 0u);
+}
+
 struct BadCase {
   const char* name;
   void (*edit)(v1::ScatterRequest*);
@@ -129,6 +168,20 @@ const BadCase kBadCases[] = {
     {"repeated layer id",
      [](v1::ScatterRequest* r) { *r->add_layers() = r->layers(0); },
      grpc::StatusCode::INVALID_ARGUMENT, "layers[1].id"},
+    {"density without radius_min",
+     [](v1::ScatterRequest* r) {
+       auto* density = r->mutable_layers(0)->mutable_density();
+       density->set_digest(std::string(64, 'b'));
+       r->mutable_layers(0)->set_radius_max(1);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT, "layers[0].radius_min"},
+    {"density on a jittered grid",
+     [](v1::ScatterRequest* r) {
+       r->mutable_layers(0)->set_method(v1::METHOD_JITTERED_GRID);
+       r->mutable_layers(0)->set_cell_size(0.1);
+       r->mutable_layers(0)->mutable_density()->set_digest(std::string(64, 'b'));
+     },
+     grpc::StatusCode::INVALID_ARGUMENT, "layers[0].density: variable radius needs"},
     {"no region", [](v1::ScatterRequest* r) { r->clear_region(); },
      grpc::StatusCode::INVALID_ARGUMENT, "region: needs one of"},
     {"inverted box",
