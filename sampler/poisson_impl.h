@@ -45,6 +45,7 @@
 #include "sampler/obstacles.h"
 #include "sampler/region.h"
 #include "sampler/rng.h"
+#include "sampler/rotation.h"
 #include "sampler/sampler.h"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -544,14 +545,8 @@ class PoissonRun {
     CounterRng rng(Combine(Combine(candidate_key_, index), 0));
     double c[D];
     if constexpr (D == 2) {
-      double u, v, s;
-      do {
-        rng.SignedPair(&u, &v);
-        s = u * u + v * v;
-      } while (!(s > 0x1.0p-4 && s <= 1));
-      const double norm = std::sqrt(s);
-      u /= norm;
-      v /= norm;
+      double u, v;
+      RandomUnit2(rng, &u, &v);
       for (const auto& d : circle_) {
         c[0] = p[0] + step_ * (u * d[0] - v * d[1]);
         c[1] = p[1] + step_ * (v * d[0] + u * d[1]);
@@ -559,21 +554,8 @@ class PoissonRun {
         if (!halt_.ok()) return;
       }
     } else {
-      double q[4];
-      double s;
-      do {
-        rng.SignedPair(&q[0], &q[1]);
-        rng.SignedPair(&q[2], &q[3]);
-        s = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
-      } while (!(s > 0x1.0p-4 && s <= 1));
-      const double norm = std::sqrt(s);
-      for (double& e : q) e /= norm;
-      // Rotation matrix of the unit quaternion (w, x, y, z).
-      const double w = q[0], x = q[1], y = q[2], z = q[3];
-      const double m[3][3] = {
-          {1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)},
-          {2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)},
-          {2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)}};
+      double m[3][3];
+      RandomRotation3(rng, m);
       for (const auto& d : sphere_) {
         for (int a = 0; a < 3; ++a) {
           c[a] =

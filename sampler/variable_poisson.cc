@@ -14,6 +14,7 @@
 #include "sampler/box_distance.h"
 #include "sampler/directions.h"
 #include "sampler/rng.h"
+#include "sampler/rotation.h"
 
 namespace scatter::sampler::internal {
 namespace {
@@ -733,35 +734,14 @@ class VariableRun {
     Gather(p, rho, rc_hi);
     double m[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
     if constexpr (D == 2) {
-      double u, v, s;
-      do {
-        rng.SignedPair(&u, &v);
-        s = u * u + v * v;
-      } while (!(s > 0x1.0p-4 && s <= 1));
-      const double norm = std::sqrt(s);
-      u /= norm;
-      v /= norm;
+      double u, v;
+      RandomUnit2(rng, &u, &v);
       m[0][0] = u;
       m[0][1] = -v;
       m[1][0] = v;
       m[1][1] = u;
     } else {
-      double q[4];
-      double s;
-      do {
-        rng.SignedPair(&q[0], &q[1]);
-        rng.SignedPair(&q[2], &q[3]);
-        s = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
-      } while (!(s > 0x1.0p-4 && s <= 1));
-      const double norm = std::sqrt(s);
-      for (double& e : q) e /= norm;
-      // Rotation matrix of the unit quaternion (w, x, y, z).
-      const double w = q[0], x = q[1], y = q[2], z = q[3];
-      const double rot[3][3] = {
-          {1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)},
-          {2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)},
-          {2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)}};
-      std::memcpy(m, rot, sizeof m);
+      RandomRotation3(rng, m);
     }
     for (int i = 0; i < attempts_; ++i) {
       Poll();
