@@ -18,6 +18,7 @@
 #include "sampler/layers.h"
 #include "server/convert.h"
 #include "tests/server/scatterd_process.h"
+#include "tests/server/tls_util.h"
 
 namespace scatter::client {
 namespace {
@@ -277,6 +278,35 @@ TEST(ClientTest, UnknownDigestIsResentInline) {
   mask->set_digest(std::string(64, 'e'));
   auto unknown = client.Scatter(request, [](const v1::PointBatch&) { return true; });
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(ClientTest, ConnectsOverTls) {
+  const server::testing::Pem pem = server::testing::SelfSigned();
+  server::ServerOptions options = server::testing::LoopbackServer::DefaultOptions();
+  options.tls_cert_pem = pem.cert;
+  options.tls_key_pem = pem.key;
+  server::testing::LoopbackServer server(options);
+  ClientOptions tls;
+  tls.address = server.target();
+  tls.tls_ca_pem = pem.cert;
+  tls.tls_server_name = "localhost";
+  auto client = Client::Connect(tls);
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_TRUE((*client)->Health().ok());
+  std::uint64_t points = 0;
+  auto summary = (*client)->Scatter(server::testing::BoxRequest(1, 0.05),
+                                    [&](const v1::PointBatch& batch) {
+                                      points += static_cast<std::uint64_t>(batch.id_size());
+                                      return true;
+                                    });
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->total_points(), points);
+  // Without the CA the server's certificate is not trusted.
+  ClientOptions plain;
+  plain.address = server.target();
+  auto refused = Client::Connect(plain);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_FALSE((*refused)->Health(absl::Seconds(2)).ok());
 }
 
 TEST(ClientTest, HandlerCanCancelAndDeadlinesApply) {
