@@ -2,8 +2,8 @@
 #define SCATTER_CLIENT_OUTPUT_H_
 
 // Point files the `scatter` command writes. Every format keeps doubles
-// exact (CSV and JSON lines print 17 significant digits), so a point read
-// back is the point that was sent.
+// exact (CSV and JSON lines print the shortest digits that read back as the
+// same double), so a point read back is the point that was sent.
 //
 //   csv    header x,y[,z],layer,radius,id,yaw,scale then one line per point
 //   jsonl  {"x":..,"y":..[,"z":..],"layer":..,"radius":..,"id":..,
