@@ -34,6 +34,17 @@ if ! podman info >/dev/null 2>&1; then
   exit 0
 fi
 
+# Can podman store an image at all here (a chroot, say, cannot remount)?
+probe=$(mktemp -d)
+touch "$probe/probe"
+if ! err=$(tar -C "$probe" -c . | podman import - localhost/scatter-probe:latest 2>&1); then
+  rm -rf "$probe"
+  echo "container-test: SKIP: podman cannot store images here: $(echo "$err" | tail -1)"
+  exit 0
+fi
+rm -rf "$probe"
+podman rmi localhost/scatter-probe:latest >/dev/null 2>&1 || true
+
 base=localhost/scatter-bookworm:latest
 if ! podman image exists "$base"; then
   root=$(mktemp -d)
@@ -41,6 +52,11 @@ if ! podman image exists "$base"; then
   tar -C "$root" -c . | podman import - "$base" >/dev/null
   rm -rf "$root"
   stage "base image $base made with debootstrap"
+fi
+# ... and run a container at all?
+if ! err=$(podman run --rm "$base" true 2>&1); then
+  echo "container-test: SKIP: podman cannot run containers here: $(echo "$err" | tail -1)"
+  exit 0
 fi
 
 image=localhost/scatter:test
