@@ -42,6 +42,7 @@
 #include "sampler/box_distance.h"
 #include "sampler/cover_stencil.h"
 #include "sampler/directions.h"
+#include "sampler/gap_pieces.h"
 #include "sampler/obstacles.h"
 #include "sampler/region.h"
 #include "sampler/rng.h"
@@ -778,15 +779,7 @@ class PoissonRun {
         const unsigned child = (t + turn) & ((1u << D) - 1);
         if ((mask >> child) & 1) continue;
         double c0[D], c1[D];
-        bool empty = false;
-        for (int a = 0; a < D; ++a) {
-          const double mid = u0[a] + (u1[a] - u0[a]) / 2;
-          const bool upper = ((child >> a) & 1) != 0;
-          c0[a] = std::max(upper ? mid : u0[a], lo_[a]);
-          c1[a] = std::min(upper ? u1[a] : mid, hi_[a]);
-          empty |= !(c0[a] < c1[a]);
-        }
-        if (empty) continue;
+        if (!ClippedHalfCell<D>(u0, u1, lo_, hi_, child, c0, c1)) continue;
         found = FindUncovered(c0, c1, 1, n, c, 1 + child, maybe_partial_, p);
       }
       if (found) {
@@ -975,11 +968,7 @@ class PoissonRun {
     for (unsigned t = 0; t < (1u << D); ++t) {
       const unsigned child = (t + turn) & ((1u << D) - 1);
       double c0[D], c1[D];
-      for (int a = 0; a < D; ++a) {
-        const bool upper = ((child >> a) & 1) != 0;
-        c0[a] = upper ? mid[a] : b0[a];
-        c1[a] = upper ? b1[a] : mid[a];
-      }
+      ChildBox<D>(b0, b1, mid, child, c0, c1);
       if (leaves) {
         RandomPointInCell(c0, c1, cell_key, (piece << D) + child, p);
         if (ClearOf(kept, m, p)) return true;
@@ -1058,7 +1047,7 @@ class PoissonRun {
 
   // Where the children of (cell, piece) start in the scan order.
   unsigned ChildTurn(std::uint64_t cell, std::uint64_t piece) const {
-    return static_cast<unsigned>(Mix64(gap_key_ ^ Mix64(cell) ^ piece) >> 61);
+    return internal::ChildTurn(gap_key_, cell, piece);
   }
 
   // Whether p is at least r from all m points of `list` (interleaved).
