@@ -319,7 +319,7 @@ TEST(ClientTest, HandlerCanCancelAndDeadlinesApply) {
   EXPECT_EQ(batches, 3);
   CallOptions call;
   call.timeout = absl::Milliseconds(100);
-  auto late = client.Scatter(server::testing::BoxRequest(1, 0.0002),
+  auto late = client.Scatter(server::testing::LongRequest(),
                              [](const v1::PointBatch&) { return true; }, call);
   EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
 }

@@ -36,7 +36,7 @@ TEST(ScatterdTest, SigtermEndsAStreamInFlightWithAStatus) {
   auto stub = scatterd.Stub();
   grpc::ClientContext context;
   // Runs for seconds: far past the grace period.
-  auto reader = stub->Scatter(&context, BoxRequest(1, 0.0002));
+  auto reader = stub->Scatter(&context, LongRequest());
   v1::ScatterResponse response;
   ASSERT_TRUE(reader->Read(&response));
   scatterd.Signal(SIGTERM);

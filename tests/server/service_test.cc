@@ -304,9 +304,6 @@ TEST(ServiceTest, ServerPointLimitIsAHardCapToo) {
   EXPECT_EQ(got.size(), 0u);
 }
 
-// A request that runs for seconds: ~20 M points.
-v1::ScatterRequest LongRequest() { return BoxRequest(1, 0.0002); }
-
 
 TEST(ServiceTest, ConcurrencyLimitRefusesTheExtraStream) {
   ServerOptions options = LoopbackServer::DefaultOptions();

@@ -75,6 +75,17 @@ inline v1::ScatterRequest BoxRequest(double side, double spacing,
   return request;
 }
 
+// A request that runs for many seconds (about 2 M classic points at 1024
+// attempts each) with a small grid (~80 MB), so that freeing it costs
+// little: what is timed is how fast the sampler lets go.
+inline v1::ScatterRequest LongRequest() {
+  v1::ScatterRequest request = BoxRequest(1, 0.0007);
+  request.mutable_layers(0)->set_method(v1::METHOD_POISSON_CLASSIC);
+  request.mutable_layers(0)->set_max_attempts(1024);
+  request.set_batch_size(256);  // The first batch comes early, even at -O0.
+  return request;
+}
+
 // A server on 127.0.0.1:0 whose log lines land in `log`.
 class LoopbackServer {
  public:

@@ -27,16 +27,6 @@ double CpuSeconds() {
          1e-6 * static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
 }
 
-// A request that runs for many seconds (about 2 M classic points at 1024
-// attempts each) with a small grid (~80 MB), so that freeing it costs
-// little: what is timed is how fast the sampler lets go.
-v1::ScatterRequest LongRequest() {
-  v1::ScatterRequest request = BoxRequest(1, 0.0007);
-  request.mutable_layers(0)->set_method(v1::METHOD_POISSON_CLASSIC);
-  request.mutable_layers(0)->set_max_attempts(1024);
-  request.set_batch_size(256);  // The first batch comes early, even at -O0.
-  return request;
-}
 
 
 TEST(ServiceTimingTest, CancelStopsTheSamplerPromptly) {
