@@ -50,8 +50,7 @@ absl::StatusOr<v1::Job> LoadJob(const std::string& path) {
 }
 
 absl::StatusOr<v1::ScatterRequest> ResolveRasters(const v1::Job& job,
-                                                  const std::string& base_dir,
-                                                  Client* client) {
+                                                  const std::string& base_dir) {
   v1::ScatterRequest request = job.request();
   for (int i = 0; i < job.raster_files_size(); ++i) {
     const v1::RasterFile& file = job.raster_files(i);
@@ -80,16 +79,32 @@ absl::StatusOr<v1::ScatterRequest> ResolveRasters(const v1::Job& job,
     (*input)->set_y0(file.y0());
     (*input)->set_x1(file.x1());
     (*input)->set_y1(file.y1());
-    if (client != nullptr) {
-      absl::StatusOr<v1::RasterRef> ref = client->PutRaster(data);
-      if (!ref.ok()) {
-        return absl::Status(ref.status().code(),
-                            absl::StrCat(field, " (", path, "): ", ref.status().message()));
-      }
-      (*input)->set_digest(ref->digest());
-    } else {
-      *(*input)->mutable_data() = std::move(data);
+    *(*input)->mutable_data() = std::move(data);
+  }
+  return request;
+}
+
+absl::StatusOr<v1::ScatterRequest> UploadRasters(v1::ScatterRequest request,
+                                                 Client& client) {
+  auto upload = [&](const std::string& field, v1::RasterInput* input) -> absl::Status {
+    if (input->source_case() != v1::RasterInput::kData) return absl::OkStatus();
+    absl::StatusOr<v1::RasterRef> ref = client.PutRaster(input->data());
+    if (!ref.ok()) {
+      return absl::Status(ref.status().code(),
+                          absl::StrCat(field, ": ", ref.status().message()));
     }
+    input->set_digest(ref->digest());
+    return absl::OkStatus();
+  };
+  if (request.region().has_mask()) {
+    absl::Status status = upload("region.mask", request.mutable_region()->mutable_mask());
+    if (!status.ok()) return status;
+  }
+  for (int i = 0; i < request.layers_size(); ++i) {
+    if (!request.layers(i).has_density()) continue;
+    absl::Status status = upload(absl::StrCat("layers[", i, "].density"),
+                                 request.mutable_layers(i)->mutable_density());
+    if (!status.ok()) return status;
   }
   return request;
 }

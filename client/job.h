@@ -15,13 +15,17 @@ namespace scatter::client {
 // file and the parser's reason (field path, position) when it is not a Job.
 absl::StatusOr<v1::Job> LoadJob(const std::string& path);
 
-// The request with every raster file read and put in place: uploaded with
-// PutRaster and named by digest when `client` is set, inline otherwise.
+// The request with every raster file read and put in place inline.
 // Relative paths are taken from `base_dir`. NotFound naming the file when
 // it cannot be read; InvalidArgument naming rasterFiles[i] for a bad target.
 absl::StatusOr<v1::ScatterRequest> ResolveRasters(const v1::Job& job,
-                                                  const std::string& base_dir,
-                                                  Client* client);
+                                                  const std::string& base_dir);
+
+// The request with every inline raster uploaded with PutRaster and named
+// by the digest the server returns (the client keeps the data for its
+// inline resend). Errors name the raster's field.
+absl::StatusOr<v1::ScatterRequest> UploadRasters(v1::ScatterRequest request,
+                                                 Client& client);
 
 }  // namespace scatter::client
 

@@ -108,18 +108,26 @@ int Run(const std::string& job_path) {
     if (!connected.ok()) return Fail(connected.status());
     client = *std::move(connected);
   }
-  absl::StatusOr<v1::ScatterRequest> request =
-      ResolveRasters(*job, base_dir, client.get());
-  if (!request.ok()) return Fail(request.status());
+  const bool report = absl::GetFlag(FLAGS_report);
+  const std::string preview = absl::GetFlag(FLAGS_preview);
+  // The rasters are read once: inline for a local run, the report and the
+  // preview; uploaded from there for the server.
+  absl::StatusOr<v1::ScatterRequest> inline_request = ResolveRasters(*job, base_dir);
+  if (!inline_request.ok()) return Fail(inline_request.status());
   // Files need every per-point array.
-  request->clear_fields();
+  inline_request->clear_fields();
+  const v1::ScatterRequest* request = &*inline_request;
+  absl::StatusOr<v1::ScatterRequest> uploaded;
+  if (!local) {
+    uploaded = UploadRasters(*inline_request, *client);
+    if (!uploaded.ok()) return Fail(uploaded.status());
+    request = &*uploaded;
+  }
 
   absl::StatusOr<std::unique_ptr<PointWriter>> writer =
       OpenWriter(*format, absl::GetFlag(FLAGS_out));
   if (!writer.ok()) return Fail(writer.status());
 
-  const bool report = absl::GetFlag(FLAGS_report);
-  const std::string preview = absl::GetFlag(FLAGS_preview);
   const bool progress = isatty(STDERR_FILENO) == 1;
   v1::PointBatch kept;  // Every point, for --report.
   int dims = 2;
@@ -151,11 +159,6 @@ int Run(const std::string& job_path) {
   if (!summary.ok()) return Fail(summary.status());
   const absl::Status finished = (*writer)->Finish();
   if (!finished.ok()) return Fail(finished);
-  absl::StatusOr<v1::ScatterRequest> inline_request = request;
-  if ((report || !preview.empty()) && !local) {
-    inline_request = ResolveRasters(*job, base_dir, nullptr);
-    if (!inline_request.ok()) return Fail(inline_request.status());
-  }
   if (!preview.empty()) {
     const absl::Status drawn = WritePreview(preview, *inline_request, kept,
                                             absl::GetFlag(FLAGS_preview_size));

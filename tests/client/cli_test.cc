@@ -48,7 +48,7 @@ CommandResult Scatter(std::vector<std::string> args) {
 v1::ScatterRequest InlineRequest(const std::string& example) {
   auto job = LoadJob(absl::StrCat(kExamples, "/", example, ".json"));
   EXPECT_TRUE(job.ok()) << job.status();
-  auto request = ResolveRasters(*job, kExamples, nullptr);
+  auto request = ResolveRasters(*job, kExamples);
   EXPECT_TRUE(request.ok()) << request.status();
   return *request;
 }
