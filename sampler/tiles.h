@@ -1,0 +1,284 @@
+#ifndef SCATTER_SAMPLER_TILES_H_
+#define SCATTER_SAMPLER_TILES_H_
+
+// Seamless, deterministic tiles of an unbounded world (DESIGN.md: Per-tile
+// seeds, Seamless tiles by colouring, with soft borders).
+//
+// The plane is cut into square tiles of side T: tile (i, j) holds
+// [i T, (i + 1) T) x [j T, (j + 1) T) (in 3D, that column over the world's z
+// extent). Tile colour is (i mod 2) + 2 (j mod 2), floor modulo. The
+// *generator* of a tile is a pure function of the world spec, the tile and
+// the generators of its lower-colour neighbours (of the 8 around it). Per
+// layer, in placement order, a generator
+//   1. samples its tile grown by 5 R (R = TileWorld::r_max()), with every
+//      point of its lower-colour neighbours' generators and its own earlier
+//      layers as fixed obstacles (same-layer points conflict by
+//      max(r_a, r_b), others by footprint_a + footprint_b or the override);
+//   2. keeps the points inside its tile, and those at L-infinity distance
+//      d <= 3 R beyond its border with probability (3 R - d) / (3 R), drawn
+//      from the stream (seed, layer, tile, kTileKeep) at the point's id;
+//   3. fills the gaps left in its tile grown by 3 R, except within 3 R of a
+//      higher-colour neighbour's tile: that neighbour comes later, sees
+//      these points and fills the rest.
+// The points served for a tile are those of its own and its 8 neighbours'
+// generators that lie in the tile's half-open bounds, ordered by (generator
+// colour, generator tile (x, then y), generation index). So every point
+// belongs to exactly one tile, and a tile is bit-identical however, wherever
+// and in whatever company it was computed.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "sampler/layers.h"
+#include "sampler/region.h"
+#include "sampler/sampler.h"
+
+namespace scatter::sampler {
+
+// A tile's integer coordinates: tile (x, y) covers [x T, (x + 1) T) along x
+// and [y T, (y + 1) T) along y.
+struct TileCoord {
+  std::int64_t x = 0;
+  std::int64_t y = 0;
+  friend bool operator==(TileCoord a, TileCoord b) {
+    return a.x == b.x && a.y == b.y;
+  }
+  friend bool operator!=(TileCoord a, TileCoord b) { return !(a == b); }
+  // Row-major: y, then x.
+  friend bool operator<(TileCoord a, TileCoord b) {
+    return a.y != b.y ? a.y < b.y : a.x < b.x;
+  }
+};
+
+// (x mod 2) + 2 (y mod 2) with a floor modulo: 0 to 3, negative tiles too.
+int TileColour(TileCoord t);
+
+// What a tiled world is made of. Poisson methods only (dense or classic),
+// constant radius or a density raster.
+struct WorldSpec {
+  // The layers, each with its own spacing, footprint and density raster
+  // (the raster's world rectangle may span many tiles). As LayeredSampler.
+  std::vector<LayerSpec> layers;
+  // Seed, SIMD level, limits (max_points and max_memory_bytes apply to each
+  // generator's run of a layer) and the world's obstacles.
+  SamplerOptions shared;
+  std::vector<ClearanceOverride> overrides;
+  // Where points may go. Unset: the whole plane (2D only). A 3D world needs
+  // one: its z extent is every column's.
+  std::optional<Region> region;
+  // Tile side T in world units. 0 means 64 R; otherwise finite and
+  // >= 10 R, so a generator depends on its immediate neighbours only.
+  double tile_size = 0;
+  // Names this spec in a GeneratorCache shared by several worlds: two
+  // worlds with the same non-empty key must have the same spec (the server
+  // uses a digest of the request). Empty: a key unique to this world.
+  std::string cache_key;
+};
+
+// The points one generator made, in generation order, as structure of
+// arrays (the layout of PointBatch).
+struct GeneratedPoints {
+  TileCoord tile;
+  int dims = 2;
+  std::vector<double> coords;  // dims per point, interleaved.
+  std::vector<double> radius;  // The spacing radius at the point.
+  std::vector<double> footprint;
+  std::vector<std::uint32_t> layer;
+  std::vector<std::uint64_t> id;
+  std::vector<double> yaw;
+  std::vector<double> scale;
+
+  std::size_t size() const { return radius.size(); }
+  // Heap bytes held, for the cache budget.
+  std::size_t bytes() const;
+  // Appends point k of `from`.
+  void AppendFrom(const GeneratedPoints& from, std::size_t k);
+  // Views of points [begin, end) as a batch.
+  PointBatch Batch(std::size_t begin, std::size_t end) const;
+};
+
+// The points served for one tile, in canonical order.
+struct TilePoints {
+  TileCoord tile;
+  GeneratedPoints points;  // points.tile == tile.
+};
+
+// Finished generators, shared by requests (and threads): least recently
+// used first out, bounded in bytes. Thread-safe.
+class GeneratorCache {
+ public:
+  explicit GeneratorCache(std::size_t budget_bytes)
+      : budget_(budget_bytes) {}
+  GeneratorCache(const GeneratorCache&) = delete;
+  GeneratorCache& operator=(const GeneratorCache&) = delete;
+
+  std::size_t budget_bytes() const { return budget_; }
+  // Null when absent; a hit becomes the most recently used.
+  std::shared_ptr<const GeneratedPoints> Find(const std::string& world,
+                                              TileCoord tile);
+  // Stores, then evicts least recently used entries while over budget.
+  void Insert(const std::string& world, TileCoord tile,
+              std::shared_ptr<const GeneratedPoints> points);
+
+  struct Stats {
+    std::uint64_t hits = 0;
+    std::uint64_t misses = 0;
+    std::uint64_t evictions = 0;
+    std::size_t entries = 0;
+    std::size_t bytes = 0;
+  };
+  Stats stats() const;
+
+ private:
+  using Key = std::pair<std::string, std::pair<std::int64_t, std::int64_t>>;
+  struct Entry {
+    std::shared_ptr<const GeneratedPoints> points;
+    std::list<Key>::iterator lru;
+  };
+
+  const std::size_t budget_;
+  mutable std::mutex mu_;
+  std::map<Key, Entry> entries_;
+  std::list<Key> lru_;  // Front: most recently used.
+  Stats stats_;
+};
+
+// A fixed set of worker threads running index loops; several callers may
+// use it at once. The caller of ParallelFor works too, so a pool of one
+// thread has no workers.
+class ThreadPool {
+ public:
+  // threads <= 0: one per hardware thread.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  // Calls f(0) ... f(n - 1), in any order and on any of the threads, and
+  // returns when all have returned.
+  void ParallelFor(std::size_t n, absl::FunctionRef<void(std::size_t)> f);
+
+ private:
+  struct Job;
+  void Work();
+  static bool RunOne(Job* job);
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> jobs_;
+  bool quit_ = false;
+  std::vector<std::thread> workers_;
+};
+
+class TileWorld {
+ public:
+  // InvalidArgument naming the field and the rule for a bad layer (as
+  // LayeredSampler says it, "layers[i]: ..."), a non-Poisson method, a 3D
+  // world without a region, or a tile_size that is not finite or below
+  // 10 R ("tile_size must be >= 10 * r_max = ...").
+  static absl::StatusOr<std::shared_ptr<const TileWorld>> Create(
+      WorldSpec spec);
+
+  int dims() const { return dims_; }
+  double tile_size() const { return tile_; }
+  // R: the largest spacing radius, footprint sum and clearance override
+  // of any layers.
+  double r_max() const { return r_max_; }
+  const std::string& cache_key() const { return spec_.cache_key; }
+  // Layer numbers in placement order.
+  const std::vector<std::uint32_t>& layer_order() const { return order_; }
+
+  // The tile holding x-y position (x, y): floor(x / T), floor(y / T).
+  TileCoord TileOf(double x, double y) const;
+  // The tile's bounds (half-open), in 3D over the world's z extent.
+  Box TileBounds(TileCoord t) const;
+
+  // The generator of tile t, given those of its lower-colour neighbours in
+  // the order LowerNeighbours(t) lists them. `stop` may be called from
+  // this thread only; Cancelled when it says stop.
+  absl::StatusOr<std::shared_ptr<const GeneratedPoints>> Generate(
+      TileCoord t, absl::Span<const GeneratedPoints* const> lower,
+      absl::FunctionRef<bool()> stop) const;
+
+  // The lower-colour tiles among t's 8 neighbours, in a fixed order.
+  static std::vector<TileCoord> LowerNeighbours(TileCoord t);
+
+  // Serves `tiles` in the order given (repeats allowed): computes the
+  // generators each needs that `cache` does not hold, colour by colour, in
+  // parallel on `pool`, and calls sink(tile) for each tile once it is done.
+  // Tiles are computed a few at a time, so finished tiles waiting for a
+  // slow sink stay few; a sink returning false stops the work (Cancelled).
+  // `stop` is polled by every thread in every long loop (it must be
+  // thread-safe). ResourceExhausted when the generators one tile needs do
+  // not fit in the cache's budget.
+  absl::Status Serve(absl::Span<const TileCoord> tiles, GeneratorCache* cache,
+                     ThreadPool* pool,
+                     absl::FunctionRef<bool(const TilePoints&)> sink,
+                     absl::FunctionRef<bool()> stop) const;
+
+  // How many generators were computed (not found in a cache) by Serve, over
+  // this world's life: for benchmarks and tests.
+  std::uint64_t generated() const { return generated_.load(); }
+
+ private:
+  explicit TileWorld(WorldSpec spec) : spec_(std::move(spec)) {}
+
+  // Runs one layer's sampler over `region` with `obstacles`, appending its
+  // points (in generation order) to *out.
+  absl::Status RunLayer(std::size_t layer_index, const Region& region,
+                        TileCoord t, bool border_pass,
+                        std::vector<Obstacle> obstacles,
+                        absl::FunctionRef<bool()> stop,
+                        GeneratedPoints* out) const;
+  // The obstacle keeping a point of layer `layer_index` clear of point k of
+  // `from`.
+  Obstacle ObstacleFor(std::size_t layer_index, const GeneratedPoints& from,
+                       std::size_t k) const;
+  // Collects the tiles' served points from the generators in `have`.
+  TilePoints Collect(
+      TileCoord t,
+      const std::map<TileCoord, std::shared_ptr<const GeneratedPoints>>& have)
+      const;
+
+  WorldSpec spec_;  // Layers sorted into placement order, options resolved.
+  std::vector<std::uint32_t> order_;
+  int dims_ = 2;
+  double tile_ = 0;
+  double r_max_ = 0;
+  double z_lo_ = 0;
+  double z_hi_ = 0;
+  mutable std::atomic<std::uint64_t> generated_{0};
+};
+
+// The i-th of n contiguous bands of the tiles x0 <= x < x1, y0 <= y < y1
+// (0 <= i < n): with the N tiles listed row-major (y, then x), band i holds
+// list entries [floor(i N / n), floor((i + 1) N / n)), so when n divides
+// the rows each band is whole rows. Contiguous, not every n-th tile, so
+// shards share few dependencies. InvalidArgument for an empty rectangle, a
+// rectangle of more than 2^31 tiles, n < 1 or i outside [0, n).
+absl::StatusOr<std::vector<TileCoord>> ShardTiles(std::int64_t x0,
+                                                  std::int64_t x1,
+                                                  std::int64_t y0,
+                                                  std::int64_t y1, int i,
+                                                  int n);
+
+}  // namespace scatter::sampler
+
+#endif  // SCATTER_SAMPLER_TILES_H_
