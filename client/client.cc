@@ -72,27 +72,27 @@ absl::Status Client::FromGrpc(const grpc::Status& status) const {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
 }
 
-bool Client::InlineKnownDigests(v1::ScatterRequest* request) {
+bool Client::InlineKnownDigests(
+    v1::Region* region, google::protobuf::RepeatedPtrField<v1::Layer>* layers) {
   absl::MutexLock lock(&mu_);
   bool changed = false;
-  if (request->region().has_mask()) {
-    InlineOne(request->mutable_region()->mutable_mask(), uploaded_, &changed);
-  }
-  for (v1::Layer& layer : *request->mutable_layers()) {
+  if (region->has_mask()) InlineOne(region->mutable_mask(), uploaded_, &changed);
+  for (v1::Layer& layer : *layers) {
     if (layer.has_density()) InlineOne(layer.mutable_density(), uploaded_, &changed);
   }
   return changed;
 }
 
-absl::StatusOr<v1::Summary> Client::Scatter(v1::ScatterRequest request,
-                                            const BatchHandler& handler,
-                                            const CallOptions& call) {
+template <typename Request, typename Response, typename Summary, typename Open,
+          typename Handle>
+absl::StatusOr<Summary> Client::Stream(Request request, Open open, Handle handle,
+                                       const CallOptions& call) {
   for (int attempt = 0;; ++attempt) {
     grpc::ClientContext context;
     ApplyCall(call, &context);
-    auto reader = stub_->Scatter(&context, request);
-    v1::ScatterResponse response;
-    v1::Summary summary;
+    std::unique_ptr<grpc::ClientReader<Response>> reader = open(&context, request);
+    Response response;
+    Summary summary;
     bool any = false;
     bool stopped = false;
     while (reader->Read(&response)) {
@@ -101,7 +101,7 @@ absl::StatusOr<v1::Summary> Client::Scatter(v1::ScatterRequest request,
         summary = response.summary();
         continue;
       }
-      if ((call.cancelled && call.cancelled()) || !handler(response.points())) {
+      if ((call.cancelled && call.cancelled()) || !handle(response)) {
         context.TryCancel();
         stopped = true;
         break;
@@ -114,12 +114,38 @@ absl::StatusOr<v1::Summary> Client::Scatter(v1::ScatterRequest request,
     const grpc::Status status = reader->Finish();
     if (stopped) return absl::CancelledError("cancelled by the caller");
     if (status.error_code() == grpc::StatusCode::NOT_FOUND && !any &&
-        attempt == 0 && InlineKnownDigests(&request)) {
+        attempt == 0 &&
+        InlineKnownDigests(request.mutable_region(), request.mutable_layers())) {
       continue;  // The server lost a raster we uploaded: send it inline.
     }
     if (!status.ok()) return FromGrpc(status);
     return summary;
   }
+}
+
+absl::StatusOr<v1::Summary> Client::Scatter(v1::ScatterRequest request,
+                                            const BatchHandler& handler,
+                                            const CallOptions& call) {
+  return Stream<v1::ScatterRequest, v1::ScatterResponse, v1::Summary>(
+      std::move(request),
+      [&](grpc::ClientContext* context, const v1::ScatterRequest& r) {
+        return stub_->Scatter(context, r);
+      },
+      [&](const v1::ScatterResponse& response) {
+        return handler(response.points());
+      },
+      call);
+}
+
+absl::StatusOr<v1::TilesSummary> Client::ScatterTiles(
+    v1::ScatterTilesRequest request, const TileHandler& handler,
+    const CallOptions& call) {
+  return Stream<v1::ScatterTilesRequest, v1::TileResponse, v1::TilesSummary>(
+      std::move(request),
+      [&](grpc::ClientContext* context, const v1::ScatterTilesRequest& r) {
+        return stub_->ScatterTiles(context, r);
+      },
+      handler, call);
 }
 
 absl::StatusOr<v1::RasterRef> Client::PutRaster(const v1::RasterData& raster,

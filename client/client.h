@@ -44,6 +44,10 @@ struct CallOptions {
 // Receives each PointBatch as it arrives; returning false cancels the call.
 using BatchHandler = std::function<bool(const v1::PointBatch&)>;
 
+// Receives each part of each tile as it arrives (never the summary);
+// returning false cancels the call.
+using TileHandler = std::function<bool(const v1::TileResponse&)>;
+
 class Client {
  public:
   // Builds the channel; it connects lazily, on the first call.
@@ -62,6 +66,13 @@ class Client {
                                       const BatchHandler& handler,
                                       const CallOptions& call = {});
 
+  // Runs a ScatterTiles request, passing every tile part to `handler` in
+  // order, and returns the summary. Errors and the inline resend of an
+  // unknown digest as Scatter.
+  absl::StatusOr<v1::TilesSummary> ScatterTiles(v1::ScatterTilesRequest request,
+                                                const TileHandler& handler,
+                                                const CallOptions& call = {});
+
   // Uploads raster content in chunks; returns the server's digest, and
   // remembers the content for the inline fallback above.
   absl::StatusOr<v1::RasterRef> PutRaster(const v1::RasterData& raster,
@@ -74,8 +85,16 @@ class Client {
 
  private:
   absl::Status FromGrpc(const grpc::Status& status) const;
-  // Replaces every digest this client uploaded, in `request`, with its data.
-  bool InlineKnownDigests(v1::ScatterRequest* request);
+  // Replaces every digest this client uploaded, in the request's region
+  // and layers, with its data.
+  bool InlineKnownDigests(v1::Region* region,
+                          google::protobuf::RepeatedPtrField<v1::Layer>* layers);
+  // One server-streaming call with the inline resend: `open` starts it,
+  // `handle` takes each response that is not the summary.
+  template <typename Request, typename Response, typename Summary,
+            typename Open, typename Handle>
+  absl::StatusOr<Summary> Stream(Request request, Open open, Handle handle,
+                                 const CallOptions& call);
 
   std::shared_ptr<grpc::Channel> channel_;
   std::string address_;

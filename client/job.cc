@@ -19,8 +19,10 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 // The RasterInput a target names: "region.mask" or "layers[i].density".
+// Request is a ScatterRequest or a ScatterTilesRequest.
+template <typename Request>
 absl::StatusOr<v1::RasterInput*> Target(const std::string& target,
-                                        v1::ScatterRequest* request) {
+                                        Request* request) {
   if (target == "region.mask") return request->mutable_region()->mutable_mask();
   int index = -1;
   if (absl::StartsWith(target, "layers[") && absl::EndsWith(target, "].density") &&
@@ -33,25 +35,9 @@ absl::StatusOr<v1::RasterInput*> Target(const std::string& target,
       request->layers_size(), ", got \"", target, "\""));
 }
 
-}  // namespace
-
-absl::StatusOr<v1::Job> LoadJob(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFile(path);
-  if (!text.ok()) return text.status();
-  v1::Job job;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
-  const auto status = google::protobuf::util::JsonStringToMessage(*text, &job, options);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a scatter job: ", status.message().as_string()));
-  }
-  return job;
-}
-
-absl::StatusOr<v1::ScatterRequest> ResolveRasters(const v1::Job& job,
-                                                  const std::string& base_dir) {
-  v1::ScatterRequest request = job.request();
+template <typename Request>
+absl::StatusOr<Request> ResolveInto(Request request, const v1::Job& job,
+                                    const std::string& base_dir) {
   for (int i = 0; i < job.raster_files_size(); ++i) {
     const v1::RasterFile& file = job.raster_files(i);
     const std::string field = absl::StrCat("rasterFiles[", i, "]");
@@ -84,8 +70,8 @@ absl::StatusOr<v1::ScatterRequest> ResolveRasters(const v1::Job& job,
   return request;
 }
 
-absl::StatusOr<v1::ScatterRequest> UploadRasters(v1::ScatterRequest request,
-                                                 Client& client) {
+template <typename Request>
+absl::StatusOr<Request> UploadInto(Request request, Client& client) {
   auto upload = [&](const std::string& field, v1::RasterInput* input) -> absl::Status {
     if (input->source_case() != v1::RasterInput::kData) return absl::OkStatus();
     absl::StatusOr<v1::RasterRef> ref = client.PutRaster(input->data());
@@ -107,6 +93,46 @@ absl::StatusOr<v1::ScatterRequest> UploadRasters(v1::ScatterRequest request,
     if (!status.ok()) return status;
   }
   return request;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Job> LoadJob(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  v1::Job job;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(*text, &job, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a scatter job: ", status.message().as_string()));
+  }
+  if (job.has_request() && job.has_world()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": a job holds a request or a world, not both"));
+  }
+  return job;
+}
+
+absl::StatusOr<v1::ScatterRequest> ResolveRasters(const v1::Job& job,
+                                                  const std::string& base_dir) {
+  return ResolveInto(job.request(), job, base_dir);
+}
+
+absl::StatusOr<v1::ScatterTilesRequest> ResolveWorldRasters(
+    const v1::Job& job, const std::string& base_dir) {
+  return ResolveInto(job.world(), job, base_dir);
+}
+
+absl::StatusOr<v1::ScatterRequest> UploadRasters(v1::ScatterRequest request,
+                                                 Client& client) {
+  return UploadInto(std::move(request), client);
+}
+
+absl::StatusOr<v1::ScatterTilesRequest> UploadRasters(
+    v1::ScatterTilesRequest request, Client& client) {
+  return UploadInto(std::move(request), client);
 }
 
 }  // namespace scatter::client

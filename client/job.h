@@ -21,11 +21,17 @@ absl::StatusOr<v1::Job> LoadJob(const std::string& path);
 absl::StatusOr<v1::ScatterRequest> ResolveRasters(const v1::Job& job,
                                                   const std::string& base_dir);
 
+// The same for a job's `world` (`scatter tiles`).
+absl::StatusOr<v1::ScatterTilesRequest> ResolveWorldRasters(
+    const v1::Job& job, const std::string& base_dir);
+
 // The request with every inline raster uploaded with PutRaster and named
 // by the digest the server returns (the client keeps the data for its
 // inline resend). Errors name the raster's field.
 absl::StatusOr<v1::ScatterRequest> UploadRasters(v1::ScatterRequest request,
                                                  Client& client);
+absl::StatusOr<v1::ScatterTilesRequest> UploadRasters(
+    v1::ScatterTilesRequest request, Client& client);
 
 }  // namespace scatter::client
 

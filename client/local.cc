@@ -7,32 +7,43 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "sampler/layers.h"
+#include "sampler/tiles.h"
 #include "sampler/version.h"
 #include "server/convert.h"
 
 namespace scatter::client {
+namespace {
 
-absl::StatusOr<server::ScatterJob> LocalJob(const v1::ScatterRequest& request) {
-  // A local run has the machine to itself: no server limits but the
-  // request's own cap.
+// A local run has the machine to itself: no server limits but the
+// request's own cap.
+server::Limits LocalLimits() {
   server::Limits limits;
   limits.max_points = std::numeric_limits<std::uint64_t>::max() / 2;
   limits.max_raster_bytes = std::size_t{1} << 34;
+  limits.max_tiles_per_request = std::numeric_limits<std::size_t>::max();
+  return limits;
+}
+
+absl::Status CheckVersion(std::uint32_t asked) {
+  if (asked == 0 || asked == sampler::kAlgorithmVersion) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("algorithm_version: this build implements version ",
+                   sampler::kAlgorithmVersion, " only, asked for ", asked));
+}
+
+}  // namespace
+
+absl::StatusOr<server::ScatterJob> LocalJob(const v1::ScatterRequest& request) {
   // The job pins the rasters it uses; the cache may go.
   server::RasterCache rasters(std::size_t{1} << 40);
-  return server::ToJob(request, limits, rasters);
+  return server::ToJob(request, LocalLimits(), rasters);
 }
 
 absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
                                      const BatchHandler& handler) {
   const absl::Time start = absl::Now();
-  if (request.algorithm_version() != 0 &&
-      request.algorithm_version() != sampler::kAlgorithmVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("algorithm_version: this build implements version ",
-                     sampler::kAlgorithmVersion, " only, asked for ",
-                     request.algorithm_version()));
-  }
+  const absl::Status version = CheckVersion(request.algorithm_version());
+  if (!version.ok()) return version;
   absl::StatusOr<server::ScatterJob> job = LocalJob(request);
   if (!job.ok()) return job.status();
   absl::StatusOr<sampler::LayeredSampler> run = sampler::LayeredSampler::Create(
@@ -79,6 +90,66 @@ absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
   summary.set_total_points(sent);
   summary.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start));
   summary.set_algorithm_version(sampler::kAlgorithmVersion);
+  return summary;
+}
+
+absl::StatusOr<v1::TilesSummary> RunTilesLocal(
+    const v1::ScatterTilesRequest& request, const LocalTilesOptions& options,
+    const TileHandler& handler) {
+  const absl::Time start = absl::Now();
+  const absl::Status version = CheckVersion(request.algorithm_version());
+  if (!version.ok()) return version;
+  server::RasterCache rasters(std::size_t{1} << 40);
+  absl::StatusOr<server::TilesJob> job =
+      server::ToTilesJob(request, LocalLimits(), rasters);
+  if (!job.ok()) return job.status();
+  absl::StatusOr<std::shared_ptr<const sampler::TileWorld>> world =
+      sampler::TileWorld::Create(job->world);
+  if (!world.ok()) return world.status();
+  sampler::GeneratorCache cache(options.cache_bytes);
+  sampler::ThreadPool pool(options.threads);
+
+  const std::vector<std::uint32_t>& order = (*world)->layer_order();
+  std::vector<std::uint64_t> per_layer(order.size(), 0);
+  std::uint64_t tiles = 0, points = 0;
+  bool stopped = false;
+  v1::TileResponse message;
+  const absl::Status status = (*world)->Serve(
+      job->tiles, &cache, &pool,
+      [&](const sampler::TilePoints& tile) {
+        const std::size_t n = tile.points.size();
+        for (std::uint32_t layer : tile.points.layer) {
+          const auto at = std::find(order.begin(), order.end(), layer);
+          ++per_layer[static_cast<std::size_t>(at - order.begin())];
+        }
+        const std::size_t parts = server::TileParts(n, job->batch_size);
+        for (std::size_t part = 0; part < parts; ++part) {
+          server::PackTilePart(tile, part, job->batch_size, request.fields(),
+                               &message);
+          if (!handler(message)) {
+            stopped = true;
+            return false;
+          }
+        }
+        ++tiles;
+        points += n;
+        return true;
+      },
+      /*stop=*/[] { return false; });
+  if (stopped) return absl::CancelledError("cancelled by the caller");
+  if (!status.ok()) return status;
+  v1::TilesSummary summary;
+  summary.set_tiles(tiles);
+  summary.set_total_points(points);
+  summary.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+  summary.set_algorithm_version(sampler::kAlgorithmVersion);
+  summary.set_generators_computed((*world)->generated());
+  summary.set_tile_size((*world)->tile_size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    v1::LayerCount* count = summary.add_layers();
+    count->set_layer(order[i]);
+    count->set_points(per_layer[i]);
+  }
   return summary;
 }
 

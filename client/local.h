@@ -19,6 +19,21 @@ absl::StatusOr<server::ScatterJob> LocalJob(const v1::ScatterRequest& request);
 absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
                                      const BatchHandler& handler);
 
+struct LocalTilesOptions {
+  int threads = 0;  // Generator threads; 0 means one per core.
+  // Bytes of finished generators kept while serving (as scatterd's
+  // --tile_cache_bytes): a sweep needs its frontier held.
+  std::size_t cache_bytes = std::size_t{512} << 20;
+};
+
+// Serves the request in this process as scatterd serves it: the same
+// conversion, tiles and parts, so the same points, bit for bit, in the same
+// messages. No server limits apply (tiles per request, points). Its
+// rasters must be inline.
+absl::StatusOr<v1::TilesSummary> RunTilesLocal(
+    const v1::ScatterTilesRequest& request, const LocalTilesOptions& options,
+    const TileHandler& handler);
+
 }  // namespace scatter::client
 
 #endif  // SCATTER_CLIENT_LOCAL_H_

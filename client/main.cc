@@ -2,6 +2,8 @@
 //
 //   scatter run JOB.json [--server=ADDR | --local] [--format=csv|jsonl|ply|raw]
 //                        [--out=FILE] [--seed=N] [--report] [--timeout=DUR]
+//   scatter tiles JOB.json --tiles=x0:x1,y0:y1 [--shard=i/n] --out=DIR
+//                          [--server=ADDR | --local] [--format=...] [--threads=N]
 //   scatter health [--server=ADDR]
 //
 // Errors are one line on stderr and a non-zero exit code.
@@ -11,15 +13,19 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "client/job.h"
@@ -27,11 +33,24 @@
 #include "client/output.h"
 #include "client/preview.h"
 #include "client/report.h"
+#include "sampler/tiles.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "scatterd address, host:port");
 ABSL_FLAG(bool, local, false, "run the sampler in this process, with no server");
 ABSL_FLAG(std::string, format, "csv", "output format: csv, jsonl, ply or raw");
-ABSL_FLAG(std::string, out, "-", "output file; - is stdout");
+ABSL_FLAG(std::string, out, "-",
+          "run: output file, - is stdout; tiles: the directory for the tile files");
+ABSL_FLAG(std::string, tiles, "",
+          "tiles: which tiles, a rectangle x0:x1,y0:y1 (half-open, e.g. -4:4,-4:4) "
+          "or a list x,y;x,y;...; empty = the job's tiles or rect");
+ABSL_FLAG(std::string, shard, "",
+          "tiles: i/n exports only band i (0-based) of n contiguous bands of the "
+          "rectangle");
+ABSL_FLAG(int, threads, 0, "tiles --local: generator threads; 0 = one per core");
+ABSL_FLAG(std::uint64_t, tile_cache_bytes, std::uint64_t{512} << 20,
+          "tiles --local: bytes of finished tile generators kept while serving");
+ABSL_FLAG(int, tiles_per_call, 4096,
+          "tiles against a server: tiles asked for per call at most");
 ABSL_FLAG(std::string, seed, "", "override the job's seed (a uint64)");
 ABSL_FLAG(bool, report, false,
           "print points per layer, smallest distance over the allowed one, "
@@ -83,18 +102,27 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags() {
   return Client::Connect(options);
 }
 
+// --seed: nothing when not given.
+absl::StatusOr<std::optional<std::uint64_t>> SeedFlag() {
+  const std::string seed = absl::GetFlag(FLAGS_seed);
+  if (seed.empty()) return std::nullopt;
+  std::uint64_t value = 0;
+  if (!absl::SimpleAtoi(seed, &value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--seed: expected an unsigned 64-bit integer, got \"", seed, "\""));
+  }
+  return value;
+}
+
 int Run(const std::string& job_path) {
   absl::StatusOr<v1::Job> job = LoadJob(job_path);
   if (!job.ok()) return Fail(std::string(job.status().message()));
-  const std::string seed = absl::GetFlag(FLAGS_seed);
-  if (!seed.empty()) {
-    std::uint64_t value = 0;
-    if (!absl::SimpleAtoi(seed, &value)) {
-      return Fail(absl::StrCat("--seed: expected an unsigned 64-bit integer, got \"",
-                               seed, "\""));
-    }
-    job->mutable_request()->set_seed(value);
+  if (job->has_world() && !job->has_request()) {
+    return Fail(absl::StrCat(job_path, ": a tiled world, not a request: use `scatter tiles`"));
   }
+  absl::StatusOr<std::optional<std::uint64_t>> seed = SeedFlag();
+  if (!seed.ok()) return Fail(std::string(seed.status().message()));
+  if (seed->has_value()) job->mutable_request()->set_seed(**seed);
   absl::StatusOr<Format> format = ParseFormat(absl::GetFlag(FLAGS_format));
   if (!format.ok()) return Fail(std::string(format.status().message()));
   const std::size_t slash = job_path.rfind('/');
@@ -175,6 +203,199 @@ int Run(const std::string& job_path) {
   return 0;
 }
 
+// A rectangle "x0:x1,y0:y1" or a list "x,y;x,y;..." into the request.
+absl::Status ParseTiles(const std::string& text, v1::ScatterTilesRequest* request) {
+  const absl::Status bad = absl::InvalidArgumentError(absl::StrCat(
+      "--tiles: expected x0:x1,y0:y1 (half-open) or x,y;x,y;..., got \"", text,
+      "\""));
+  request->clear_tiles();
+  request->clear_rect();
+  if (absl::StrContains(text, ':')) {
+    const std::vector<std::string> axes = absl::StrSplit(text, ',');
+    std::int64_t v[4];
+    if (axes.size() != 2) return bad;
+    for (int a = 0; a < 2; ++a) {
+      const std::vector<std::string> ends = absl::StrSplit(axes[a], ':');
+      if (ends.size() != 2 || !absl::SimpleAtoi(ends[0], &v[2 * a]) ||
+          !absl::SimpleAtoi(ends[1], &v[2 * a + 1])) {
+        return bad;
+      }
+    }
+    v1::TileRange* rect = request->mutable_rect();
+    rect->set_x0(v[0]);
+    rect->set_x1(v[1]);
+    rect->set_y0(v[2]);
+    rect->set_y1(v[3]);
+    return absl::OkStatus();
+  }
+  for (const absl::string_view tile : absl::StrSplit(text, ';', absl::SkipEmpty())) {
+    const std::vector<std::string> xy = absl::StrSplit(tile, ',');
+    std::int64_t x = 0, y = 0;
+    if (xy.size() != 2 || !absl::SimpleAtoi(xy[0], &x) || !absl::SimpleAtoi(xy[1], &y)) {
+      return bad;
+    }
+    v1::TileCoord* coord = request->add_tiles();
+    coord->set_x(x);
+    coord->set_y(y);
+  }
+  if (request->tiles_size() == 0) return bad;
+  return absl::OkStatus();
+}
+
+// --shard=i/n: the request's rectangle becomes the list of band i's tiles.
+absl::Status ApplyShard(const std::string& text, v1::ScatterTilesRequest* request) {
+  const std::vector<std::string> parts = absl::StrSplit(text, '/');
+  int i = 0, n = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &i) ||
+      !absl::SimpleAtoi(parts[1], &n)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shard: expected i/n (e.g. 0/4), got \"", text, "\""));
+  }
+  if (!request->has_rect()) {
+    return absl::InvalidArgumentError(
+        "--shard: needs a rectangle of tiles (--tiles=x0:x1,y0:y1 or the job's rect)");
+  }
+  const v1::TileRange rect = request->rect();
+  absl::StatusOr<std::vector<sampler::TileCoord>> band =
+      sampler::ShardTiles(rect.x0(), rect.x1(), rect.y0(), rect.y1(), i, n);
+  if (!band.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--shard: ", band.status().message()));
+  }
+  request->clear_rect();
+  for (const sampler::TileCoord& t : *band) {
+    v1::TileCoord* coord = request->add_tiles();
+    coord->set_x(t.x);
+    coord->set_y(t.y);
+  }
+  return absl::OkStatus();
+}
+
+int Tiles(const std::string& job_path) {
+  absl::StatusOr<v1::Job> job = LoadJob(job_path);
+  if (!job.ok()) return Fail(std::string(job.status().message()));
+  if (!job->has_world()) {
+    return Fail(absl::StrCat(job_path, ": no \"world\" to tile (`scatter tiles` ",
+                             "needs a job with a world, `scatter run` one with a request)"));
+  }
+  const std::size_t slash = job_path.rfind('/');
+  const std::string base_dir =
+      slash == std::string::npos ? "" : job_path.substr(0, slash);
+  absl::StatusOr<v1::ScatterTilesRequest> request = ResolveWorldRasters(*job, base_dir);
+  if (!request.ok()) return Fail(request.status());
+  // Files need every per-point array.
+  request->clear_fields();
+  absl::StatusOr<std::optional<std::uint64_t>> seed = SeedFlag();
+  if (!seed.ok()) return Fail(std::string(seed.status().message()));
+  if (seed->has_value()) request->set_seed(**seed);
+  const std::string tiles = absl::GetFlag(FLAGS_tiles);
+  if (!tiles.empty()) {
+    const absl::Status parsed = ParseTiles(tiles, &*request);
+    if (!parsed.ok()) return Fail(std::string(parsed.message()));
+  }
+  if (!request->has_rect() && request->tiles_size() == 0) {
+    return Fail("--tiles: which tiles? give x0:x1,y0:y1 or x,y;..., or put them "
+                "in the job's world");
+  }
+  const std::string shard = absl::GetFlag(FLAGS_shard);
+  if (!shard.empty()) {
+    const absl::Status sharded = ApplyShard(shard, &*request);
+    if (!sharded.ok()) return Fail(std::string(sharded.message()));
+  }
+  absl::StatusOr<Format> format = ParseFormat(absl::GetFlag(FLAGS_format));
+  if (!format.ok()) return Fail(std::string(format.status().message()));
+  const std::string out = absl::GetFlag(FLAGS_out);
+  if (out.empty() || out == "-") {
+    return Fail("--out: `scatter tiles` writes one file per tile: name a directory");
+  }
+  const int per_call = absl::GetFlag(FLAGS_tiles_per_call);
+  if (per_call < 1) {
+    return Fail(absl::StrCat("--tiles_per_call: must be >= 1, got ", per_call));
+  }
+
+  const bool local = absl::GetFlag(FLAGS_local);
+  std::unique_ptr<Client> client;
+  if (!local) {
+    absl::StatusOr<std::unique_ptr<Client>> connected = ConnectFromFlags();
+    if (!connected.ok()) return Fail(connected.status());
+    client = *std::move(connected);
+    absl::StatusOr<v1::ScatterTilesRequest> uploaded = UploadRasters(*request, *client);
+    if (!uploaded.ok()) return Fail(uploaded.status());
+    request = *std::move(uploaded);
+  }
+  absl::StatusOr<std::unique_ptr<TileFiles>> files = TileFiles::Open(*format, out);
+  if (!files.ok()) return Fail(files.status());
+
+  const bool progress = isatty(STDERR_FILENO) == 1;
+  const std::uint64_t asked =
+      request->has_rect()
+          ? static_cast<std::uint64_t>(request->rect().x1() - request->rect().x0()) *
+                static_cast<std::uint64_t>(request->rect().y1() - request->rect().y0())
+          : static_cast<std::uint64_t>(request->tiles_size());
+  std::uint64_t points = 0, generated = 0;
+  absl::Status write_status;
+  const absl::Time start = absl::Now();
+  absl::Time shown = start;
+  auto handler = [&](const v1::TileResponse& part) {
+    write_status = (*files)->Write(part);
+    if (!write_status.ok()) return false;
+    points += static_cast<std::uint64_t>(part.points().id_size());
+    if (progress && absl::Now() - shown > absl::Milliseconds(250)) {
+      shown = absl::Now();
+      std::fprintf(stderr, "\r%llu of %llu tiles, %llu points, %.1f s   ",
+                   static_cast<unsigned long long>((*files)->tiles_written()),
+                   static_cast<unsigned long long>(asked),
+                   static_cast<unsigned long long>(points),
+                   absl::ToDoubleSeconds(shown - start));
+    }
+    return true;
+  };
+  absl::Status status;
+  if (local) {
+    LocalTilesOptions options;
+    options.threads = absl::GetFlag(FLAGS_threads);
+    options.cache_bytes = absl::GetFlag(FLAGS_tile_cache_bytes);
+    absl::StatusOr<v1::TilesSummary> summary = RunTilesLocal(*request, options, handler);
+    status = summary.status();
+    if (summary.ok()) generated = summary->generators_computed();
+  } else {
+    // A long list goes in several calls, in order: each a contiguous run of
+    // tiles, so the server's cache serves their shared neighbours.
+    CallOptions call;
+    call.timeout = absl::GetFlag(FLAGS_timeout);
+    std::vector<v1::ScatterTilesRequest> calls;
+    if (request->has_rect() && asked <= static_cast<std::uint64_t>(per_call)) {
+      calls.push_back(*request);
+    } else {
+      if (request->has_rect()) {
+        const absl::Status listed = ApplyShard("0/1", &*request);
+        if (!listed.ok()) return Fail(std::string(listed.message()));
+      }
+      v1::ScatterTilesRequest rest = *request;
+      rest.clear_tiles();
+      for (int at = 0; at < request->tiles_size(); at += per_call) {
+        v1::ScatterTilesRequest& one = calls.emplace_back(rest);
+        const int end = std::min(request->tiles_size(), at + per_call);
+        for (int k = at; k < end; ++k) *one.add_tiles() = request->tiles(k);
+      }
+    }
+    for (const v1::ScatterTilesRequest& one : calls) {
+      absl::StatusOr<v1::TilesSummary> summary = client->ScatterTiles(one, handler, call);
+      status = summary.status();
+      if (!summary.ok()) break;
+      generated += summary->generators_computed();
+    }
+  }
+  if (progress) std::fprintf(stderr, "\n");
+  if (!write_status.ok()) return Fail(write_status);
+  if (!status.ok()) return Fail(status);
+  std::fprintf(stderr, "scatter: %llu tiles, %llu points in %s in %.2f s (%llu generators computed)\n",
+               static_cast<unsigned long long>((*files)->tiles_written()),
+               static_cast<unsigned long long>(points), out.c_str(),
+               absl::ToDoubleSeconds(absl::Now() - start),
+               static_cast<unsigned long long>(generated));
+  return 0;
+}
+
 int Health() {
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectFromFlags();
   if (!client.ok()) return Fail(client.status());
@@ -192,14 +413,22 @@ int main(int argc, char** argv) {
       "the Scatter client.\n"
       "  scatter run JOB.json [--server=ADDR | --local] [--format=csv|jsonl|ply|raw]\n"
       "                       [--out=FILE] [--seed=N] [--report] [--timeout=30s]\n"
+      "  scatter tiles JOB.json --tiles=x0:x1,y0:y1 [--shard=i/n] --out=DIR\n"
+      "                         [--server=ADDR | --local] [--format=csv|jsonl|ply|raw]\n"
+      "                         [--threads=N]\n"
       "  scatter health [--server=ADDR]");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() == 3 && std::string(args[1]) == "run") {
     return scatter::client::Run(args[2]);
   }
+  if (args.size() == 3 && std::string(args[1]) == "tiles") {
+    return scatter::client::Tiles(args[2]);
+  }
   if (args.size() == 2 && std::string(args[1]) == "health") {
     return scatter::client::Health();
   }
-  std::fprintf(stderr, "scatter: expected `run JOB.json` or `health`; see --help\n");
+  std::fprintf(stderr,
+               "scatter: expected `run JOB.json`, `tiles JOB.json` or `health`; "
+               "see --help\n");
   return 2;
 }

@@ -1,5 +1,9 @@
 #include "client/output.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cinttypes>
@@ -239,6 +243,90 @@ absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
   std::FILE* file = path == "-" ? stdout : std::fopen(path.c_str(), "wb");
   if (file == nullptr) return IoError(path);
   return std::make_unique<FileWriter>(format, path, file);
+}
+
+const char* FormatExtension(Format format) {
+  switch (format) {
+    case Format::kCsv:
+      return "csv";
+    case Format::kJsonLines:
+      return "jsonl";
+    case Format::kPly:
+      return "ply";
+    case Format::kRaw:
+      return "raw";
+  }
+  return "out";
+}
+
+std::string TileFileName(std::int64_t x, std::int64_t y, Format format) {
+  return absl::StrCat("tile_", x, "_", y, ".", FormatExtension(format));
+}
+
+absl::StatusOr<std::unique_ptr<TileFiles>> TileFiles::Open(Format format,
+                                                           const std::string& dir) {
+  // mkdir -p: every prefix that ends before a slash, then the whole path.
+  for (std::size_t at = dir.find('/', 1);; at = dir.find('/', at + 1)) {
+    const std::string prefix = dir.substr(0, at);
+    if (mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST) {
+      return absl::UnavailableError(absl::StrCat("cannot create the directory ",
+                                                 prefix, ": ", std::strerror(errno)));
+    }
+    if (at == std::string::npos) break;
+  }
+  struct stat info;
+  if (stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+    return absl::UnavailableError(absl::StrCat(dir, " is not a directory"));
+  }
+  return std::unique_ptr<TileFiles>(new TileFiles(format, dir));
+}
+
+TileFiles::~TileFiles() {
+  if (open_ != nullptr) {
+    open_.reset();
+    std::remove(temp_.c_str());
+  }
+}
+
+absl::Status TileFiles::Write(const v1::TileResponse& part) {
+  if (part.part() == 0) {
+    if (open_ != nullptr) {
+      return absl::InternalError(absl::StrCat("tile ", final_, " was never finished"));
+    }
+    const std::string name = TileFileName(part.tile().x(), part.tile().y(), format_);
+    final_ = absl::StrCat(dir_, "/", name);
+    // Hidden, and unique to this process: two exports of the same tile
+    // (a retried shard still running) never share a temporary file.
+    temp_ = absl::StrCat(dir_, "/.", name, ".", getpid(), ".tmp");
+    absl::StatusOr<std::unique_ptr<PointWriter>> writer = OpenWriter(format_, temp_);
+    if (!writer.ok()) return writer.status();
+    open_ = *std::move(writer);
+  } else if (open_ == nullptr) {
+    return absl::InternalError(absl::StrCat("part ", part.part(), " of tile ",
+                                            part.tile().x(), ", ", part.tile().y(),
+                                            " came without part 0"));
+  }
+  absl::Status written = open_->Write(part.points());
+  if (!written.ok()) return written;
+  if (!part.last_part()) return absl::OkStatus();
+  written = open_->Finish();
+  open_.reset();  // Closes the file.
+  if (written.ok()) {
+    // The data reaches the disk before the name does, so a crash leaves
+    // the old tile file or the new one, never a short one.
+    const int fd = open(temp_.c_str(), O_RDONLY);
+    if (fd < 0 || fsync(fd) != 0) written = IoError(temp_);
+    if (fd >= 0) close(fd);
+  }
+  if (written.ok() && std::rename(temp_.c_str(), final_.c_str()) != 0) {
+    written = IoError(final_);
+  }
+  if (!written.ok()) {
+    std::remove(temp_.c_str());
+    return written;
+  }
+  ++tiles_;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::PointBatch> ReadPoints(Format format, const std::string& path) {

@@ -15,6 +15,7 @@
 //          dims doubles, u32 layer, double radius, u64 id, double yaw,
 //          double scale (point count = (size - 12) / (8 * dims + 36))
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -41,6 +42,42 @@ class PointWriter {
 // Writes to `path`, or to stdout when path is "-".
 absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
                                                         const std::string& path);
+
+// The file name ending of a format: "csv", "jsonl", "ply" or "raw".
+const char* FormatExtension(Format format);
+
+// "tile_<x>_<y>.<ext>", e.g. tile_-3_0.csv.
+std::string TileFileName(std::int64_t x, std::int64_t y, Format format);
+
+// Writes the tiles of a ScatterTiles stream as one file each,
+// DIR/TileFileName(x, y, format). A tile's parts go to a temporary file in
+// DIR that is renamed over the tile's file (after an fsync) when its last
+// part arrives, so a tile file is always whole, and a retried export
+// rewrites the same bytes.
+class TileFiles {
+ public:
+  // Creates DIR (and its parents) when missing. Unavailable naming the
+  // path when it cannot.
+  static absl::StatusOr<std::unique_ptr<TileFiles>> Open(Format format,
+                                                         const std::string& dir);
+  // Removes the temporary file of an unfinished tile.
+  ~TileFiles();
+
+  // Parts must come in order (part 0 first), one tile after the other.
+  absl::Status Write(const v1::TileResponse& part);
+  std::uint64_t tiles_written() const { return tiles_; }
+
+ private:
+  TileFiles(Format format, std::string dir)
+      : format_(format), dir_(std::move(dir)) {}
+
+  const Format format_;
+  const std::string dir_;
+  std::unique_ptr<PointWriter> open_;  // The tile being written.
+  std::string temp_;                   // Its temporary file.
+  std::string final_;                  // Its tile file.
+  std::uint64_t tiles_ = 0;
+};
 
 // Reads a file written by OpenWriter back into one batch (for tests and
 // tools). InvalidArgument naming the line or byte offset when it is not.

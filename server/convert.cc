@@ -11,7 +11,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "sampler/spline.h"
+#include "sampler/version.h"
 
 namespace scatter::server {
 namespace {
@@ -30,9 +33,11 @@ absl::Status Prefixed(absl::string_view path, const absl::Status& status) {
 
 bool FinitePositive(double v) { return std::isfinite(v) && v > 0; }
 
+using Pinned = std::vector<std::shared_ptr<const sampler::Raster>>;
+
 absl::StatusOr<std::shared_ptr<const sampler::Raster>> ResolveRaster(
     absl::string_view field, const v1::RasterInput& input,
-    const Limits& limits, RasterCache& rasters, ScatterJob* job) {
+    const Limits& limits, RasterCache& rasters, Pinned* pinned) {
   std::shared_ptr<const sampler::Raster> cached;
   switch (input.source_case()) {
     case v1::RasterInput::kData: {
@@ -56,7 +61,7 @@ absl::StatusOr<std::shared_ptr<const sampler::Raster>> ResolveRaster(
     default:
       return Invalid(field, "needs data or digest");
   }
-  job->pinned.push_back(cached);
+  pinned->push_back(cached);
   absl::StatusOr<sampler::Raster> placed = cached->WithRect(
       sampler::RasterRect{input.x0(), input.y0(), input.x1(), input.y1()});
   if (!placed.ok()) return Prefixed(field, placed.status());
@@ -209,7 +214,9 @@ bool IsPoisson(v1::Method method) {
 
 absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
                                            const Limits& limits,
-                                           RasterCache& rasters, ScatterJob* job) {
+                                           RasterCache& rasters,
+                                           const sampler::SamplerOptions& shared,
+                                           Pinned* pinned) {
   const std::string path = absl::StrCat("layers[", index, "]");
   if (!v1::Method_IsValid(layer.method())) {
     return Invalid(absl::StrCat(path, ".method"),
@@ -218,7 +225,7 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
   sampler::LayerSpec spec;
   spec.layer = layer.id();
   sampler::SamplerOptions& o = spec.options;
-  o = job->shared;
+  o = shared;
   o.method = ToMethod(layer.method());
   if (layer.has_density()) {
     if (!IsPoisson(layer.method())) {
@@ -237,7 +244,7 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
                                   layer.radius_min(), "), got ", layer.radius_max()));
     }
     absl::StatusOr<std::shared_ptr<const sampler::Raster>> density = ResolveRaster(
-        absl::StrCat(path, ".density"), layer.density(), limits, rasters, job);
+        absl::StrCat(path, ".density"), layer.density(), limits, rasters, pinned);
     if (!density.ok()) return density.status();
     o.density = *std::move(density);
     o.radius_min = layer.radius_min();
@@ -392,12 +399,14 @@ std::size_t ClampBatchSize(std::uint32_t requested, int dims) {
   return std::min(want, most);
 }
 
-absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
-                                 const Limits& limits, RasterCache& rasters) {
-  ScatterJob job{sampler::Region::FromBox(*sampler::Box::Create(
-                     2, {0, 0, 0}, {1, 1, 0})),
-                 {}, {}, {}, {}, 0, 0, kDefaultBatchSize};
+namespace {
 
+
+// What Scatter and ScatterTiles requests both carry (seed, layers,
+// clearances, obstacles, batch size), converted the same way: the two
+// request messages have these fields under the same names.
+template <typename Request>
+absl::Status CheckLayerCount(const Request& request, const Limits& limits) {
   if (request.layers_size() == 0) {
     return Invalid("layers", "at least one layer is required");
   }
@@ -406,39 +415,53 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
         absl::StrCat("layers: ", request.layers_size(),
                      " layers, over the limit max_layers = ", limits.max_layers));
   }
-  double smallest_spacing = std::numeric_limits<double>::infinity();
+  return absl::OkStatus();
+}
+
+// The smallest spacing any layer asks for (1 when none says): the default
+// spline tolerance is a fraction of it.
+template <typename Request>
+double SmallestSpacing(const Request& request) {
+  double smallest = std::numeric_limits<double>::infinity();
   for (const v1::Layer& layer : request.layers()) {
     if (IsPoisson(layer.method()) && FinitePositive(layer.spacing())) {
-      smallest_spacing = std::min(smallest_spacing, layer.spacing());
+      smallest = std::min(smallest, layer.spacing());
     }
     if (layer.has_density() && FinitePositive(layer.radius_min())) {
-      smallest_spacing = std::min(smallest_spacing, layer.radius_min());
+      smallest = std::min(smallest, layer.radius_min());
     }
   }
-  if (!std::isfinite(smallest_spacing)) smallest_spacing = 1;
+  return std::isfinite(smallest) ? smallest : 1;
+}
 
+// The region's shape with its mask applied.
+absl::StatusOr<sampler::Region> ToRegion(const v1::Region& proto,
+                                         double smallest_spacing,
+                                         const Limits& limits,
+                                         RasterCache& rasters, Pinned* pinned) {
   absl::StatusOr<sampler::Region> region =
-      ToShape(request.region(), smallest_spacing, limits);
+      ToShape(proto, smallest_spacing, limits);
   if (!region.ok()) return region.status();
-  if (request.region().has_mask()) {
-    absl::StatusOr<std::shared_ptr<const sampler::Raster>> mask = ResolveRaster(
-        "region.mask", request.region().mask(), limits, rasters, &job);
+  if (proto.has_mask()) {
+    absl::StatusOr<std::shared_ptr<const sampler::Raster>> mask =
+        ResolveRaster("region.mask", proto.mask(), limits, rasters, pinned);
     if (!mask.ok()) return mask.status();
-    region = region->Masked(*mask, request.region().mask_threshold());
+    region = region->Masked(*mask, proto.mask_threshold());
     if (!region.ok()) return Prefixed("region.mask_threshold", region.status());
   }
-  job.region = *std::move(region);
-  const int dims = job.region.dims();
+  return region;
+}
 
-  sampler::SamplerOptions& shared = job.shared;
+// Seed, batch size and obstacles into the options every layer starts from;
+// dims is the region's.
+template <typename Request>
+absl::StatusOr<sampler::SamplerOptions> ToShared(const Request& request,
+                                                 int dims,
+                                                 const Limits& limits) {
+  sampler::SamplerOptions shared;
   shared.seed = request.seed();
-  job.batch_size = ClampBatchSize(request.batch_size(), dims);
-  shared.batch_size = job.batch_size;
+  shared.batch_size = ClampBatchSize(request.batch_size(), dims);
   shared.max_memory_bytes = limits.max_grid_bytes;
-  // The estimate below and the stream's cap enforce max_points; the
-  // sampler's own bounding-box estimate must not refuse first.
-  shared.max_points = std::numeric_limits<std::uint32_t>::max() * std::uint64_t{4096};
-
   if (static_cast<std::size_t>(request.obstacles_size()) > limits.max_obstacles) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "obstacles: ", request.obstacles_size(),
@@ -456,20 +479,27 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
     }
     shared.obstacles.push_back({{o.x(), o.y(), o.z()}, o.radius()});
   }
+  return shared;
+}
 
+// The layers (unique ids) and the clearances between them.
+template <typename Request>
+absl::Status ToLayers(const Request& request, const Limits& limits,
+                      RasterCache& rasters,
+                      const sampler::SamplerOptions& shared, Pinned* pinned,
+                      std::vector<sampler::LayerSpec>* layers,
+                      std::vector<sampler::ClearanceOverride>* overrides) {
   absl::flat_hash_set<std::uint32_t> ids;
-  const CoverCells cells = MeetingCells(job.region);
   for (int i = 0; i < request.layers_size(); ++i) {
     absl::StatusOr<sampler::LayerSpec> layer =
-        ToLayer(i, request.layers(i), limits, rasters, &job);
+        ToLayer(i, request.layers(i), limits, rasters, shared, pinned);
     if (!layer.ok()) return layer.status();
     if (!ids.insert(layer->layer).second) {
       return Invalid(absl::StrCat("layers[", i, "].id"),
                      absl::StrCat("layer ", layer->layer,
                                   " appears twice; ids must be unique"));
     }
-    job.estimated_points += EstimatePoints(layer->options, dims, cells);
-    job.layers.push_back(*std::move(layer));
+    layers->push_back(*std::move(layer));
   }
   for (int i = 0; i < request.clearances_size(); ++i) {
     const v1::Clearance& c = request.clearances(i);
@@ -486,9 +516,110 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
       return Invalid(absl::StrCat(path, ".clearance"),
                      absl::StrCat("must be finite and >= 0, got ", c.clearance()));
     }
-    job.overrides.push_back({c.layer_a(), c.layer_b(), c.clearance()});
+    overrides->push_back({c.layer_a(), c.layer_b(), c.clearance()});
   }
+  return absl::OkStatus();
+}
 
+// Tile indices stay in [-2^31, 2^31), so tile corners (index times T) keep
+// far more precision than any spacing needs.
+constexpr std::int64_t kTileIndexLimit = std::int64_t{1} << 31;
+
+absl::Status CheckTileIndex(absl::string_view field, std::int64_t v,
+                            std::int64_t hi) {
+  if (v < -kTileIndexLimit || v > hi) {
+    return Invalid(field, absl::StrCat("must be in [-2^31, 2^31",
+                                       hi == kTileIndexLimit ? "]" : ")",
+                                       ", got ", v));
+  }
+  return absl::OkStatus();
+}
+
+// The tiles a ScatterTiles request asks for, in serving order; the count
+// limit is checked before the list is built.
+absl::StatusOr<std::vector<sampler::TileCoord>> ToTiles(
+    const v1::ScatterTilesRequest& request, const Limits& limits) {
+  const std::size_t most = limits.max_tiles_per_request;
+  if (request.has_rect() && request.tiles_size() > 0) {
+    return Invalid("rect", "give tiles or rect, not both");
+  }
+  if (request.has_rect()) {
+    const v1::TileRange& r = request.rect();
+    for (const auto& [field, v, hi] :
+         {std::tuple{"rect.x0", r.x0(), kTileIndexLimit - 1},
+          std::tuple{"rect.x1", r.x1(), kTileIndexLimit},
+          std::tuple{"rect.y0", r.y0(), kTileIndexLimit - 1},
+          std::tuple{"rect.y1", r.y1(), kTileIndexLimit}}) {
+      absl::Status in_range = CheckTileIndex(field, v, hi);
+      if (!in_range.ok()) return in_range;
+    }
+    if (r.x1() <= r.x0()) {
+      return Invalid("rect.x1", absl::StrCat("must be > rect.x0 = ", r.x0(),
+                                             " (half-open), got ", r.x1()));
+    }
+    if (r.y1() <= r.y0()) {
+      return Invalid("rect.y1", absl::StrCat("must be > rect.y0 = ", r.y0(),
+                                             " (half-open), got ", r.y1()));
+    }
+    // Both sides are at most 2^32, so the product fits in 64 bits.
+    const auto count = static_cast<std::uint64_t>(r.x1() - r.x0()) *
+                       static_cast<std::uint64_t>(r.y1() - r.y0());
+    if (count > most) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "rect: ", count, " tiles, over the limit max_tiles_per_request = ",
+          most));
+    }
+    return sampler::ShardTiles(r.x0(), r.x1(), r.y0(), r.y1(), 0, 1);
+  }
+  if (request.tiles_size() == 0) {
+    return Invalid("tiles", "needs tiles or rect: which tiles to send");
+  }
+  if (static_cast<std::size_t>(request.tiles_size()) > most) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "tiles: ", request.tiles_size(),
+        " tiles, over the limit max_tiles_per_request = ", most));
+  }
+  std::vector<sampler::TileCoord> tiles;
+  tiles.reserve(static_cast<std::size_t>(request.tiles_size()));
+  for (int i = 0; i < request.tiles_size(); ++i) {
+    const v1::TileCoord& t = request.tiles(i);
+    for (const auto& [axis, v] : {std::pair{".x", t.x()}, std::pair{".y", t.y()}}) {
+      absl::Status in_range = CheckTileIndex(absl::StrCat("tiles[", i, "]", axis),
+                                             v, kTileIndexLimit - 1);
+      if (!in_range.ok()) return in_range;
+    }
+    tiles.push_back({t.x(), t.y()});
+  }
+  return tiles;
+}
+
+}  // namespace
+
+absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
+                                 const Limits& limits, RasterCache& rasters) {
+  absl::Status counted = CheckLayerCount(request, limits);
+  if (!counted.ok()) return counted;
+  Pinned pinned;
+  absl::StatusOr<sampler::Region> region =
+      ToRegion(request.region(), SmallestSpacing(request), limits, rasters, &pinned);
+  if (!region.ok()) return region.status();
+  const int dims = region->dims();
+  absl::StatusOr<sampler::SamplerOptions> shared = ToShared(request, dims, limits);
+  if (!shared.ok()) return shared.status();
+  // The estimate below and the stream's cap enforce max_points; the
+  // sampler's own bounding-box estimate must not refuse first.
+  shared->max_points = std::numeric_limits<std::uint32_t>::max() * std::uint64_t{4096};
+
+  ScatterJob job{*std::move(region), {}, *std::move(shared), {}, std::move(pinned),
+                 0, 0, kDefaultBatchSize};
+  job.batch_size = job.shared.batch_size;
+  absl::Status layers = ToLayers(request, limits, rasters, job.shared, &job.pinned,
+                                 &job.layers, &job.overrides);
+  if (!layers.ok()) return layers;
+  const CoverCells cells = MeetingCells(job.region);
+  for (const sampler::LayerSpec& layer : job.layers) {
+    job.estimated_points += EstimatePoints(layer.options, dims, cells);
+  }
   if (job.estimated_points > static_cast<double>(limits.max_points)) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the request would make up to ",
@@ -502,6 +633,95 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
     job.point_cap = std::min<std::uint64_t>(job.point_cap, request.max_points());
   }
   return job;
+}
+
+std::string WorldKey(const v1::ScatterTilesRequest& request) {
+  v1::ScatterTilesRequest world = request;
+  world.clear_tiles();
+  world.clear_rect();
+  world.clear_batch_size();
+  world.clear_fields();
+  if (world.algorithm_version() == 0) {
+    world.set_algorithm_version(sampler::kAlgorithmVersion);
+  }
+  auto by_digest = [](v1::RasterInput* input) {
+    if (input->source_case() != v1::RasterInput::kData) return;
+    const v1::RasterData& data = input->data();
+    input->set_digest(
+        RasterDigest(data.format(), data.width(), data.height(), data.pixels()));
+  };
+  if (world.region().has_mask()) by_digest(world.mutable_region()->mutable_mask());
+  for (v1::Layer& layer : *world.mutable_layers()) {
+    if (layer.has_density()) by_digest(layer.mutable_density());
+  }
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    world.SerializeToCodedStream(&coded);
+  }
+  return Sha256Hex(bytes);
+}
+
+absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
+                                    const Limits& limits, RasterCache& rasters) {
+  // The tiles first: a request for too many is refused before any raster
+  // is decoded.
+  absl::StatusOr<std::vector<sampler::TileCoord>> tiles = ToTiles(request, limits);
+  if (!tiles.ok()) return tiles.status();
+  absl::Status counted = CheckLayerCount(request, limits);
+  if (!counted.ok()) return counted;
+  for (int i = 0; i < request.layers_size(); ++i) {
+    if (!IsPoisson(request.layers(i).method())) {
+      return Invalid(absl::StrCat("layers[", i, "].method"),
+                     "tiles need METHOD_POISSON_DENSE or METHOD_POISSON_CLASSIC");
+    }
+  }
+  TilesJob job;
+  job.tiles = *std::move(tiles);
+  if (request.has_region()) {
+    absl::StatusOr<sampler::Region> region = ToRegion(
+        request.region(), SmallestSpacing(request), limits, rasters, &job.pinned);
+    if (!region.ok()) return region.status();
+    job.dims = region->dims();
+    job.world.region = *std::move(region);
+  }
+  absl::StatusOr<sampler::SamplerOptions> shared =
+      ToShared(request, job.dims, limits);
+  if (!shared.ok()) return shared.status();
+  // Each generator's run of a layer covers a tile and its margin: the
+  // server's point limit caps it, and the stream as a whole.
+  shared->max_points = limits.max_points;
+  job.world.shared = *std::move(shared);
+  job.batch_size = job.world.shared.batch_size;
+  absl::Status layers = ToLayers(request, limits, rasters, job.world.shared,
+                                 &job.pinned, &job.world.layers,
+                                 &job.world.overrides);
+  if (!layers.ok()) return layers;
+  job.world.tile_size = request.tile_size();
+  job.world.cache_key = WorldKey(request);
+  job.point_cap = limits.max_points;
+  return job;
+}
+
+std::size_t TileParts(std::size_t points, std::size_t batch_size) {
+  return points == 0 ? 1 : (points + batch_size - 1) / batch_size;
+}
+
+void PackTilePart(const sampler::TilePoints& tile, std::size_t part,
+                  std::size_t batch_size, const v1::Fields& fields,
+                  v1::TileResponse* out) {
+  const std::size_t n = tile.points.size();
+  const std::size_t begin = std::min(n, part * batch_size);
+  const std::size_t end = std::min(n, begin + batch_size);
+  out->mutable_tile()->set_x(tile.tile.x);
+  out->mutable_tile()->set_y(tile.tile.y);
+  out->set_part(static_cast<std::uint32_t>(part));
+  out->set_last_part(part + 1 == TileParts(n, batch_size));
+  v1::PointBatch* points = out->mutable_points();
+  points->Clear();
+  PackBatch(tile.points.Batch(begin, end), end - begin, fields, points);
 }
 
 }  // namespace scatter::server

@@ -17,6 +17,7 @@
 #include "sampler/raster.h"
 #include "sampler/region.h"
 #include "sampler/sampler.h"
+#include "sampler/tiles.h"
 #include "scatter/v1/scatter.pb.h"
 #include "server/raster_cache.h"
 
@@ -36,6 +37,8 @@ struct Limits {
   std::size_t max_layers = 64;
   // The sampler's acceleration grid of one layer.
   std::uint64_t max_grid_bytes = std::uint64_t{8} << 30;
+  // Tiles one ScatterTiles request may ask for.
+  std::size_t max_tiles_per_request = 10'000;
 };
 
 struct ScatterJob {
@@ -51,6 +54,19 @@ struct ScatterJob {
   std::size_t batch_size = 4096;
 };
 
+// A ScatterTiles request, converted: the world and the tiles to serve.
+struct TilesJob {
+  // Its cache_key is WorldKey(request). The tile size is checked against
+  // the layers by sampler::TileWorld::Create.
+  sampler::WorldSpec world;
+  std::vector<sampler::TileCoord> tiles;  // In serving order.
+  // Cache entries of the rasters in use, pinned for the request's life.
+  std::vector<std::shared_ptr<const sampler::Raster>> pinned;
+  int dims = 2;
+  std::size_t batch_size = 4096;  // Points per message.
+  std::uint64_t point_cap = 0;    // Points per stream at most.
+};
+
 // Points per message when the request says 0.
 inline constexpr std::size_t kDefaultBatchSize = 4096;
 // A PointBatch message stays under this many bytes.
@@ -59,6 +75,32 @@ inline constexpr std::size_t kMaxBatchBytes = std::size_t{1} << 20;
 // NotFound naming the digest when a raster is given by an unknown digest.
 absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
                                  const Limits& limits, RasterCache& rasters);
+
+// Errors as ToJob; first of all ResourceExhausted naming
+// max_tiles_per_request and InvalidArgument naming `tiles` or `rect` (both
+// or neither given, an empty rectangle, an index outside [-2^31, 2^31)),
+// before any raster is decoded; InvalidArgument naming layers[i].method
+// for a method other than the Poisson ones.
+absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
+                                    const Limits& limits, RasterCache& rasters);
+
+// The name of the request's world in a sampler::GeneratorCache: lower-case
+// hex SHA-256 of its deterministic serialization without tiles, rect,
+// batch_size and fields, with algorithm_version 0 made the current one and
+// every inline raster replaced by the digest PutRaster would give it. So
+// requests for other tiles of one world, inline or by digest, share cached
+// generators.
+std::string WorldKey(const v1::ScatterTilesRequest& request);
+
+// How many messages a tile of `points` points takes (1 when it is empty).
+std::size_t TileParts(std::size_t points, std::size_t batch_size);
+
+// Part `part` of the tile (points [part * batch_size, ...)) into `out`,
+// with the tile, the part number and last_part set: the one packing the
+// server and `scatter tiles --local` share.
+void PackTilePart(const sampler::TilePoints& tile, std::size_t part,
+                  std::size_t batch_size, const v1::Fields& fields,
+                  v1::TileResponse* out);
 
 // The largest value of `requested` points per batch (0 = default) whose
 // message stays under kMaxBatchBytes in `dims` dimensions.

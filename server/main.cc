@@ -34,6 +34,12 @@ ABSL_FLAG(std::uint64_t, max_raster_bytes, std::uint64_t{256} << 20,
           "decoded bytes of one raster (4 per pixel)");
 ABSL_FLAG(std::uint64_t, raster_cache_bytes, std::uint64_t{1} << 30,
           "decoded raster bytes kept for reference by digest");
+ABSL_FLAG(std::uint64_t, max_tiles_per_request, 10'000,
+          "tiles one ScatterTiles call may ask for");
+ABSL_FLAG(std::uint64_t, tile_cache_bytes, std::uint64_t{512} << 20,
+          "bytes of finished tile generators kept for later ScatterTiles calls");
+ABSL_FLAG(int, threads, 0,
+          "threads computing tile generators, shared by all calls; 0 = one per core");
 ABSL_FLAG(int, max_request_bytes, 64 << 20, "largest request message accepted");
 ABSL_FLAG(absl::Duration, max_call_duration, absl::Minutes(30),
           "calls still running after this are cancelled");
@@ -85,6 +91,10 @@ int main(int argc, char** argv) {
   options.service.limits.max_raster_bytes = absl::GetFlag(FLAGS_max_raster_bytes);
   options.service.max_upload_bytes = absl::GetFlag(FLAGS_max_raster_bytes);
   options.service.raster_cache_bytes = absl::GetFlag(FLAGS_raster_cache_bytes);
+  options.service.limits.max_tiles_per_request =
+      absl::GetFlag(FLAGS_max_tiles_per_request);
+  options.service.tile_cache_bytes = absl::GetFlag(FLAGS_tile_cache_bytes);
+  options.service.threads = absl::GetFlag(FLAGS_threads);
   options.service.max_call_duration = absl::GetFlag(FLAGS_max_call_duration);
   options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.grace_period = absl::GetFlag(FLAGS_grace_period);

@@ -20,6 +20,19 @@ void AppendLittleEndian(T value, std::string* out) {
 
 }  // namespace
 
+std::string Sha256Hex(absl::string_view head, absl::string_view tail) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  EVP_MD_CTX* context = EVP_MD_CTX_new();
+  EVP_DigestInit_ex(context, EVP_sha256(), nullptr);
+  EVP_DigestUpdate(context, head.data(), head.size());
+  EVP_DigestUpdate(context, tail.data(), tail.size());
+  EVP_DigestFinal_ex(context, digest.data(), &length);
+  EVP_MD_CTX_free(context);
+  return absl::BytesToHexString(absl::string_view(
+      reinterpret_cast<const char*>(digest.data()), length));
+}
+
 std::string RasterDigest(v1::RasterFormat format, std::uint32_t width,
                          std::uint32_t height, absl::string_view pixels) {
   std::string header;
@@ -27,17 +40,7 @@ std::string RasterDigest(v1::RasterFormat format, std::uint32_t width,
   AppendLittleEndian<std::uint32_t>(width, &header);
   AppendLittleEndian<std::uint32_t>(height, &header);
   AppendLittleEndian<std::uint64_t>(pixels.size(), &header);
-
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  EVP_MD_CTX* context = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(context, EVP_sha256(), nullptr);
-  EVP_DigestUpdate(context, header.data(), header.size());
-  EVP_DigestUpdate(context, pixels.data(), pixels.size());
-  EVP_DigestFinal_ex(context, digest.data(), &length);
-  EVP_MD_CTX_free(context);
-  return absl::BytesToHexString(absl::string_view(
-      reinterpret_cast<const char*>(digest.data()), length));
+  return Sha256Hex(header, pixels);
 }
 
 absl::StatusOr<sampler::Raster> DecodeRaster(absl::string_view field,

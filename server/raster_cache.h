@@ -21,6 +21,9 @@
 
 namespace scatter::server {
 
+// Lower-case hex SHA-256 of head followed by tail.
+std::string Sha256Hex(absl::string_view head, absl::string_view tail = {});
+
 // Lower-case hex SHA-256 over the canonical encoding RasterRef documents:
 // format byte, width and height (u32 LE), pixel byte count (u64 LE), pixels.
 std::string RasterDigest(v1::RasterFormat format, std::uint32_t width,

@@ -10,12 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "sampler/layers.h"
+#include "sampler/tiles.h"
 #include "sampler/version.h"
 
 namespace scatter::server {
 namespace {
-
-using Message = std::unique_ptr<v1::ScatterResponse>;
 
 grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
@@ -34,11 +33,14 @@ const char* CodeName(grpc::StatusCode code) {
   return i >= 0 && i < 17 ? kNames[i] : "UNKNOWN";
 }
 
-// Batches between the sampler thread and the writer: the sampler blocks
+// Messages between the sampler thread and the writer: the sampler blocks
 // when `capacity` are waiting, so a slow client slows the sampler and the
 // server never buffers a result.
+template <typename Response>
 class BatchQueue {
  public:
+  using Message = std::unique_ptr<Response>;
+
   explicit BatchQueue(std::size_t capacity) : capacity_(capacity) {}
 
   // Waits for room; false once the consumer has gone, or when `give_up`
@@ -62,7 +64,7 @@ class BatchQueue {
   // a long stream allocates nothing per batch) or a new one.
   Message Take() {
     absl::MutexLock lock(&mu_);
-    if (spare_.empty()) return std::make_unique<v1::ScatterResponse>();
+    if (spare_.empty()) return std::make_unique<Response>();
     Message message = std::move(spare_.back());
     spare_.pop_back();
     return message;
@@ -112,8 +114,9 @@ class BatchQueue {
 };
 
 // The first n points of `batch` into `message`, reusing its arrays.
-Message Pack(const sampler::PointBatch& batch, std::size_t n,
-             const v1::Fields& fields, Message message) {
+std::unique_ptr<v1::ScatterResponse> Pack(
+    const sampler::PointBatch& batch, std::size_t n, const v1::Fields& fields,
+    std::unique_ptr<v1::ScatterResponse> message) {
   v1::PointBatch* points = message->mutable_points();
   points->Clear();
   PackBatch(batch, n, fields, points);
@@ -126,6 +129,121 @@ void RaiseMax(std::atomic<std::uint64_t>& target, std::uint64_t value) {
   }
 }
 
+grpc::Status CheckVersion(std::uint32_t asked) {
+  if (asked == 0 || asked == sampler::kAlgorithmVersion) return grpc::Status::OK;
+  return grpc::Status(
+      grpc::StatusCode::FAILED_PRECONDITION,
+      absl::StrCat("algorithm_version: this server implements version ",
+                   sampler::kAlgorithmVersion, " only, asked for ", asked));
+}
+
+// When a call's work must stop: the client cancelled or went away, its
+// deadline passed, the server's max_call_duration passed, or the server is
+// stopping. ShouldStop() is safe from any thread (atomics and the clock), so
+// it can be the stop predicate of pool threads.
+class CallControl {
+ public:
+  CallControl(grpc::ServerContext* context, absl::Time start,
+              absl::Duration max_call_duration,
+              const std::atomic<bool>& stopping)
+      : context_(context),
+        // The client's deadline is checked by the sampler itself too, so it
+        // stops at its next poll rather than when the writer next looks.
+        deadline_(absl::FromChrono(context->deadline())),
+        give_up_at_(start + max_call_duration),
+        stopping_(stopping) {}
+
+  bool ShouldStop() {
+    return stop_.load(std::memory_order_relaxed) ||
+           stopping_.load(std::memory_order_relaxed) || Expired() ||
+           absl::Now() >= deadline_;
+  }
+  // The writer saw the client go.
+  void ClientGone() { stop_.store(true); }
+  bool timed_out() const { return timed_out_.load(); }
+  bool stopping() const { return stopping_.load(); }
+
+ private:
+  // Past the maximum duration the call is cancelled outright, which also
+  // unblocks a Write held up by a client that stopped reading.
+  bool Expired() {
+    if (absl::Now() < give_up_at_) return false;
+    if (!timed_out_.exchange(true)) context_->TryCancel();
+    return true;
+  }
+
+  grpc::ServerContext* const context_;
+  const absl::Time deadline_;
+  const absl::Time give_up_at_;
+  const std::atomic<bool>& stopping_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> timed_out_{false};
+};
+
+// Writes queued messages until the producer is done. When the call is
+// cancelled or a write fails, tells the producer to stop and drops what is
+// queued. Calls written(message) after each write; true when the client
+// went away.
+template <typename Response, typename Written>
+bool WriteQueued(grpc::ServerContext* context,
+                 grpc::ServerWriter<Response>* writer,
+                 BatchQueue<Response>& queue, CallControl& control,
+                 std::atomic<std::uint64_t>& max_backlog, Written written) {
+  std::uint64_t count = 0;
+  bool client_gone = false;
+  for (;;) {
+    typename BatchQueue<Response>::Message message;
+    const auto got = queue.Pop(absl::Milliseconds(5), &message);
+    if (got == BatchQueue<Response>::Got::kDone) break;
+    if (got == BatchQueue<Response>::Got::kTimeout) {
+      if (context->IsCancelled()) {
+        client_gone = true;
+        control.ClientGone();
+        queue.ConsumerGone();
+      }
+      continue;
+    }
+    if (!writer->Write(*message)) {
+      client_gone = true;
+      control.ClientGone();
+      queue.ConsumerGone();
+      continue;
+    }
+    ++count;
+    written(*message);
+    queue.Recycle(std::move(message));
+    RaiseMax(max_backlog, queue.produced() - count);
+  }
+  return client_gone;
+}
+
+// The status of a stream that stopped early, or OK when it did not; `sent`
+// says what had been sent ("12 points").
+grpc::Status Interrupted(const CallControl& control, bool client_gone,
+                         grpc::ServerContext* context,
+                         absl::Duration max_call_duration,
+                         const std::string& sent) {
+  if (control.timed_out()) {
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        absl::StrCat("max_call_duration = ",
+                                     absl::FormatDuration(max_call_duration),
+                                     " reached after ", sent, " sent"));
+  }
+  if (client_gone || context->IsCancelled()) {
+    return grpc::Status(grpc::StatusCode::CANCELLED,
+                        absl::StrCat("cancelled by the client after ", sent, " sent"));
+  }
+  return grpc::Status::OK;
+}
+
+// Points in a PointBatch, whichever arrays it carries.
+std::uint64_t PointCount(const v1::PointBatch& points) {
+  if (points.layer_size() > 0) return static_cast<std::uint64_t>(points.layer_size());
+  return points.dims() == 0 ? 0
+                            : static_cast<std::uint64_t>(points.coords_size()) /
+                                  points.dims();
+}
+
 }  // namespace
 
 ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
@@ -134,18 +252,20 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
     : options_(options),
       logger_(std::move(logger)),
       rasters_(options.raster_cache_bytes),
+      tile_cache_(options.tile_cache_bytes),
+      pool_(options.threads),
       requests_(prometheus::BuildCounter()
                     .Name("scatter_requests_total")
                     .Help("Finished calls by method and status code")
                     .Register(registry)),
       points_(prometheus::BuildCounter()
                   .Name("scatter_points_sent_total")
-                  .Help("Points written to Scatter streams")
+                  .Help("Points written to Scatter and ScatterTiles streams")
                   .Register(registry)
                   .Add({})),
       in_flight_gauge_(prometheus::BuildGauge()
                            .Name("scatter_streams_in_flight")
-                           .Help("Scatter streams running now")
+                           .Help("Scatter and ScatterTiles streams running now")
                            .Register(registry)
                            .Add({})),
       cache_bytes_(prometheus::BuildGauge()
@@ -159,7 +279,22 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
                    .Register(registry)
                    .Add({}, prometheus::Histogram::BucketBoundaries{
                                 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3,
-                                10, 30, 100})) {}
+                                10, 30, 100})),
+      tiles_(prometheus::BuildCounter()
+                 .Name("scatter_tiles_sent_total")
+                 .Help("Tiles written to ScatterTiles streams")
+                 .Register(registry)
+                 .Add({})),
+      generators_(prometheus::BuildCounter()
+                      .Name("scatter_tile_generators_computed_total")
+                      .Help("Tile generators computed (not found in the cache)")
+                      .Register(registry)
+                      .Add({})),
+      tile_cache_bytes_(prometheus::BuildGauge()
+                            .Name("scatter_tile_cache_bytes")
+                            .Help("Bytes of tile generators held for reuse")
+                            .Register(registry)
+                            .Add({})) {}
 
 void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
                                 absl::Duration elapsed) {
@@ -169,6 +304,25 @@ void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
     seconds_.Observe(absl::ToDoubleSeconds(elapsed));
   }
   cache_bytes_.Set(static_cast<double>(rasters_.bytes()));
+  tile_cache_bytes_.Set(static_cast<double>(tile_cache_.stats().bytes));
+}
+
+grpc::Status ScatterServiceImpl::Admit(absl::FunctionRef<grpc::Status()> stream) {
+  if (draining_.load()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down");
+  }
+  if (stats_.in_flight.fetch_add(1) >= options_.max_streams) {
+    stats_.in_flight.fetch_sub(1);
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("concurrent streams: the limit max_streams = ",
+                     options_.max_streams, " is reached; retry later"));
+  }
+  in_flight_gauge_.Increment();
+  const grpc::Status status = stream();
+  in_flight_gauge_.Decrement();
+  stats_.in_flight.fetch_sub(1);
+  return status;
 }
 
 grpc::Status ScatterServiceImpl::Scatter(
@@ -176,21 +330,8 @@ grpc::Status ScatterServiceImpl::Scatter(
     grpc::ServerWriter<v1::ScatterResponse>* writer) {
   const absl::Time start = absl::Now();
   std::uint64_t sent = 0;
-  grpc::Status status;
-  if (draining_.load()) {
-    status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down");
-  } else if (stats_.in_flight.fetch_add(1) >= options_.max_streams) {
-    stats_.in_flight.fetch_sub(1);
-    status = grpc::Status(
-        grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat("concurrent streams: the limit max_streams = ",
-                     options_.max_streams, " is reached; retry later"));
-  } else {
-    in_flight_gauge_.Increment();
-    status = Stream(context, *request, writer, &sent);
-    in_flight_gauge_.Decrement();
-    stats_.in_flight.fetch_sub(1);
-  }
+  const grpc::Status status =
+      Admit([&] { return Stream(context, *request, writer, &sent); });
   const absl::Duration elapsed = absl::Now() - start;
   Record("Scatter", status, elapsed);
   logger_->info(
@@ -205,40 +346,17 @@ grpc::Status ScatterServiceImpl::Stream(
     grpc::ServerContext* context, const v1::ScatterRequest& request,
     grpc::ServerWriter<v1::ScatterResponse>* writer, std::uint64_t* sent) {
   const absl::Time start = absl::Now();
-  if (request.algorithm_version() != 0 &&
-      request.algorithm_version() != sampler::kAlgorithmVersion) {
-    return grpc::Status(
-        grpc::StatusCode::FAILED_PRECONDITION,
-        absl::StrCat("algorithm_version: this server implements version ",
-                     sampler::kAlgorithmVersion, " only, asked for ",
-                     request.algorithm_version()));
-  }
+  const grpc::Status version = CheckVersion(request.algorithm_version());
+  if (!version.ok()) return version;
   absl::StatusOr<ScatterJob> job = ToJob(request, options_.limits, rasters_);
   if (!job.ok()) return ToGrpc(job.status());
   absl::StatusOr<sampler::LayeredSampler> run = sampler::LayeredSampler::Create(
       job->region, job->layers, job->shared, job->overrides);
   if (!run.ok()) return ToGrpc(run.status());
 
-  // The client's deadline is checked by the sampler itself too, so it stops
-  // at its next poll rather than when the writer thread next looks.
-  const absl::Time deadline = absl::FromChrono(context->deadline());
-  const absl::Time give_up_at = start + options_.max_call_duration;
-  std::atomic<bool> stop{false};
-  std::atomic<bool> timed_out{false};
-  // Past the maximum duration the call is cancelled outright, which also
-  // unblocks a Write held up by a client that stopped reading.
-  auto expired = [&] {
-    if (absl::Now() < give_up_at) return false;
-    if (!timed_out.exchange(true)) context->TryCancel();
-    return true;
-  };
-  auto should_stop = [&] {
-    return stop.load(std::memory_order_relaxed) ||
-           stopping_.load(std::memory_order_relaxed) || expired() ||
-           absl::Now() >= deadline;
-  };
-
-  BatchQueue queue(options_.queue_batches);
+  CallControl control(context, start, options_.max_call_duration, stopping_);
+  auto should_stop = [&] { return control.ShouldStop(); };
+  BatchQueue<v1::ScatterResponse> queue(options_.queue_batches);
   bool cap_hit = false;
   std::uint64_t queued_points = 0;
   std::vector<std::uint64_t> per_layer;
@@ -270,52 +388,20 @@ grpc::Status ScatterServiceImpl::Stream(
         should_stop);
     queue.ProducerDone();
   });
-
-  std::uint64_t written = 0;
-  bool client_gone = false;
-  for (;;) {
-    Message message;
-    const BatchQueue::Got got = queue.Pop(absl::Milliseconds(5), &message);
-    if (got == BatchQueue::Got::kDone) break;
-    if (got == BatchQueue::Got::kTimeout) {
-      if (context->IsCancelled()) {
-        client_gone = true;
-        stop.store(true);
-        queue.ConsumerGone();
-      }
-      continue;
-    }
-    const std::uint64_t n = static_cast<std::uint64_t>(message->points().layer_size() > 0
-                                ? message->points().layer_size()
-                                : message->points().coords_size() /
-                                      static_cast<int>(message->points().dims()));
-    if (!writer->Write(*message)) {
-      client_gone = true;
-      stop.store(true);
-      queue.ConsumerGone();
-      continue;
-    }
-    ++written;
-    queue.Recycle(std::move(message));
-    RaiseMax(stats_.max_backlog, queue.produced() - written);
-    *sent += n;
-    points_.Increment(static_cast<double>(n));
-    stats_.points_sent.fetch_add(n);
-  }
+  const bool client_gone = WriteQueued(
+      context, writer, queue, control, stats_.max_backlog,
+      [&](const v1::ScatterResponse& message) {
+        const std::uint64_t n = PointCount(message.points());
+        *sent += n;
+        points_.Increment(static_cast<double>(n));
+        stats_.points_sent.fetch_add(n);
+      });
   producer.join();
 
-  if (timed_out.load()) {
-    return grpc::Status(
-        grpc::StatusCode::DEADLINE_EXCEEDED,
-        absl::StrCat("max_call_duration = ",
-                     absl::FormatDuration(options_.max_call_duration),
-                     " reached after ", *sent, " points sent"));
-  }
-  if (client_gone || context->IsCancelled()) {
-    return grpc::Status(grpc::StatusCode::CANCELLED,
-                        absl::StrCat("cancelled by the client after ", *sent,
-                                     " points sent"));
-  }
+  const grpc::Status interrupted =
+      Interrupted(control, client_gone, context, options_.max_call_duration,
+                  absl::StrCat(*sent, " points"));
+  if (!interrupted.ok()) return interrupted;
   if (cap_hit) {
     return grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -325,7 +411,7 @@ grpc::Status ScatterServiceImpl::Stream(
                          ? " (the request's own)"
                          : " (the server's)"));
   }
-  if (stopping_.load()) {
+  if (control.stopping()) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         absl::StrCat("server shutting down after ", *sent,
                                      " points sent; retry elsewhere"));
@@ -346,6 +432,136 @@ grpc::Status ScatterServiceImpl::Stream(
   summary->set_total_points(*sent);
   summary->set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start));
   summary->set_algorithm_version(sampler::kAlgorithmVersion);
+  if (!writer->Write(last)) {
+    return grpc::Status(grpc::StatusCode::CANCELLED,
+                        "the client went away before the summary");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ScatterServiceImpl::ScatterTiles(
+    grpc::ServerContext* context, const v1::ScatterTilesRequest* request,
+    grpc::ServerWriter<v1::TileResponse>* writer) {
+  const absl::Time start = absl::Now();
+  TilesTally tally;
+  const grpc::Status status =
+      Admit([&] { return StreamTiles(context, *request, writer, &tally); });
+  const absl::Duration elapsed = absl::Now() - start;
+  Record("ScatterTiles", status, elapsed);
+  logger_->info(
+      "ScatterTiles peer={} layers={} seed={} tiles={}/{} points={} "
+      "generated={} code={} elapsed_ms={:.1f}{}{}",
+      context->peer(), request->layers_size(), request->seed(),
+      tally.tiles_sent, tally.tiles_asked, tally.points_sent,
+      tally.generators_computed, CodeName(status.error_code()),
+      absl::ToDoubleMilliseconds(elapsed), status.ok() ? "" : " message=",
+      status.error_message());
+  return status;
+}
+
+grpc::Status ScatterServiceImpl::StreamTiles(
+    grpc::ServerContext* context, const v1::ScatterTilesRequest& request,
+    grpc::ServerWriter<v1::TileResponse>* writer, TilesTally* tally) {
+  const absl::Time start = absl::Now();
+  const grpc::Status version = CheckVersion(request.algorithm_version());
+  if (!version.ok()) return version;
+  absl::StatusOr<TilesJob> job = ToTilesJob(request, options_.limits, rasters_);
+  if (!job.ok()) return ToGrpc(job.status());
+  absl::StatusOr<std::shared_ptr<const sampler::TileWorld>> world =
+      sampler::TileWorld::Create(job->world);
+  if (!world.ok()) return ToGrpc(world.status());
+  tally->tiles_asked = job->tiles.size();
+
+  CallControl control(context, start, options_.max_call_duration, stopping_);
+  // Pool threads poll this too: atomics and the clock only.
+  auto should_stop = [&] { return control.ShouldStop(); };
+  BatchQueue<v1::TileResponse> queue(options_.queue_batches);
+  const std::vector<std::uint32_t>& order = (*world)->layer_order();
+  std::vector<std::uint64_t> per_layer(order.size(), 0);
+  bool cap_hit = false;
+  std::uint64_t queued_points = 0;
+  const std::uint64_t cap = job->point_cap;
+  const v1::Fields fields = request.fields();
+  absl::Status served;
+
+  std::thread producer([&] {
+    served = (*world)->Serve(
+        job->tiles, &tile_cache_, &pool_,
+        [&](const sampler::TilePoints& tile) {
+          // Tiles are never cut: the cap ends the stream between tiles.
+          const std::size_t n = tile.points.size();
+          if (queued_points + n > cap) {
+            cap_hit = true;
+            return false;
+          }
+          queued_points += n;
+          for (std::uint32_t layer : tile.points.layer) {
+            const auto at = std::find(order.begin(), order.end(), layer);
+            ++per_layer[static_cast<std::size_t>(at - order.begin())];
+          }
+          const std::size_t parts = TileParts(n, job->batch_size);
+          for (std::size_t part = 0; part < parts; ++part) {
+            auto message = queue.Take();
+            PackTilePart(tile, part, job->batch_size, fields, message.get());
+            if (!queue.Push(std::move(message), should_stop)) return false;
+          }
+          return true;
+        },
+        should_stop);
+    queue.ProducerDone();
+  });
+  const bool client_gone = WriteQueued(
+      context, writer, queue, control, stats_.max_backlog,
+      [&](const v1::TileResponse& message) {
+        const std::uint64_t n = PointCount(message.points());
+        tally->points_sent += n;
+        points_.Increment(static_cast<double>(n));
+        stats_.points_sent.fetch_add(n);
+        if (message.last_part()) {
+          ++tally->tiles_sent;
+          tiles_.Increment();
+          stats_.tiles_sent.fetch_add(1);
+        }
+      });
+  producer.join();
+  tally->generators_computed = (*world)->generated();
+  generators_.Increment(static_cast<double>(tally->generators_computed));
+
+  const std::string sent = absl::StrCat(tally->tiles_sent, " tiles (",
+                                        tally->points_sent, " points)");
+  const grpc::Status interrupted = Interrupted(
+      control, client_gone, context, options_.max_call_duration, sent);
+  if (!interrupted.ok()) return interrupted;
+  if (cap_hit) {
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat("point cap reached after ", sent,
+                     "; the next tile would pass the limit max_points = ", cap,
+                     " (the server's); ask for fewer tiles per call"));
+  }
+  if (control.stopping()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat("server shutting down after ", sent,
+                                     " sent; retry elsewhere"));
+  }
+  if (!served.ok()) {
+    return grpc::Status(static_cast<grpc::StatusCode>(served.code()),
+                        absl::StrCat(served.message(), " (after ", sent, " sent)"));
+  }
+
+  v1::TileResponse last;
+  v1::TilesSummary* summary = last.mutable_summary();
+  summary->set_tiles(tally->tiles_sent);
+  summary->set_total_points(tally->points_sent);
+  summary->set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+  summary->set_algorithm_version(sampler::kAlgorithmVersion);
+  summary->set_generators_computed(tally->generators_computed);
+  summary->set_tile_size((*world)->tile_size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    v1::LayerCount* count = summary->add_layers();
+    count->set_layer(order[i]);
+    count->set_points(per_layer[i]);
+  }
   if (!writer->Write(last)) {
     return grpc::Status(grpc::StatusCode::CANCELLED,
                         "the client went away before the summary");

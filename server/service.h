@@ -2,19 +2,22 @@
 #define SCATTER_SERVER_SERVICE_H_
 
 // The gRPC face of the sampler: converts, checks limits, runs the sampler
-// on its own thread a few batches ahead of the network, and streams.
+// on its own thread a few batches ahead of the network, and streams. Tiled
+// worlds share one generator cache and one thread pool across requests.
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "sampler/tiles.h"
 #include "scatter/v1/scatter.grpc.pb.h"
 #include "server/convert.h"
 #include "server/raster_cache.h"
@@ -35,6 +38,14 @@ struct ServiceOptions {
   std::size_t raster_cache_bytes = std::size_t{1} << 30;
   // PutRaster: bytes received per upload at most.
   std::size_t max_upload_bytes = std::size_t{256} << 20;
+  // ScatterTiles: bytes of finished tile generators kept for later
+  // requests (least recently used out). It must hold the generators one
+  // tile needs (up to 37 in 2D), and a sweep's frontier to cost about 1.5
+  // generators per tile.
+  std::size_t tile_cache_bytes = std::size_t{512} << 20;
+  // ScatterTiles: threads computing generators, shared by every request
+  // (each request's handler thread works too). 0 means one per core.
+  int threads = 0;
 };
 
 // Counters a test or an operator can read directly.
@@ -43,6 +54,15 @@ struct ServiceStats {
   // Largest (batches produced - batches written) seen on any stream.
   std::atomic<std::uint64_t> max_backlog{0};
   std::atomic<std::uint64_t> points_sent{0};
+  std::atomic<std::uint64_t> tiles_sent{0};
+};
+
+// What one ScatterTiles call did, for its log line.
+struct TilesTally {
+  std::size_t tiles_asked = 0;
+  std::uint64_t tiles_sent = 0;
+  std::uint64_t points_sent = 0;
+  std::uint64_t generators_computed = 0;
 };
 
 class ScatterServiceImpl final : public v1::ScatterService::Service {
@@ -57,6 +77,9 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   grpc::Status PutRaster(grpc::ServerContext* context,
                          grpc::ServerReader<v1::RasterChunk>* reader,
                          v1::RasterRef* response) override;
+  grpc::Status ScatterTiles(grpc::ServerContext* context,
+                            const v1::ScatterTilesRequest* request,
+                            grpc::ServerWriter<v1::TileResponse>* writer) override;
 
   // Draining: new calls get UNAVAILABLE "server shutting down".
   void StartDraining() { draining_.store(true); }
@@ -65,18 +88,27 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
 
   const ServiceStats& stats() const { return stats_; }
   RasterCache& rasters() { return rasters_; }
+  sampler::GeneratorCache& tile_cache() { return tile_cache_; }
 
  private:
+  // Runs `stream` unless the server is draining or max_streams are running.
+  grpc::Status Admit(absl::FunctionRef<grpc::Status()> stream);
   grpc::Status Stream(grpc::ServerContext* context,
                       const v1::ScatterRequest& request,
                       grpc::ServerWriter<v1::ScatterResponse>* writer,
                       std::uint64_t* points_sent);
+  grpc::Status StreamTiles(grpc::ServerContext* context,
+                           const v1::ScatterTilesRequest& request,
+                           grpc::ServerWriter<v1::TileResponse>* writer,
+                           TilesTally* tally);
   void Record(const char* method, const grpc::Status& status,
               absl::Duration elapsed);
 
   const ServiceOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
   RasterCache rasters_;
+  sampler::GeneratorCache tile_cache_;
+  sampler::ThreadPool pool_;
   ServiceStats stats_;
   std::atomic<bool> draining_{false};
   std::atomic<bool> stopping_{false};
@@ -86,6 +118,9 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   prometheus::Gauge& in_flight_gauge_;
   prometheus::Gauge& cache_bytes_;
   prometheus::Histogram& seconds_;
+  prometheus::Counter& tiles_;
+  prometheus::Counter& generators_;
+  prometheus::Gauge& tile_cache_bytes_;
 };
 
 }  // namespace scatter::server

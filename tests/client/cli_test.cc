@@ -227,7 +227,7 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
       {{"run", kExamples + "/three_layers.json", "--local", "--format=xml"},
        "--format: expected csv, jsonl, ply or raw"},
       {{"run", kExamples + "/three_layers.json", "--local", "--seed=-3"}, "--seed"},
-      {{"frobnicate"}, "expected `run JOB.json` or `health`"},
+      {{"frobnicate"}, "expected `run JOB.json`, `tiles JOB.json` or `health`"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(absl::StrCat(c.args[0], " ", c.args.size() > 1 ? c.args[1] : ""));
