@@ -109,25 +109,8 @@ absl::Status LayeredSampler::Run(BatchSink sink,
     // which the sampler adds to each obstacle's radius itself.
     const bool per_point = o.density != nullptr && o.footprint == 0;
     for (const Placed& q : placed) {
-      bool overridden = false;
-      double clearance = q.footprint + o.footprint;
-      for (const ClearanceOverride& ov : overrides_) {
-        if ((ov.a == q.layer && ov.b == spec.layer) ||
-            (ov.b == q.layer && ov.a == spec.layer)) {
-          clearance = ov.clearance;
-          overridden = true;
-        }
-      }
-      if (per_point) {
-        // Earlier point's footprint plus this point's own, or exactly the
-        // override.
-        o.obstacles.push_back(
-            {q.center, overridden ? clearance : q.footprint, overridden});
-        continue;
-      }
-      // An obstacle radius below zero cannot be said; a clearance smaller
-      // than this layer's footprint keeps them that far apart instead.
-      o.obstacles.push_back({q.center, std::max(clearance - o.footprint, 0.0)});
+      o.obstacles.push_back(internal::EarlierLayerObstacle(
+          q.center, q.layer, q.footprint, o, overrides_));
     }
     absl::StatusOr<Sampler> sampler = Sampler::Create(region_, o);
     if (!sampler.ok()) return sampler.status();
@@ -151,4 +134,29 @@ absl::Status LayeredSampler::Run(BatchSink sink,
   return absl::OkStatus();
 }
 
+namespace internal {
+
+Obstacle EarlierLayerObstacle(const Vec& center, std::uint32_t layer,
+                              double footprint, const SamplerOptions& options,
+                              absl::Span<const ClearanceOverride> overrides) {
+  bool overridden = false;
+  double clearance = footprint + options.footprint;
+  for (const ClearanceOverride& ov : overrides) {
+    if ((ov.a == layer && ov.b == options.layer) ||
+        (ov.b == layer && ov.a == options.layer)) {
+      clearance = ov.clearance;
+      overridden = true;
+    }
+  }
+  if (options.density != nullptr && options.footprint == 0) {
+    // Earlier point's footprint plus this point's own, or exactly the
+    // override.
+    return {center, overridden ? clearance : footprint, overridden};
+  }
+  // An obstacle radius below zero cannot be said; a clearance smaller than
+  // this layer's footprint keeps them that far apart instead.
+  return {center, std::max(clearance - options.footprint, 0.0)};
+}
+
+}  // namespace internal
 }  // namespace scatter::sampler

@@ -61,6 +61,9 @@ class LayeredSampler {
 
   // Layer numbers in the order they are placed.
   std::vector<std::uint32_t> Order() const;
+  // The layers in placement order, each with its options resolved (the
+  // defaults filled in, the shared options merged) as its run uses them.
+  const std::vector<LayerSpec>& layers() const { return layers_; }
 
  private:
   LayeredSampler(const Region& region, std::vector<LayerSpec> layers,
@@ -77,6 +80,18 @@ class LayeredSampler {
   std::vector<ClearanceOverride> overrides_;
 };
 
+namespace internal {
+
+// The obstacle that keeps a new point of the layer `options` describes
+// (resolved: footprint 0 with a density raster means r(x) / 2 per point)
+// clear of an earlier point of another layer, of that layer's number and
+// footprint: footprint_a + footprint_b apart, or exactly an override's
+// clearance.
+Obstacle EarlierLayerObstacle(const Vec& center, std::uint32_t layer,
+                              double footprint, const SamplerOptions& options,
+                              absl::Span<const ClearanceOverride> overrides);
+
+}  // namespace internal
 }  // namespace scatter::sampler
 
 #endif  // SCATTER_SAMPLER_LAYERS_H_

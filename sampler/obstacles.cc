@@ -15,16 +15,23 @@ constexpr double kSlack = 0x1.0p-40;
 }  // namespace
 
 ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
-                             double footprint, int dims, double max_extra)
+                             double footprint, int dims, double max_extra,
+                             double own_radius, double max_own)
     : dims_(dims) {
   if (obstacles.empty()) return;
   double lo[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL};
   double hi[3] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
   double max_clear = 0;
   for (const Obstacle& o : obstacles) {
-    const double c = o.radius_is_clearance ? o.radius : o.radius + footprint;
-    // How far the obstacle can reach with a point's own footprint added.
-    const double reach = o.radius_is_clearance ? c : c + max_extra;
+    // Same layer: max(radius, own), fixed when the run's radius is.
+    const bool own = o.same_layer && !(own_radius > 0);
+    const bool fixed = o.radius_is_clearance || o.same_layer;
+    const double c = o.same_layer   ? std::max(o.radius, own_radius)
+                     : fixed        ? o.radius
+                                    : o.radius + footprint;
+    // How far the obstacle can reach with a point's own footprint added, or
+    // with its own radius.
+    const double reach = own ? std::max(c, max_own) : fixed ? c : c + max_extra;
     for (int a = 0; a < dims; ++a) {
       centers_.push_back(o.center[a]);
       lo[a] = std::min(lo[a], o.center[a] - reach);
@@ -33,7 +40,9 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
     for (int a = dims; a < 3; ++a) centers_.push_back(0);
     clearance_.push_back(c);
     limit2_.push_back(c * c * (1 + kSlack));
-    takes_extra_.push_back(o.radius_is_clearance ? 0 : 1);
+    takes_extra_.push_back(fixed ? 0 : 1);
+    takes_own_.push_back(own ? 1 : 0);
+    takes_own_radius_ |= own;
     max_clear = std::max(max_clear, reach);
   }
   // Cells about the largest clearance, but no more than ~4 per obstacle.
@@ -53,7 +62,8 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
   for (std::size_t k = 0; k < clearance_.size(); ++k) {
     double b0[3], b1[3];
-    const double reach = clearance_[k] + takes_extra_[k] * max_extra;
+    const double reach = std::max(clearance_[k] + takes_extra_[k] * max_extra,
+                                  takes_own_[k] * max_own);
     for (int a = 0; a < dims; ++a) {
       b0[a] = centers_[k * 3 + a] - reach;
       b1[a] = centers_[k * 3 + a] + reach;
@@ -137,7 +147,8 @@ void ObstacleIndex::Classify(const double* lo, const double* hi, bool* inside,
   }
 }
 
-bool ObstacleIndex::TooCloseExtra(const double* p, double extra) const {
+bool ObstacleIndex::TooCloseExtra(const double* p, double extra,
+                                  double own) const {
   if (empty()) return false;
   std::int64_t c0[3], c1[3];
   if (!CellRange(p, p, c0, c1)) return false;
@@ -150,7 +161,8 @@ bool ObstacleIndex::TooCloseExtra(const double* p, double extra) const {
       const double d = p[a] - centers_[o * 3 + a];
       d2 += d * d;
     }
-    const double c = clearance_[o] + takes_extra_[o] * extra;
+    const double c =
+        std::max(clearance_[o] + takes_extra_[o] * extra, takes_own_[o] * own);
     if (d2 < c * c * (1 + kSlack)) return true;
   }
   return false;
@@ -158,7 +170,8 @@ bool ObstacleIndex::TooCloseExtra(const double* p, double extra) const {
 
 void ObstacleIndex::ClassifyExtra(const double* lo, const double* hi,
                                   double extra_lo, double extra_hi,
-                                  bool* inside, bool* reaches) const {
+                                  bool* inside, bool* reaches, double own_lo,
+                                  double own_hi) const {
   *inside = false;
   *reaches = false;
   if (empty()) return;
@@ -171,8 +184,10 @@ void ObstacleIndex::ClassifyExtra(const double* lo, const double* hi,
         for (std::uint32_t k = begin_[cell]; k < begin_[cell + 1]; ++k) {
           const std::uint32_t o = index_[k];
           const double* c = &centers_[o * 3];
-          const double c_lo = clearance_[o] + takes_extra_[o] * extra_lo;
-          const double c_hi = clearance_[o] + takes_extra_[o] * extra_hi;
+          const double c_lo = std::max(
+              clearance_[o] + takes_extra_[o] * extra_lo, takes_own_[o] * own_lo);
+          const double c_hi = std::max(
+              clearance_[o] + takes_extra_[o] * extra_hi, takes_own_[o] * own_hi);
           if (NearestDistance2(c, lo, hi, dims_) < c_hi * c_hi * (1 + kSlack)) {
             *reaches = true;
           }

@@ -17,10 +17,17 @@ class ObstacleIndex {
   // radius when radius_is_clearance). Obstacles arrive validated.
   // `max_extra` >= 0: the largest per-point footprint the *Extra queries
   // below will add to those clearances (variable radius: r(x) / 2).
+  // Same-layer obstacles keep max(radius, r) from a point of radius r: with
+  // `own_radius` > 0 (a constant-radius run) that is fixed here; with 0 the
+  // *Extra queries take each point's own radius, up to `max_own`.
   ObstacleIndex(const std::vector<Obstacle>& obstacles, double footprint,
-                int dims, double max_extra = 0);
+                int dims, double max_extra = 0, double own_radius = 0,
+                double max_own = 0);
 
   bool empty() const { return centers_.empty(); }
+  // Whether some clearance grows with the point's own radius, so only the
+  // *Extra queries answer right.
+  bool takes_own_radius() const { return takes_own_radius_; }
 
   // Whether p is closer to some obstacle than its clearance (with the
   // sampler's distance slack, so the true distance is never below it).
@@ -31,13 +38,17 @@ class ObstacleIndex {
   void Classify(const double* lo, const double* hi, bool* inside,
                 bool* reaches) const;
 
-  // The same with a point's own footprint `extra` (0 to max_extra) added to
-  // every clearance but those given as radius_is_clearance.
-  bool TooCloseExtra(const double* p, double extra) const;
+  // The same for a point with its own footprint `extra` (0 to max_extra),
+  // added to every clearance but those given as radius_is_clearance, and
+  // its own radius `own` (0 to max_own), which same-layer clearances grow
+  // to.
+  bool TooCloseExtra(const double* p, double extra, double own = 0) const;
   // Classify with footprints between extra_lo (for *inside) and extra_hi
-  // (for *reaches), both conservative.
+  // (for *reaches) and own radii between own_lo and own_hi likewise, all
+  // conservative.
   void ClassifyExtra(const double* lo, const double* hi, double extra_lo,
-                     double extra_hi, bool* inside, bool* reaches) const;
+                     double extra_hi, bool* inside, bool* reaches,
+                     double own_lo = 0, double own_hi = 0) const;
 
   // Calls f(center, clearance) for every obstacle.
   template <class F>
@@ -57,6 +68,8 @@ class ObstacleIndex {
   std::vector<double> clearance_;    // radius + footprint.
   std::vector<double> limit2_;       // clearance^2 * (1 + slack).
   std::vector<double> takes_extra_;  // 1, or 0 when radius_is_clearance.
+  std::vector<double> takes_own_;    // 1 for a same-layer point, else 0.
+  bool takes_own_radius_ = false;
   double origin_[3] = {0, 0, 0};
   double inv_cell_ = 1;
   std::int64_t n_[3] = {1, 1, 1};

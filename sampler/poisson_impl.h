@@ -104,8 +104,13 @@ class PoissonRun {
         cell_(CellSide(options.radius, D)),
         inv_cell_(1 / cell_) {
     candidate_key_ =
-        StreamKey::Of(options.seed, options.layer, Purpose::kCandidates);
-    gap_key_ = StreamKey::Of(options.seed, options.layer, Purpose::kGapFill);
+        StreamKey::OfTile(
+        options.seed, options.layer, options.tile_x, options.tile_y,
+        options.border_pass ? Purpose::kBorderCandidates
+                            : Purpose::kCandidates);
+    gap_key_ = StreamKey::OfTile(
+        options.seed, options.layer, options.tile_x, options.tile_y,
+        options.border_pass ? Purpose::kBorderGapFill : Purpose::kGapFill);
 
     const Box& box = region.bounds();
     cells_ = 1;

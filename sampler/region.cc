@@ -352,9 +352,58 @@ absl::StatusOr<Region> Region::Masked(std::shared_ptr<const Raster> mask,
   return masked;
 }
 
+std::optional<Region> Region::Clipped(const Box& keep,
+                                      std::vector<Box> cut) const {
+  Vec lo = {0, 0, 0};
+  Vec hi = {0, 0, 0};
+  for (int a = 0; a < dims(); ++a) {
+    lo[a] = std::max(bounds_.min(a), keep.min(a));
+    hi[a] = std::min(bounds_.max(a), keep.max(a));
+    if (!(lo[a] < hi[a])) return std::nullopt;
+  }
+  absl::StatusOr<Box> bounds = Box::Create(dims(), lo, hi);
+  if (!bounds.ok()) return std::nullopt;
+  Region clipped = *this;
+  clipped.bounds_ = *bounds;
+  // Cuts that miss the bounds change nothing.
+  std::vector<Box> kept = cuts_ == nullptr ? std::vector<Box>() : *cuts_;
+  for (const Box& c : cut) {
+    bool meets = true;
+    for (int a = 0; a < dims(); ++a) {
+      meets &= c.min(a) < hi[a] && c.max(a) > lo[a];
+    }
+    if (meets) kept.push_back(c);
+  }
+  clipped.cuts_ = kept.empty() ? nullptr
+                               : std::make_shared<const std::vector<Box>>(
+                                     std::move(kept));
+  return clipped;
+}
+
 Region::Overlap Region::Classify(const double* lo, const double* hi) const {
-  const Overlap shape = ClassifyShape(lo, hi);
-  if (mask_ == nullptr || shape == Overlap::kOutside) return shape;
+  Overlap shape = ClassifyShape(lo, hi);
+  if (shape == Overlap::kOutside) return shape;
+  // A clipped ball or polygon: its shape test knows nothing of the clip.
+  if (shape == Overlap::kInside && kind_ != Kind::kBox) {
+    for (int a = 0; a < dims(); ++a) {
+      if (!(lo[a] >= bounds_.min(a) && hi[a] < bounds_.max(a))) {
+        shape = Overlap::kPartial;
+      }
+    }
+  }
+  if (cuts_ != nullptr) {
+    for (const Box& c : *cuts_) {
+      bool within = true;
+      bool meets = true;
+      for (int a = 0; a < dims(); ++a) {
+        within &= lo[a] >= c.min(a) && hi[a] < c.max(a);
+        meets &= hi[a] >= c.min(a) && lo[a] < c.max(a);
+      }
+      if (within) return Overlap::kOutside;
+      if (meets) shape = Overlap::kPartial;
+    }
+  }
+  if (mask_ == nullptr) return shape;
   const RasterRect& r = mask_->rect();
   if (hi[0] < r.x0 || lo[0] > r.x1 || hi[1] < r.y0 || lo[1] > r.y1) {
     return Overlap::kOutside;
@@ -403,6 +452,11 @@ Region::Overlap Region::ClassifyShape(const double* lo,
 
 bool Region::Contains(const double* p) const {
   if (!ContainsShape(p)) return false;
+  if (cuts_ != nullptr) {
+    for (const Box& c : *cuts_) {
+      if (c.Contains(p)) return false;
+    }
+  }
   if (mask_ == nullptr) return true;
   return mask_->Covers(p[0], p[1]) &&
          mask_->Sample(p[0], p[1]) >= mask_threshold_;

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -59,6 +60,11 @@ class Region {
   absl::StatusOr<Region> Masked(std::shared_ptr<const Raster> mask,
                                 double threshold) const;
 
+  // This region within the box `keep` and outside every box of `cut` (all
+  // half-open, of the region's dims), as tiled worlds cut their areas.
+  // nullopt when nothing of the bounds is left.
+  std::optional<Region> Clipped(const Box& keep, std::vector<Box> cut) const;
+
   int dims() const { return bounds_.dims(); }
   // A box holding the whole region (half-open, like Box).
   const Box& bounds() const { return bounds_; }
@@ -67,7 +73,9 @@ class Region {
   bool Contains(const double* p) const;
 
   // Whether the region is its bounding box (then Contains is the box test).
-  bool IsBox() const { return kind_ == Kind::kBox && mask_ == nullptr; }
+  bool IsBox() const {
+    return kind_ == Kind::kBox && mask_ == nullptr && cuts_ == nullptr;
+  }
 
   // How the axis-aligned box [lo, hi] meets the region. kInside and
   // kOutside are certain; kPartial may also be returned for a box that is
@@ -89,6 +97,7 @@ class Region {
   std::shared_ptr<const internal::PolygonIndex> polygons_;  // kPolygons.
   std::shared_ptr<const Raster> mask_;                      // Optional.
   double mask_threshold_ = 0;
+  std::shared_ptr<const std::vector<Box>> cuts_;  // Clipped(): left out.
 };
 
 }  // namespace scatter::sampler

@@ -19,6 +19,11 @@ enum class Purpose : std::uint64_t {
   kJitter = 4,      // Jittered grid method.
   kPointId = 5,     // Stable point ids.
   kAttributes = 6,  // Per-point attributes (yaw, scale), keyed by point id.
+  // Tiled worlds (sampler/tiles.h): the pass that fills a tile's border
+  // draws its own candidates and gap places; the soft border's keep draws.
+  kBorderCandidates = 7,
+  kBorderGapFill = 8,
+  kTileKeep = 9,
 };
 
 // SplitMix64's finaliser: a bijection on 64 bits with full avalanche.
@@ -49,6 +54,19 @@ struct StreamKey {
     StreamKey key;
     key.seed = seed;
     key.layer = layer;
+    key.purpose = purpose;
+    return key.Hash();
+  }
+
+  // The key of a tile's stream.
+  static std::uint64_t OfTile(std::uint64_t seed, std::uint32_t layer,
+                              std::int64_t tile_x, std::int64_t tile_y,
+                              Purpose purpose) {
+    StreamKey key;
+    key.seed = seed;
+    key.layer = layer;
+    key.tile_x = tile_x;
+    key.tile_y = tile_y;
     key.purpose = purpose;
     return key.Hash();
   }

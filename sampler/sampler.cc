@@ -224,12 +224,15 @@ absl::StatusOr<Sampler> Sampler::Create(const Region& region,
   o.simd = ResolveSimdLevel(o.simd);
   absl::Status obstacles = ValidateObstacles(box.dims(), &o);
   if (!obstacles.ok()) return obstacles;
-  // A per-point footprint (density, footprint 0) reaches up to r_max / 2.
-  const double max_extra =
-      o.density != nullptr && o.footprint == 0 ? o.radius_max / 2 : 0;
+  // A per-point footprint (density, footprint 0) reaches up to r_max / 2;
+  // same-layer obstacles keep the point's own radius, fixed or up to r_max.
+  const bool variable = o.density != nullptr;
+  const double max_extra = variable && o.footprint == 0 ? o.radius_max / 2 : 0;
+  const double own_radius = variable ? 0 : IsPoisson(o.method) ? o.radius : 0;
   return Sampler(region, o,
                  std::make_shared<const internal::ObstacleIndex>(
-                     o.obstacles, o.footprint, box.dims(), max_extra));
+                     o.obstacles, o.footprint, box.dims(), max_extra,
+                     own_radius, variable ? o.radius_max : 0));
 }
 
 absl::Status Sampler::Run(BatchSink sink,

@@ -49,6 +49,11 @@ struct Obstacle {
   // adding their footprint (LayeredSampler uses it for clearance overrides
   // against a layer whose footprint varies per point).
   bool radius_is_clearance = false;
+  // A point of the run's own layer placed before it (a neighbouring tile's):
+  // `radius` is that point's spacing radius, and a new point of radius r
+  // keeps max(radius, r) from it and counts a place within that as covered,
+  // exactly as two points of one run do. radius_is_clearance is ignored.
+  bool same_layer = false;
 };
 
 struct SamplerOptions {
@@ -104,6 +109,13 @@ struct SamplerOptions {
 
   std::uint64_t seed = 0;         // Same inputs and seed, same points.
   std::uint32_t layer = 0;        // Keys the random streams and the point ids.
+  // Tiled worlds (sampler/tiles.h) key the Poisson streams by the tile that
+  // runs them too, and draw the pass that fills a tile's border from its own
+  // purposes. Untiled runs leave them at tile (0, 0), first pass. Point ids
+  // never depend on them.
+  std::int64_t tile_x = 0;
+  std::int64_t tile_y = 0;
+  bool border_pass = false;
   std::size_t batch_size = 4096;  // Points per sink call, 1 to 1 << 20.
 
   // Refuse (ResourceExhausted) a run whose acceleration grid (coordinates,

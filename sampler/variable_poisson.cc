@@ -220,10 +220,16 @@ class VariableRun {
         eps_(options.dense_epsilon),
         field_{options.density.get(), options.radius_min, options.radius_max},
         density_bounds_(*options.density),
-        per_point_footprint_(options.footprint == 0) {
+        per_point_footprint_(options.footprint == 0),
+        per_point_(per_point_footprint_ || obstacles.takes_own_radius()) {
     candidate_key_ =
-        StreamKey::Of(options.seed, options.layer, Purpose::kCandidates);
-    gap_key_ = StreamKey::Of(options.seed, options.layer, Purpose::kGapFill);
+        StreamKey::OfTile(
+        options.seed, options.layer, options.tile_x, options.tile_y,
+        options.border_pass ? Purpose::kBorderCandidates
+                            : Purpose::kCandidates);
+    gap_key_ = StreamKey::OfTile(
+        options.seed, options.layer, options.tile_x, options.tile_y,
+        options.border_pass ? Purpose::kBorderGapFill : Purpose::kGapFill);
     const Box& box = region.bounds();
     for (int a = 0; a < D; ++a) {
       lo_[a] = box.min(a);
@@ -435,8 +441,9 @@ class VariableRun {
     }
     if (!box_only_ && !region_.Contains(p)) return false;
     if (obstacles_.empty()) return true;
-    return per_point_footprint_ ? !obstacles_.TooCloseExtra(p, r / 2)
-                                : !obstacles_.TooClose(p);
+    return per_point_ ? !obstacles_.TooCloseExtra(
+                            p, per_point_footprint_ ? r / 2 : 0, r)
+                      : !obstacles_.TooClose(p);
   }
 
   void Halt(absl::Status status) {
@@ -624,7 +631,8 @@ class VariableRun {
     }
     if (!obstacles_.empty()) {
       bool covered = false, reaches = false;
-      obstacles_.ClassifyExtra(r0, r1, 0, max_extra_, &covered, &reaches);
+      obstacles_.ClassifyExtra(r0, r1, 0, max_extra_, &covered, &reaches,
+                               field_.r_min, field_.r_max);
       if (reaches) return false;
     }
     return box_only_ || region_.Classify(r0, r1) == Region::Overlap::kInside;
@@ -948,9 +956,10 @@ class VariableRun {
       const Region::Overlap overlap = region_.Classify(b0, b1);
       if (overlap == Region::Overlap::kOutside) return false;
       bool in_obstacle = false, near_obstacle = false;
-      if (per_point_footprint_) {
-        obstacles_.ClassifyExtra(b0, b1, r_lo / 2, r_hi / 2, &in_obstacle,
-                                 &near_obstacle);
+      if (per_point_) {
+        const double f = per_point_footprint_ ? 0.5 : 0;
+        obstacles_.ClassifyExtra(b0, b1, r_lo * f, r_hi * f, &in_obstacle,
+                                 &near_obstacle, r_lo, r_hi);
       } else {
         obstacles_.Classify(b0, b1, &in_obstacle, &near_obstacle);
       }
@@ -1126,6 +1135,9 @@ class VariableRun {
   // Footprint r(x) / 2 per point (SamplerOptions::footprint == 0), up to
   // max_extra_ = r_max / 2; otherwise baked into the obstacle index.
   bool per_point_footprint_;
+  // Obstacle clearances depend on the point: its footprint, or its own
+  // radius for same-layer obstacles.
+  bool per_point_;
   double max_extra_ = 0;
   std::uint64_t candidate_key_ = 0;
   std::uint64_t gap_key_ = 0;

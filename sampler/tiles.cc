@@ -1,0 +1,618 @@
+#include "sampler/tiles.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "sampler/rng.h"
+
+namespace scatter::sampler {
+namespace {
+
+// DESIGN.md's margins, in units of R: a generator samples its tile grown by
+// kGrow R and keeps points up to kKeep R beyond its border (the ramp).
+constexpr double kGrow = 5;
+constexpr double kKeep = 3;
+// The default tile side and the smallest allowed, in units of R.
+constexpr double kDefaultTile = 64;
+constexpr double kMinTile = 10;
+// Tiles served per round of generation: a few, so finished tiles waiting
+// for a slow sink stay few, yet enough generators per colour to keep
+// every core busy.
+constexpr std::size_t kChunkTiles = 16;
+
+double Spacing(const SamplerOptions& o) {
+  return o.density != nullptr ? o.radius_max : o.radius;
+}
+
+// The largest footprint a point of the layer can have.
+double MaxFootprint(const SamplerOptions& o) {
+  return o.density != nullptr && o.footprint == 0 ? o.radius_max / 2
+                                                  : o.footprint;
+}
+
+// L-infinity distance in x-y from p to the box [x0, x1) x [y0, y1); 0
+// inside.
+double OutsideDistance(const double* p, double x0, double x1, double y0,
+                       double y1) {
+  return std::max({x0 - p[0], p[0] - x1, y0 - p[1], p[1] - y1, 0.0});
+}
+
+bool InXY(const double* p, double x0, double x1, double y0, double y1) {
+  return p[0] >= x0 && p[0] < x1 && p[1] >= y0 && p[1] < y1;
+}
+
+}  // namespace
+
+int TileColour(TileCoord t) {
+  // Two's complement: v & 1 is the floor modulo 2, negative v too.
+  return static_cast<int>((t.x & 1) + 2 * (t.y & 1));
+}
+
+std::size_t GeneratedPoints::bytes() const {
+  return sizeof(*this) +
+         (coords.capacity() + radius.capacity() + footprint.capacity() +
+          yaw.capacity() + scale.capacity()) *
+             sizeof(double) +
+         layer.capacity() * sizeof(std::uint32_t) +
+         id.capacity() * sizeof(std::uint64_t);
+}
+
+void GeneratedPoints::AppendFrom(const GeneratedPoints& from, std::size_t k) {
+  const auto d = static_cast<std::size_t>(dims);
+  coords.insert(coords.end(), from.coords.begin() + k * d,
+                from.coords.begin() + (k + 1) * d);
+  radius.push_back(from.radius[k]);
+  footprint.push_back(from.footprint[k]);
+  layer.push_back(from.layer[k]);
+  id.push_back(from.id[k]);
+  yaw.push_back(from.yaw[k]);
+  scale.push_back(from.scale[k]);
+}
+
+PointBatch GeneratedPoints::Batch(std::size_t begin, std::size_t end) const {
+  const auto d = static_cast<std::size_t>(dims);
+  PointBatch b;
+  b.dims = dims;
+  b.coords = absl::MakeConstSpan(coords).subspan(begin * d, (end - begin) * d);
+  b.radius = absl::MakeConstSpan(radius).subspan(begin, end - begin);
+  b.layer = absl::MakeConstSpan(layer).subspan(begin, end - begin);
+  b.id = absl::MakeConstSpan(id).subspan(begin, end - begin);
+  b.yaw = absl::MakeConstSpan(yaw).subspan(begin, end - begin);
+  b.scale = absl::MakeConstSpan(scale).subspan(begin, end - begin);
+  return b;
+}
+
+// --- GeneratorCache -------------------------------------------------------
+
+std::shared_ptr<const GeneratedPoints> GeneratorCache::Find(
+    const std::string& world, TileCoord tile) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(Key(world, {tile.x, tile.y}));
+  if (it == entries_.end()) {
+    ++stats_.misses;
+    return nullptr;
+  }
+  ++stats_.hits;
+  lru_.splice(lru_.begin(), lru_, it->second.lru);
+  return it->second.points;
+}
+
+void GeneratorCache::Insert(const std::string& world, TileCoord tile,
+                            std::shared_ptr<const GeneratedPoints> points) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Key key(world, {tile.x, tile.y});
+  auto it = entries_.find(key);
+  if (it != entries_.end()) {
+    // Another request made the same generator: same points, keep one.
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    return;
+  }
+  stats_.bytes += points->bytes();
+  lru_.push_front(key);
+  entries_.emplace(std::move(key), Entry{std::move(points), lru_.begin()});
+  while (stats_.bytes > budget_ && !lru_.empty()) {
+    auto last = entries_.find(lru_.back());
+    stats_.bytes -= last->second.points->bytes();
+    entries_.erase(last);
+    lru_.pop_back();
+    ++stats_.evictions;
+  }
+  stats_.entries = entries_.size();
+}
+
+GeneratorCache::Stats GeneratorCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stats s = stats_;
+  s.entries = entries_.size();
+  return s;
+}
+
+// --- ThreadPool -----------------------------------------------------------
+
+struct ThreadPool::Job {
+  Job(absl::FunctionRef<void(std::size_t)> fn, std::size_t count)
+      : f(fn), n(count) {}
+  absl::FunctionRef<void(std::size_t)> f;
+  const std::size_t n;
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  std::mutex mu;
+  std::condition_variable finished;
+};
+
+ThreadPool::ThreadPool(int threads) {
+  if (threads <= 0) {
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  }
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { Work(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    quit_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+bool ThreadPool::RunOne(Job* job) {
+  const std::size_t i = job->next.fetch_add(1);
+  if (i >= job->n) return false;
+  job->f(i);
+  if (job->done.fetch_add(1) + 1 == job->n) {
+    std::lock_guard<std::mutex> lock(job->mu);
+    job->finished.notify_all();
+  }
+  return true;
+}
+
+void ThreadPool::Work() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [this] { return quit_ || !jobs_.empty(); });
+      if (quit_) return;
+      job = jobs_.front();
+    }
+    if (!RunOne(job.get())) {
+      // Every index of this job is taken: make way for the next one.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!jobs_.empty() && jobs_.front() == job) jobs_.pop_front();
+    }
+  }
+}
+
+void ThreadPool::ParallelFor(std::size_t n,
+                             absl::FunctionRef<void(std::size_t)> f) {
+  if (workers_.empty() || n <= 1) {
+    for (std::size_t i = 0; i < n; ++i) f(i);
+    return;
+  }
+  auto job = std::make_shared<Job>(f, n);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(job);
+  }
+  wake_.notify_all();
+  while (RunOne(job.get())) {
+  }
+  {
+    std::unique_lock<std::mutex> lock(job->mu);
+    job->finished.wait(lock, [&] { return job->done.load() == job->n; });
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find(jobs_.begin(), jobs_.end(), job);
+  if (it != jobs_.end()) jobs_.erase(it);
+}
+
+// --- TileWorld ------------------------------------------------------------
+
+absl::StatusOr<std::shared_ptr<const TileWorld>> TileWorld::Create(
+    WorldSpec spec) {
+  const int dims = spec.region.has_value() ? spec.region->dims() : 2;
+  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
+    const SamplerOptions& o = spec.layers[i].options;
+    if (o.method != Method::kPoissonDense &&
+        o.method != Method::kPoissonClassic) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layers[", i,
+          "].method must be poisson_dense or poisson_classic in a tiled "
+          "world, got ",
+          MethodName(o.method)));
+    }
+  }
+  // Each layer's options are checked (and resolved) as LayeredSampler does;
+  // a unit box stands in for the area, whose limits each generator's runs
+  // check for themselves.
+  absl::StatusOr<Box> unit = Box::Create(dims, {0, 0, 0}, {1, 1, 1});
+  if (!unit.ok()) return unit.status();
+  absl::StatusOr<LayeredSampler> layered = LayeredSampler::Create(
+      Region::FromBox(*unit), spec.layers, spec.shared, spec.overrides);
+  if (!layered.ok()) return layered.status();
+
+  auto world = std::shared_ptr<TileWorld>(new TileWorld(std::move(spec)));
+  world->spec_.layers = layered->layers();
+  world->order_ = layered->Order();
+  world->dims_ = dims;
+  double r = 0;
+  for (const LayerSpec& a : world->spec_.layers) {
+    r = std::max(r, Spacing(a.options));
+    for (const LayerSpec& b : world->spec_.layers) {
+      r = std::max(r, MaxFootprint(a.options) + MaxFootprint(b.options));
+    }
+  }
+  for (const ClearanceOverride& o : world->spec_.overrides) {
+    r = std::max(r, o.clearance);
+  }
+  world->r_max_ = r;
+  const double t = world->spec_.tile_size;
+  if (t == 0) {
+    world->tile_ = kDefaultTile * r;
+  } else if (!std::isfinite(t) || !(t >= kMinTile * r)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tile_size must be finite and >= ", kMinTile, " * r_max = ",
+        kMinTile * r, " (r_max = ", r,
+        ", the largest spacing, footprint sum or clearance), got ", t));
+  } else {
+    world->tile_ = t;
+  }
+  if (dims == 3) {
+    world->z_lo_ = world->spec_.region->bounds().min(2);
+    world->z_hi_ = world->spec_.region->bounds().max(2);
+  }
+  if (world->spec_.cache_key.empty()) {
+    static std::atomic<std::uint64_t> next_world{0};
+    world->spec_.cache_key = absl::StrCat("world#", next_world.fetch_add(1));
+  }
+  return std::shared_ptr<const TileWorld>(std::move(world));
+}
+
+TileCoord TileWorld::TileOf(double x, double y) const {
+  // Clamped so that absurd coordinates cannot overflow the cast.
+  constexpr double kLimit = 9.0e18;
+  auto index = [&](double v) {
+    const double f = std::floor(v / tile_);
+    return static_cast<std::int64_t>(std::clamp(f, -kLimit, kLimit));
+  };
+  return {index(x), index(y)};
+}
+
+Box TileWorld::TileBounds(TileCoord t) const {
+  const double x0 = static_cast<double>(t.x) * tile_;
+  const double y0 = static_cast<double>(t.y) * tile_;
+  absl::StatusOr<Box> box = Box::Create(
+      dims_, {x0, y0, z_lo_}, {x0 + tile_, y0 + tile_, z_hi_});
+  assert(box.ok());
+  return *box;
+}
+
+std::vector<TileCoord> TileWorld::LowerNeighbours(TileCoord t) {
+  std::vector<TileCoord> lower;
+  const int colour = TileColour(t);
+  for (std::int64_t dy = -1; dy <= 1; ++dy) {
+    for (std::int64_t dx = -1; dx <= 1; ++dx) {
+      const TileCoord n{t.x + dx, t.y + dy};
+      if ((dx != 0 || dy != 0) && TileColour(n) < colour) lower.push_back(n);
+    }
+  }
+  return lower;
+}
+
+Obstacle TileWorld::ObstacleFor(std::size_t layer_index,
+                                const GeneratedPoints& from,
+                                std::size_t k) const {
+  const SamplerOptions& o = spec_.layers[layer_index].options;
+  Vec center = {0, 0, 0};
+  for (int a = 0; a < dims_; ++a) {
+    center[a] = from.coords[k * static_cast<std::size_t>(dims_) + a];
+  }
+  if (from.layer[k] == o.layer) {
+    Obstacle same{center, from.radius[k]};
+    same.same_layer = true;
+    return same;
+  }
+  return internal::EarlierLayerObstacle(center, from.layer[k],
+                                        from.footprint[k], o, spec_.overrides);
+}
+
+absl::Status TileWorld::RunLayer(std::size_t layer_index, const Region& region,
+                                 TileCoord t, bool border_pass,
+                                 std::vector<Obstacle> obstacles,
+                                 absl::FunctionRef<bool()> stop,
+                                 GeneratedPoints* out) const {
+  SamplerOptions o = spec_.layers[layer_index].options;
+  o.obstacles = std::move(obstacles);
+  o.tile_x = t.x;
+  o.tile_y = t.y;
+  o.border_pass = border_pass;
+  o.fill_gaps = true;
+  absl::StatusOr<Sampler> sampler = Sampler::Create(region, o);
+  if (!sampler.ok()) {
+    return absl::Status(
+        sampler.status().code(),
+        absl::StrCat("tile (", t.x, ", ", t.y, ") layer ", o.layer, ": ",
+                     sampler.status().message()));
+  }
+  const bool per_point_footprint = o.density != nullptr && o.footprint == 0;
+  const double footprint = o.footprint;
+  return sampler->Run(
+      [&](const PointBatch& b) {
+        out->coords.insert(out->coords.end(), b.coords.begin(),
+                           b.coords.end());
+        out->radius.insert(out->radius.end(), b.radius.begin(),
+                           b.radius.end());
+        out->layer.insert(out->layer.end(), b.layer.begin(), b.layer.end());
+        out->id.insert(out->id.end(), b.id.begin(), b.id.end());
+        out->yaw.insert(out->yaw.end(), b.yaw.begin(), b.yaw.end());
+        out->scale.insert(out->scale.end(), b.scale.begin(), b.scale.end());
+        for (std::size_t i = 0; i < b.size(); ++i) {
+          out->footprint.push_back(per_point_footprint ? b.radius[i] / 2
+                                                       : footprint);
+        }
+        return true;
+      },
+      stop);
+}
+
+absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
+    TileCoord t, absl::Span<const GeneratedPoints* const> lower,
+    absl::FunctionRef<bool()> stop) const {
+  const double R = r_max_;
+  const double x0 = static_cast<double>(t.x) * tile_;
+  const double y0 = static_cast<double>(t.y) * tile_;
+  const double x1 = x0 + tile_;
+  const double y1 = y0 + tile_;
+  // Boxes in x-y; in 3D they span the world's z extent (cuts a bit more,
+  // so a box that touches the top is still within them).
+  auto xy_box = [&](double bx0, double by0, double bx1, double by1,
+                    double z_pad) {
+    absl::StatusOr<Box> box = Box::Create(
+        dims_, {bx0, by0, z_lo_ - z_pad}, {bx1, by1, z_hi_ + z_pad});
+    assert(box.ok());
+    return *box;
+  };
+  const double z_pad = dims_ == 3 ? tile_ : 0;
+
+  const Box grown = xy_box(x0 - kGrow * R, y0 - kGrow * R, x1 + kGrow * R,
+                           y1 + kGrow * R, 0);
+  const Region base = spec_.region.has_value() ? *spec_.region
+                                               : Region::FromBox(grown);
+  const std::optional<Region> first_area = base.Clipped(grown, {});
+  // The border pass: the kept area, less the bands that higher-colour
+  // neighbours fill, less the inside of the tile, where the first pass was
+  // already maximal and kept every point (a place deeper than R inside is
+  // covered by a point within R of it, which is inside the tile).
+  std::vector<Box> cuts;
+  const int colour = TileColour(t);
+  for (std::int64_t dy = -1; dy <= 1; ++dy) {
+    for (std::int64_t dx = -1; dx <= 1; ++dx) {
+      const TileCoord n{t.x + dx, t.y + dy};
+      if ((dx == 0 && dy == 0) || TileColour(n) < colour) continue;
+      const double nx0 = static_cast<double>(n.x) * tile_;
+      const double ny0 = static_cast<double>(n.y) * tile_;
+      cuts.push_back(xy_box(nx0 - kKeep * R, ny0 - kKeep * R,
+                            nx0 + tile_ + kKeep * R, ny0 + tile_ + kKeep * R,
+                            z_pad));
+    }
+  }
+  const double inner = 1.5 * R;
+  cuts.push_back(
+      xy_box(x0 + inner, y0 + inner, x1 - inner, y1 - inner, z_pad));
+  const Box kept_box = xy_box(x0 - kKeep * R, y0 - kKeep * R, x1 + kKeep * R,
+                              y1 + kKeep * R, 0);
+  const std::optional<Region> border_area =
+      first_area.has_value() ? base.Clipped(kept_box, std::move(cuts))
+                             : std::nullopt;
+
+  auto out = std::make_shared<GeneratedPoints>();
+  out->tile = t;
+  out->dims = dims_;
+  if (!first_area.has_value()) return out;  // The world misses this tile.
+
+  // Lower neighbours' points that can matter: within R of the sampled area.
+  const double reach = (kGrow + 1) * R;
+  std::vector<std::pair<const GeneratedPoints*, std::size_t>> near;
+  for (const GeneratedPoints* g : lower) {
+    for (std::size_t k = 0; k < g->size(); ++k) {
+      const double* p = &g->coords[k * static_cast<std::size_t>(dims_)];
+      if (InXY(p, x0 - reach, x1 + reach, y0 - reach, y1 + reach)) {
+        near.emplace_back(g, k);
+      }
+    }
+  }
+
+  const double keep_band = kKeep * R;
+  for (std::size_t li = 0; li < spec_.layers.size(); ++li) {
+    const SamplerOptions& o = spec_.layers[li].options;
+    std::vector<Obstacle> obstacles = o.obstacles;  // The world's own.
+    obstacles.reserve(obstacles.size() + near.size() + out->size());
+    for (const auto& [g, k] : near) obstacles.push_back(ObstacleFor(li, *g, k));
+    for (std::size_t k = 0; k < out->size(); ++k) {
+      obstacles.push_back(ObstacleFor(li, *out, k));
+    }
+
+    // 1. The grown tile, kept with the soft border's ramp.
+    GeneratedPoints first;
+    first.dims = dims_;
+    absl::Status status =
+        RunLayer(li, *first_area, t, false, obstacles, stop, &first);
+    if (!status.ok()) return status;
+    const std::uint64_t keep_key =
+        StreamKey::OfTile(spec_.shared.seed, o.layer, t.x, t.y,
+                          Purpose::kTileKeep);
+    const std::size_t layer_begin = out->size();
+    for (std::size_t k = 0; k < first.size(); ++k) {
+      const double* p = &first.coords[k * static_cast<std::size_t>(dims_)];
+      const double d = OutsideDistance(p, x0, x1, y0, y1);
+      if (d > 0) {
+        if (d >= keep_band) continue;
+        CounterRng rng(Combine(keep_key, first.id[k]));
+        if (!(rng.Uniform01() * keep_band < keep_band - d)) continue;
+      }
+      out->AppendFrom(first, k);
+    }
+    if (!border_area.has_value()) continue;
+
+    // 2. The gaps the ramp left, outside the higher-colour bands. This
+    // layer's kept points are its same-layer obstacles now; only those near
+    // the border area can touch it.
+    const double deep = inner + R;
+    for (std::size_t k = layer_begin; k < out->size(); ++k) {
+      const double* p = &out->coords[k * static_cast<std::size_t>(dims_)];
+      if (InXY(p, x0 + deep, x1 - deep, y0 + deep, y1 - deep)) continue;
+      obstacles.push_back(ObstacleFor(li, *out, k));
+    }
+    status = RunLayer(li, *border_area, t, true, std::move(obstacles), stop,
+                      out.get());
+    if (!status.ok()) return status;
+  }
+  return out;
+}
+
+TilePoints TileWorld::Collect(
+    TileCoord t,
+    const std::map<TileCoord, std::shared_ptr<const GeneratedPoints>>& have)
+    const {
+  std::vector<TileCoord> sources;
+  for (std::int64_t dy = -1; dy <= 1; ++dy) {
+    for (std::int64_t dx = -1; dx <= 1; ++dx) {
+      sources.push_back({t.x + dx, t.y + dy});
+    }
+  }
+  // Canonical order: generator colour, then its tile (x, then y).
+  std::sort(sources.begin(), sources.end(), [](TileCoord a, TileCoord b) {
+    const int ca = TileColour(a), cb = TileColour(b);
+    if (ca != cb) return ca < cb;
+    return a.x != b.x ? a.x < b.x : a.y < b.y;
+  });
+  TilePoints served;
+  served.tile = t;
+  served.points.tile = t;
+  served.points.dims = dims_;
+  for (TileCoord s : sources) {
+    const GeneratedPoints& g = *have.at(s);
+    for (std::size_t k = 0; k < g.size(); ++k) {
+      const double* p = &g.coords[k * static_cast<std::size_t>(dims_)];
+      if (TileOf(p[0], p[1]) == t) served.points.AppendFrom(g, k);
+    }
+  }
+  return served;
+}
+
+absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
+                              GeneratorCache* cache, ThreadPool* pool,
+                              absl::FunctionRef<bool(const TilePoints&)> sink,
+                              absl::FunctionRef<bool()> stop) const {
+  std::size_t chunk = kChunkTiles;
+  for (std::size_t begin = 0; begin < tiles.size();) {
+    const std::size_t end = std::min(tiles.size(), begin + chunk);
+    if (stop()) return absl::CancelledError("tiles stopped by the caller");
+    std::map<TileCoord, std::shared_ptr<const GeneratedPoints>> have;
+    // What to generate, by colour: every generator the chunk's tiles read
+    // that the cache lacks, and what those read in turn.
+    std::set<TileCoord> todo[4];
+    std::vector<TileCoord> pending;
+    for (std::size_t i = begin; i < end; ++i) {
+      for (std::int64_t dy = -1; dy <= 1; ++dy) {
+        for (std::int64_t dx = -1; dx <= 1; ++dx) {
+          pending.push_back({tiles[i].x + dx, tiles[i].y + dy});
+        }
+      }
+    }
+    while (!pending.empty()) {
+      const TileCoord u = pending.back();
+      pending.pop_back();
+      if (have.count(u) || todo[TileColour(u)].count(u)) continue;
+      if (auto found = cache->Find(spec_.cache_key, u)) {
+        have.emplace(u, std::move(found));
+        continue;
+      }
+      todo[TileColour(u)].insert(u);
+      for (TileCoord v : LowerNeighbours(u)) pending.push_back(v);
+    }
+    for (int colour = 0; colour < 4; ++colour) {
+      const std::vector<TileCoord> list(todo[colour].begin(),
+                                        todo[colour].end());
+      std::vector<absl::StatusOr<std::shared_ptr<const GeneratedPoints>>>
+          made(list.size(), absl::UnknownError("not run"));
+      pool->ParallelFor(list.size(), [&](std::size_t i) {
+        std::vector<const GeneratedPoints*> lower;
+        for (TileCoord v : LowerNeighbours(list[i])) {
+          lower.push_back(have.at(v).get());
+        }
+        made[i] = Generate(list[i], lower, stop);
+      });
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        if (!made[i].ok()) return made[i].status();
+        generated_.fetch_add(1);
+        cache->Insert(spec_.cache_key, list[i], *made[i]);
+        have.emplace(list[i], *std::move(made[i]));
+      }
+    }
+    std::size_t held = 0;
+    for (const auto& entry : have) held += entry.second->bytes();
+    if (held > cache->budget_bytes()) {
+      if (end - begin == 1) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "tile (", tiles[begin].x, ", ", tiles[begin].y, ") needs ",
+            have.size(), " generators of ", held,
+            " bytes, over the tile cache budget of ", cache->budget_bytes(),
+            " bytes"));
+      }
+      // Fewer tiles at a time from here on; these are done.
+      chunk = 1;
+    }
+    for (std::size_t i = begin; i < end; ++i) {
+      if (!sink(Collect(tiles[i], have))) {
+        return absl::CancelledError("tiles stopped by the sink");
+      }
+    }
+    begin = end;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<TileCoord>> ShardTiles(std::int64_t x0,
+                                                  std::int64_t x1,
+                                                  std::int64_t y0,
+                                                  std::int64_t y1, int i,
+                                                  int n) {
+  if (!(x0 < x1) || !(y0 < y1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tile rectangle must have x0 < x1 and y0 < y1, got x ",
+                     x0, ":", x1, ", y ", y0, ":", y1));
+  }
+  if (n < 1 || i < 0 || i >= n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard must be i/n with 0 <= i < n, got ", i, "/", n));
+  }
+  // Unsigned differences: x1 - x0 cannot overflow that way.
+  const std::uint64_t w =
+      static_cast<std::uint64_t>(x1) - static_cast<std::uint64_t>(x0);
+  const std::uint64_t h =
+      static_cast<std::uint64_t>(y1) - static_cast<std::uint64_t>(y0);
+  constexpr std::uint64_t kMaxTiles = std::uint64_t{1} << 31;
+  if (w > kMaxTiles || h > kMaxTiles || w * h > kMaxTiles) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tile rectangle holds ", w, " x ", h, " tiles, over 2^31"));
+  }
+  const std::uint64_t total = w * h;
+  const std::uint64_t first = static_cast<std::uint64_t>(i) * total /
+                              static_cast<std::uint64_t>(n);
+  const std::uint64_t last = (static_cast<std::uint64_t>(i) + 1) * total /
+                             static_cast<std::uint64_t>(n);
+  std::vector<TileCoord> out;
+  out.reserve(last - first);
+  for (std::uint64_t k = first; k < last; ++k) {
+    out.push_back({x0 + static_cast<std::int64_t>(k % w),
+                   y0 + static_cast<std::int64_t>(k / w)});
+  }
+  return out;
+}
+
+}  // namespace scatter::sampler
