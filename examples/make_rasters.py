@@ -35,5 +35,19 @@ def forest_density(i, j):
     return max(0, min(255, int(round(255 * min(v, 1.0)))))
 
 
+def world_density(i, j):
+    # Rolling woodland over 8 x 8 tiles: two scales of hills, and a
+    # meandering river (dark: sparse) from west to east.
+    x, y = (i + 0.5) / 256.0, 1 - (j + 0.5) / 256.0
+    v = (0.55 + 0.25 * math.sin(2 * math.pi * (1.5 * x + 0.3)) *
+         math.cos(2 * math.pi * 1.2 * y) +
+         0.15 * math.sin(2 * math.pi * (3.1 * x + 2.3 * y)))
+    river = 0.5 + 0.15 * math.sin(2 * math.pi * 1.3 * x)
+    d = (y - river) / 0.035
+    v *= 1 - math.exp(-d * d)
+    return max(0, min(255, int(round(255 * v))))
+
+
 if __name__ == "__main__":
     write_png(os.path.join(HERE, "forest_density.png"), 256, 256, forest_density)
+    write_png(os.path.join(HERE, "world_density.png"), 256, 256, world_density)

@@ -672,12 +672,6 @@ absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
   if (!tiles.ok()) return tiles.status();
   absl::Status counted = CheckLayerCount(request, limits);
   if (!counted.ok()) return counted;
-  for (int i = 0; i < request.layers_size(); ++i) {
-    if (!IsPoisson(request.layers(i).method())) {
-      return Invalid(absl::StrCat("layers[", i, "].method"),
-                     "tiles need METHOD_POISSON_DENSE or METHOD_POISSON_CLASSIC");
-    }
-  }
   TilesJob job;
   job.tiles = *std::move(tiles);
   if (request.has_region()) {

@@ -79,8 +79,8 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
 // Errors as ToJob; first of all ResourceExhausted naming
 // max_tiles_per_request and InvalidArgument naming `tiles` or `rect` (both
 // or neither given, an empty rectangle, an index outside [-2^31, 2^31)),
-// before any raster is decoded; InvalidArgument naming layers[i].method
-// for a method other than the Poisson ones.
+// before any raster is decoded. sampler::TileWorld::Create checks the rest
+// (Poisson methods only, the tile size).
 absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
                                     const Limits& limits, RasterCache& rasters);
 
