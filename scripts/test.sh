@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what is missing, build the release preset and run the whole test
-# suite: the unit, service and CLI tests (CTest), the manifest checks and the
-# container smoke test. With --sanitize, build and run the CTest suite in the
+# suite: the unit, service and CLI tests (CTest), the manifest checks, the
+# batch export Job run without a cluster and the container smoke test. With --sanitize, build and run the CTest suite in the
 # dev preset (Debug, -Werror, ASan + UBSan) instead. Prints each stage's time.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,6 +24,8 @@ stage "CTest ($preset)"
 if [[ "$preset" == release ]]; then
   bash scripts/deploy-test.sh
   stage "manifest checks"
+  bash scripts/batch-export-test.sh "build/$preset/client/scatter"
+  stage "batch export (the Indexed Job's command for every index)"
   bash scripts/container-test.sh
   stage "container image and smoke test"
 fi
