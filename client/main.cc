@@ -102,6 +102,18 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags() {
   return Client::Connect(options);
 }
 
+// No client for a local run.
+absl::StatusOr<std::unique_ptr<Client>> ConnectUnlessLocal(bool local) {
+  if (local) return std::unique_ptr<Client>();
+  return ConnectFromFlags();
+}
+
+// Raster files are relative to the job file's directory.
+std::string BaseDir(const std::string& job_path) {
+  const std::size_t slash = job_path.rfind('/');
+  return slash == std::string::npos ? "" : job_path.substr(0, slash);
+}
+
 // --seed: nothing when not given.
 absl::StatusOr<std::optional<std::uint64_t>> SeedFlag() {
   const std::string seed = absl::GetFlag(FLAGS_seed);
@@ -125,17 +137,11 @@ int Run(const std::string& job_path) {
   if (seed->has_value()) job->mutable_request()->set_seed(**seed);
   absl::StatusOr<Format> format = ParseFormat(absl::GetFlag(FLAGS_format));
   if (!format.ok()) return Fail(std::string(format.status().message()));
-  const std::size_t slash = job_path.rfind('/');
-  const std::string base_dir =
-      slash == std::string::npos ? "" : job_path.substr(0, slash);
+  const std::string base_dir = BaseDir(job_path);
 
   const bool local = absl::GetFlag(FLAGS_local);
-  std::unique_ptr<Client> client;
-  if (!local) {
-    absl::StatusOr<std::unique_ptr<Client>> connected = ConnectFromFlags();
-    if (!connected.ok()) return Fail(connected.status());
-    client = *std::move(connected);
-  }
+  absl::StatusOr<std::unique_ptr<Client>> client = ConnectUnlessLocal(local);
+  if (!client.ok()) return Fail(client.status());
   const bool report = absl::GetFlag(FLAGS_report);
   const std::string preview = absl::GetFlag(FLAGS_preview);
   // The rasters are read once: inline for a local run, the report and the
@@ -147,7 +153,7 @@ int Run(const std::string& job_path) {
   const v1::ScatterRequest* request = &*inline_request;
   absl::StatusOr<v1::ScatterRequest> uploaded;
   if (!local) {
-    uploaded = UploadRasters(*inline_request, *client);
+    uploaded = UploadRasters(*inline_request, **client);
     if (!uploaded.ok()) return Fail(uploaded.status());
     request = &*uploaded;
   }
@@ -181,7 +187,7 @@ int Run(const std::string& job_path) {
   CallOptions call;
   call.timeout = absl::GetFlag(FLAGS_timeout);
   absl::StatusOr<v1::Summary> summary =
-      local ? RunLocal(*request, handler) : client->Scatter(*request, handler, call);
+      local ? RunLocal(*request, handler) : (*client)->Scatter(*request, handler, call);
   if (progress) std::fprintf(stderr, "\n");
   if (!write_status.ok()) return Fail(write_status);
   if (!summary.ok()) return Fail(summary.status());
@@ -270,36 +276,74 @@ absl::Status ApplyShard(const std::string& text, v1::ScatterTilesRequest* reques
   return absl::OkStatus();
 }
 
-int Tiles(const std::string& job_path) {
+// The job's world with the flags applied: --seed, --tiles, --shard. Errors
+// name the file or the flag.
+absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(const std::string& job_path) {
   absl::StatusOr<v1::Job> job = LoadJob(job_path);
-  if (!job.ok()) return Fail(std::string(job.status().message()));
+  if (!job.ok()) return job.status();
   if (!job->has_world()) {
-    return Fail(absl::StrCat(job_path, ": no \"world\" to tile (`scatter tiles` ",
-                             "needs a job with a world, `scatter run` one with a request)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(job_path, ": no \"world\" to tile (`scatter tiles` needs a job ",
+                     "with a world, `scatter run` one with a request)"));
   }
-  const std::size_t slash = job_path.rfind('/');
-  const std::string base_dir =
-      slash == std::string::npos ? "" : job_path.substr(0, slash);
-  absl::StatusOr<v1::ScatterTilesRequest> request = ResolveWorldRasters(*job, base_dir);
-  if (!request.ok()) return Fail(request.status());
+  absl::StatusOr<v1::ScatterTilesRequest> request =
+      ResolveWorldRasters(*job, BaseDir(job_path));
+  if (!request.ok()) return request.status();
   // Files need every per-point array.
   request->clear_fields();
   absl::StatusOr<std::optional<std::uint64_t>> seed = SeedFlag();
-  if (!seed.ok()) return Fail(std::string(seed.status().message()));
+  if (!seed.ok()) return seed.status();
   if (seed->has_value()) request->set_seed(**seed);
   const std::string tiles = absl::GetFlag(FLAGS_tiles);
   if (!tiles.empty()) {
     const absl::Status parsed = ParseTiles(tiles, &*request);
-    if (!parsed.ok()) return Fail(std::string(parsed.message()));
+    if (!parsed.ok()) return parsed;
   }
   if (!request->has_rect() && request->tiles_size() == 0) {
-    return Fail("--tiles: which tiles? give x0:x1,y0:y1 or x,y;..., or put them "
-                "in the job's world");
+    return absl::InvalidArgumentError(
+        "--tiles: which tiles? give x0:x1,y0:y1 or x,y;..., or put them in the "
+        "job's world");
   }
   const std::string shard = absl::GetFlag(FLAGS_shard);
   if (!shard.empty()) {
     const absl::Status sharded = ApplyShard(shard, &*request);
-    if (!sharded.ok()) return Fail(std::string(sharded.message()));
+    if (!sharded.ok()) return sharded;
+  }
+  return request;
+}
+
+// The request as calls of at most `per_call` tiles, in order: each a
+// contiguous run of tiles, so the server's cache serves their shared
+// neighbours.
+std::vector<v1::ScatterTilesRequest> SplitCalls(v1::ScatterTilesRequest request,
+                                                int per_call) {
+  if (request.has_rect()) {
+    const v1::TileRange& r = request.rect();
+    // A rectangle of more than 2^31 tiles stays one call; the server says no.
+    if (static_cast<std::uint64_t>(r.x1() - r.x0()) *
+                static_cast<std::uint64_t>(r.y1() - r.y0()) <=
+            static_cast<std::uint64_t>(per_call) ||
+        !ApplyShard("0/1", &request).ok()) {
+      return {request};
+    }
+  }
+  std::vector<v1::ScatterTilesRequest> calls;
+  v1::ScatterTilesRequest rest = request;
+  rest.clear_tiles();
+  for (int at = 0; at < request.tiles_size(); at += per_call) {
+    v1::ScatterTilesRequest& one = calls.emplace_back(rest);
+    const int end = std::min(request.tiles_size(), at + per_call);
+    for (int k = at; k < end; ++k) *one.add_tiles() = request.tiles(k);
+  }
+  return calls;
+}
+
+int Tiles(const std::string& job_path) {
+  absl::StatusOr<v1::ScatterTilesRequest> request = TilesRequest(job_path);
+  if (!request.ok()) {
+    return request.status().code() == absl::StatusCode::kInvalidArgument
+               ? Fail(std::string(request.status().message()))
+               : Fail(request.status());
   }
   absl::StatusOr<Format> format = ParseFormat(absl::GetFlag(FLAGS_format));
   if (!format.ok()) return Fail(std::string(format.status().message()));
@@ -313,12 +357,10 @@ int Tiles(const std::string& job_path) {
   }
 
   const bool local = absl::GetFlag(FLAGS_local);
-  std::unique_ptr<Client> client;
+  absl::StatusOr<std::unique_ptr<Client>> client = ConnectUnlessLocal(local);
+  if (!client.ok()) return Fail(client.status());
   if (!local) {
-    absl::StatusOr<std::unique_ptr<Client>> connected = ConnectFromFlags();
-    if (!connected.ok()) return Fail(connected.status());
-    client = *std::move(connected);
-    absl::StatusOr<v1::ScatterTilesRequest> uploaded = UploadRasters(*request, *client);
+    absl::StatusOr<v1::ScatterTilesRequest> uploaded = UploadRasters(*request, **client);
     if (!uploaded.ok()) return Fail(uploaded.status());
     request = *std::move(uploaded);
   }
@@ -326,11 +368,6 @@ int Tiles(const std::string& job_path) {
   if (!files.ok()) return Fail(files.status());
 
   const bool progress = isatty(STDERR_FILENO) == 1;
-  const std::uint64_t asked =
-      request->has_rect()
-          ? static_cast<std::uint64_t>(request->rect().x1() - request->rect().x0()) *
-                static_cast<std::uint64_t>(request->rect().y1() - request->rect().y0())
-          : static_cast<std::uint64_t>(request->tiles_size());
   std::uint64_t points = 0, generated = 0;
   absl::Status write_status;
   const absl::Time start = absl::Now();
@@ -341,9 +378,8 @@ int Tiles(const std::string& job_path) {
     points += static_cast<std::uint64_t>(part.points().id_size());
     if (progress && absl::Now() - shown > absl::Milliseconds(250)) {
       shown = absl::Now();
-      std::fprintf(stderr, "\r%llu of %llu tiles, %llu points, %.1f s   ",
+      std::fprintf(stderr, "\r%llu tiles, %llu points, %.1f s   ",
                    static_cast<unsigned long long>((*files)->tiles_written()),
-                   static_cast<unsigned long long>(asked),
                    static_cast<unsigned long long>(points),
                    absl::ToDoubleSeconds(shown - start));
     }
@@ -358,28 +394,10 @@ int Tiles(const std::string& job_path) {
     status = summary.status();
     if (summary.ok()) generated = summary->generators_computed();
   } else {
-    // A long list goes in several calls, in order: each a contiguous run of
-    // tiles, so the server's cache serves their shared neighbours.
     CallOptions call;
     call.timeout = absl::GetFlag(FLAGS_timeout);
-    std::vector<v1::ScatterTilesRequest> calls;
-    if (request->has_rect() && asked <= static_cast<std::uint64_t>(per_call)) {
-      calls.push_back(*request);
-    } else {
-      if (request->has_rect()) {
-        const absl::Status listed = ApplyShard("0/1", &*request);
-        if (!listed.ok()) return Fail(std::string(listed.message()));
-      }
-      v1::ScatterTilesRequest rest = *request;
-      rest.clear_tiles();
-      for (int at = 0; at < request->tiles_size(); at += per_call) {
-        v1::ScatterTilesRequest& one = calls.emplace_back(rest);
-        const int end = std::min(request->tiles_size(), at + per_call);
-        for (int k = at; k < end; ++k) *one.add_tiles() = request->tiles(k);
-      }
-    }
-    for (const v1::ScatterTilesRequest& one : calls) {
-      absl::StatusOr<v1::TilesSummary> summary = client->ScatterTiles(one, handler, call);
+    for (const v1::ScatterTilesRequest& one : SplitCalls(*std::move(request), per_call)) {
+      absl::StatusOr<v1::TilesSummary> summary = (*client)->ScatterTiles(one, handler, call);
       status = summary.status();
       if (!summary.ok()) break;
       generated += summary->generators_computed();

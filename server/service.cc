@@ -129,6 +129,16 @@ void RaiseMax(std::atomic<std::uint64_t>& target, std::uint64_t value) {
   }
 }
 
+prometheus::Counter& NewCounter(prometheus::Registry& registry, const char* name,
+                                const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add({});
+}
+
+prometheus::Gauge& NewGauge(prometheus::Registry& registry, const char* name,
+                            const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add({});
+}
+
 grpc::Status CheckVersion(std::uint32_t asked) {
   if (asked == 0 || asked == sampler::kAlgorithmVersion) return grpc::Status::OK;
   return grpc::Status(
@@ -258,21 +268,12 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
                     .Name("scatter_requests_total")
                     .Help("Finished calls by method and status code")
                     .Register(registry)),
-      points_(prometheus::BuildCounter()
-                  .Name("scatter_points_sent_total")
-                  .Help("Points written to Scatter and ScatterTiles streams")
-                  .Register(registry)
-                  .Add({})),
-      in_flight_gauge_(prometheus::BuildGauge()
-                           .Name("scatter_streams_in_flight")
-                           .Help("Scatter and ScatterTiles streams running now")
-                           .Register(registry)
-                           .Add({})),
-      cache_bytes_(prometheus::BuildGauge()
-                       .Name("scatter_raster_cache_bytes")
-                       .Help("Decoded raster bytes held for digests")
-                       .Register(registry)
-                       .Add({})),
+      points_(NewCounter(registry, "scatter_points_sent_total",
+                         "Points written to Scatter and ScatterTiles streams")),
+      in_flight_gauge_(NewGauge(registry, "scatter_streams_in_flight",
+                                "Scatter and ScatterTiles streams running now")),
+      cache_bytes_(NewGauge(registry, "scatter_raster_cache_bytes",
+                            "Decoded raster bytes held for digests")),
       seconds_(prometheus::BuildHistogram()
                    .Name("scatter_request_duration_seconds")
                    .Help("Scatter call duration, request to status")
@@ -280,21 +281,12 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
                    .Add({}, prometheus::Histogram::BucketBoundaries{
                                 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3,
                                 10, 30, 100})),
-      tiles_(prometheus::BuildCounter()
-                 .Name("scatter_tiles_sent_total")
-                 .Help("Tiles written to ScatterTiles streams")
-                 .Register(registry)
-                 .Add({})),
-      generators_(prometheus::BuildCounter()
-                      .Name("scatter_tile_generators_computed_total")
-                      .Help("Tile generators computed (not found in the cache)")
-                      .Register(registry)
-                      .Add({})),
-      tile_cache_bytes_(prometheus::BuildGauge()
-                            .Name("scatter_tile_cache_bytes")
-                            .Help("Bytes of tile generators held for reuse")
-                            .Register(registry)
-                            .Add({})) {}
+      tiles_(NewCounter(registry, "scatter_tiles_sent_total",
+                        "Tiles written to ScatterTiles streams")),
+      generators_(NewCounter(registry, "scatter_tile_generators_computed_total",
+                             "Tile generators computed (not found in the cache)")),
+      tile_cache_bytes_(NewGauge(registry, "scatter_tile_cache_bytes",
+                                 "Bytes of tile generators held for reuse")) {}
 
 void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
                                 absl::Duration elapsed) {

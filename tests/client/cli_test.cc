@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "sampler/layers.h"
 #include "server/convert.h"
+#include "tests/client/cli_test_util.h"
 #include "tests/server/scatterd_process.h"
 #include "tests/server/tls_util.h"
 
@@ -24,25 +25,12 @@ namespace scatter::client {
 namespace {
 
 using server::testing::CommandResult;
-using server::testing::RunCommand;
 using server::testing::Scatterd;
+using testing::kExamples;
+using testing::Scatter;
+using testing::Slurp;
+using testing::Temp;
 using ::testing::HasSubstr;
-
-const std::string kExamples = SCATTER_EXAMPLES_DIR;
-
-std::string Temp(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/cli_", getpid(), "_", name);
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-CommandResult Scatter(std::vector<std::string> args) {
-  args.insert(args.begin(), SCATTER_PATH);
-  return RunCommand(args);
-}
 
 // The examples' requests as the sampler sees them.
 v1::ScatterRequest InlineRequest(const std::string& example) {

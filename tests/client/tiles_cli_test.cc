@@ -18,31 +18,19 @@
 #include "client/output.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/client/cli_test_util.h"
 #include "tests/server/scatterd_process.h"
 
 namespace scatter::client {
 namespace {
 
 using server::testing::CommandResult;
-using server::testing::RunCommand;
 using server::testing::Scatterd;
 using ::testing::HasSubstr;
-
-const std::string kExamples = SCATTER_EXAMPLES_DIR;
-
-std::string Temp(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/tiles_cli_", getpid(), "_", name);
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-CommandResult Scatter(std::vector<std::string> args) {
-  args.insert(args.begin(), SCATTER_PATH);
-  return RunCommand(args);
-}
+using testing::kExamples;
+using testing::Scatter;
+using testing::Slurp;
+using testing::Temp;
 
 // A small world (R = 1, T = 16: quick under sanitizers) whose first layer's
 // spacing follows a density PNG given by file, over [-64, 64]^2: 8 x 8
@@ -60,7 +48,7 @@ std::string WorldJob() {
     },
     "rasterFiles": [
       {"target": "layers[0].density", "path": ")" +
-                           kExamples + R"(/forest_density.png",
+                             kExamples + R"(/forest_density.png",
        "x0": -64, "y0": -64, "x1": 64, "y1": 64}
     ]
   })";
@@ -82,8 +70,9 @@ std::map<std::string, std::string> Files(const std::string& dir) {
   return out;
 }
 
-std::set<std::string> TileNames(std::int64_t x0, std::int64_t x1, std::int64_t y0,
-                                std::int64_t y1, const char* ext = "csv") {
+std::set<std::string> TileNames(std::int64_t x0, std::int64_t x1,
+                                std::int64_t y0, std::int64_t y1,
+                                const char* ext = "csv") {
   std::set<std::string> names;
   for (std::int64_t y = y0; y < y1; ++y) {
     for (std::int64_t x = x0; x < x1; ++x) {
@@ -103,8 +92,8 @@ std::set<std::string> Keys(const std::map<std::string, std::string>& files) {
 const std::map<std::string, std::string>& Block() {
   static const auto* block = [] {
     const std::string dir = Temp("block");
-    CommandResult run = Scatter({"tiles", WorldJob(), "--tiles=-4:4,-4:4", "--local",
-                                 "--out=" + dir});
+    CommandResult run = Scatter(
+        {"tiles", WorldJob(), "--tiles=-4:4,-4:4", "--local", "--out=" + dir});
     EXPECT_EQ(run.exit_code, 0) << run.err;
     EXPECT_THAT(run.err, HasSubstr("scatter: 64 tiles"));
     return new std::map<std::string, std::string>(Files(dir));
@@ -127,15 +116,18 @@ TEST(TilesCliTest, TileAloneEqualsTheTileInABlockInRowOrderAndShuffled) {
   // The block again as a shuffled list of its 64 tiles.
   std::vector<std::string> list;
   for (std::int64_t y = -4; y < 4; ++y) {
-    for (std::int64_t x = -4; x < 4; ++x) list.push_back(absl::StrCat(x, ",", y));
+    for (std::int64_t x = -4; x < 4; ++x)
+      list.push_back(absl::StrCat(x, ",", y));
   }
   std::mt19937 shuffle(7);
   std::shuffle(list.begin(), list.end(), shuffle);
   std::string joined;
-  for (const std::string& t : list) absl::StrAppend(&joined, joined.empty() ? "" : ";", t);
+  for (const std::string& t : list)
+    absl::StrAppend(&joined, joined.empty() ? "" : ";", t);
   const std::string shuffled_dir = Temp("shuffled");
-  CommandResult shuffled = Scatter({"tiles", WorldJob(), "--tiles=" + joined, "--local",
-                                    "--threads=2", "--out=" + shuffled_dir});
+  CommandResult shuffled =
+      Scatter({"tiles", WorldJob(), "--tiles=" + joined, "--local",
+               "--threads=2", "--out=" + shuffled_dir});
   ASSERT_EQ(shuffled.exit_code, 0) << shuffled.err;
   const auto again = Files(shuffled_dir);
   ASSERT_EQ(Keys(again), Keys(block));
@@ -145,12 +137,19 @@ TEST(TilesCliTest, TileAloneEqualsTheTileInABlockInRowOrderAndShuffled) {
 
   // Corners, tiles beside the origin on every side, each alone in a
   // process of its own.
-  for (const auto& [x, y] : {std::pair{-4, -4}, {-1, -1}, {0, -1}, {-1, 0},
-                             {0, 0}, {3, 3}, {3, -4}, {-4, 2}}) {
+  for (const auto& [x, y] : {std::pair{-4, -4},
+                             {-1, -1},
+                             {0, -1},
+                             {-1, 0},
+                             {0, 0},
+                             {3, 3},
+                             {3, -4},
+                             {-4, 2}}) {
     SCOPED_TRACE(absl::StrCat("tile ", x, ", ", y));
     const std::string dir = Temp(absl::StrCat("alone_", x, "_", y));
-    CommandResult alone = Scatter({"tiles", WorldJob(), absl::StrCat("--tiles=", x, ",", y),
-                                   "--local", "--threads=1", "--out=" + dir});
+    CommandResult alone =
+        Scatter({"tiles", WorldJob(), absl::StrCat("--tiles=", x, ",", y),
+                 "--local", "--threads=1", "--out=" + dir});
     ASSERT_EQ(alone.exit_code, 0) << alone.err;
     const auto files = Files(dir);
     const std::string name = absl::StrCat("tile_", x, "_", y, ".csv");
@@ -162,12 +161,14 @@ TEST(TilesCliTest, TileAloneEqualsTheTileInABlockInRowOrderAndShuffled) {
 TEST(TilesCliTest, LiveServerWritesTheSameBytesAsLocal) {
   Scatterd scatterd({});
   ASSERT_GT(scatterd.port(), 0);
-  const std::string server = absl::StrCat("--server=127.0.0.1:", scatterd.port());
+  const std::string server =
+      absl::StrCat("--server=127.0.0.1:", scatterd.port());
   const std::string dir = Temp("served");
   // Several calls of 10 tiles: the raster is uploaded once and named by
   // digest.
-  CommandResult served = Scatter({"tiles", WorldJob(), "--tiles=-4:4,-4:4", server,
-                                  "--tiles_per_call=10", "--out=" + dir});
+  CommandResult served =
+      Scatter({"tiles", WorldJob(), "--tiles=-4:4,-4:4", server,
+               "--tiles_per_call=10", "--out=" + dir});
   ASSERT_EQ(served.exit_code, 0) << served.err;
   const auto files = Files(dir);
   const auto& block = Block();
@@ -182,10 +183,13 @@ TEST(TilesCliTest, LiveServerWritesTheSameBytesAsLocal) {
   ASSERT_EQ(raw.exit_code, 0) << raw.err;
   EXPECT_EQ(Keys(Files(raw_dir)), TileNames(-1, 1, 0, 1, "raw"));
   for (const char* tile : {"tile_-1_0", "tile_0_0"}) {
-    auto from_raw = ReadPoints(Format::kRaw, absl::StrCat(raw_dir, "/", tile, ".raw"));
-    auto from_csv = ReadPoints(Format::kCsv, absl::StrCat(Temp("block"), "/", tile, ".csv"));
+    auto from_raw =
+        ReadPoints(Format::kRaw, absl::StrCat(raw_dir, "/", tile, ".raw"));
+    auto from_csv = ReadPoints(Format::kCsv,
+                               absl::StrCat(Temp("block"), "/", tile, ".csv"));
     ASSERT_TRUE(from_raw.ok() && from_csv.ok());
-    EXPECT_EQ(from_raw->SerializeAsString(), from_csv->SerializeAsString()) << tile;
+    EXPECT_EQ(from_raw->SerializeAsString(), from_csv->SerializeAsString())
+        << tile;
   }
 }
 
@@ -193,7 +197,8 @@ TEST(TilesCliTest, FourShardsAddUpToTheAreaEachTileOnce) {
   // 6 x 5 = 30 tiles: bands of 7 or 8, not whole rows.
   const std::string area = "--tiles=-3:3,-2:3";
   const std::string whole_dir = Temp("whole");
-  CommandResult whole = Scatter({"tiles", WorldJob(), area, "--local", "--out=" + whole_dir});
+  CommandResult whole =
+      Scatter({"tiles", WorldJob(), area, "--local", "--out=" + whole_dir});
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   const auto single = Files(whole_dir);
   ASSERT_EQ(Keys(single), TileNames(-3, 3, -2, 3));
@@ -202,14 +207,16 @@ TEST(TilesCliTest, FourShardsAddUpToTheAreaEachTileOnce) {
   for (int i = 0; i < 4; ++i) {
     SCOPED_TRACE(absl::StrCat("shard ", i));
     const std::string dir = Temp(absl::StrCat("shard_", i));
-    CommandResult shard = Scatter({"tiles", WorldJob(), area, absl::StrCat("--shard=", i, "/4"),
-                                   "--local", "--out=" + dir});
+    CommandResult shard =
+        Scatter({"tiles", WorldJob(), area, absl::StrCat("--shard=", i, "/4"),
+                 "--local", "--out=" + dir});
     ASSERT_EQ(shard.exit_code, 0) << shard.err;
     const auto files = Files(dir);
     EXPECT_GE(files.size(), 7u);
     EXPECT_LE(files.size(), 8u);
     for (const auto& [name, bytes] : files) {
-      EXPECT_TRUE(joined.emplace(name, bytes).second) << name << " is in two shards";
+      EXPECT_TRUE(joined.emplace(name, bytes).second)
+          << name << " is in two shards";
     }
   }
   ASSERT_EQ(Keys(joined), Keys(single));
@@ -218,10 +225,11 @@ TEST(TilesCliTest, FourShardsAddUpToTheAreaEachTileOnce) {
   }
   // A retried shard rewrites the same bytes in place.
   const std::string dir = Temp("shard_2");
-  CommandResult retry = Scatter({"tiles", WorldJob(), area, "--shard=2/4", "--local",
-                                 "--out=" + dir});
+  CommandResult retry = Scatter(
+      {"tiles", WorldJob(), area, "--shard=2/4", "--local", "--out=" + dir});
   ASSERT_EQ(retry.exit_code, 0) << retry.err;
-  for (const auto& [name, bytes] : Files(dir)) EXPECT_TRUE(single.at(name) == bytes) << name;
+  for (const auto& [name, bytes] : Files(dir))
+    EXPECT_TRUE(single.at(name) == bytes) << name;
 }
 
 TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
@@ -242,7 +250,8 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{"tiles", world, "--tiles=1:2", "--local", out}, "--tiles: expected x0:x1,y0:y1"},
+      {{"tiles", world, "--tiles=1:2", "--local", out},
+       "--tiles: expected x0:x1,y0:y1"},
       {{"tiles", world, "--tiles=a,b", "--local", out}, "--tiles: expected"},
       {{"tiles", world, "--local", out}, "--tiles: which tiles?"},
       {{"tiles", world, "--tiles=0,0", "--shard=0/2", "--local", out},
@@ -251,41 +260,48 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
        "--shard: shard must be i/n with 0 <= i < n, got 4/4"},
       {{"tiles", world, "--tiles=0:4,0:4", "--shard=x", "--local", out},
        "--shard: expected i/n"},
-      {{"tiles", world, "--tiles=0:1,0:1", "--local"}, "--out: `scatter tiles` writes"},
+      {{"tiles", world, "--tiles=0:1,0:1", "--local"},
+       "--out: `scatter tiles` writes"},
       {{"tiles", world, "--tiles=1:0,0:1", "--local", out},
        "INVALID_ARGUMENT: rect.x1: must be > rect.x0 = 1"},
       {{"tiles", small_tile, "--tiles=0:1,0:1", "--local", out},
        "INVALID_ARGUMENT: tile_size must be finite and >= 10 * r_max = 10"},
-      {{"tiles", kExamples + "/three_layers.json", "--tiles=0:1,0:1", "--local", out},
+      {{"tiles", kExamples + "/three_layers.json", "--tiles=0:1,0:1", "--local",
+        out},
        "no \"world\" to tile"},
-      {{"run", kExamples + "/world_woodland.json", "--local"}, "use `scatter tiles`"},
-      {{"tiles", both, "--tiles=0:1,0:1", "--local", out}, "a request or a world, not both"},
+      {{"run", kExamples + "/world_woodland.json", "--local"},
+       "use `scatter tiles`"},
+      {{"tiles", both, "--tiles=0:1,0:1", "--local", out},
+       "a request or a world, not both"},
       {{"tiles", world, "--tiles=0:1,0:1", "--server=127.0.0.1:1", out},
        "cannot reach scatterd at 127.0.0.1:1"},
       {{"tiles", world, "--tiles=0:1,0:1", "--local", "--out=/proc/nope"},
        "cannot create the directory /proc/nope"},
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(absl::StrCat(c.args[0], " ", c.args[1], " ", c.args.size() > 2 ? c.args[2] : ""));
+    SCOPED_TRACE(absl::StrCat(c.args[0], " ", c.args[1], " ",
+                              c.args.size() > 2 ? c.args[2] : ""));
     CommandResult result = Scatter(c.args);
     EXPECT_NE(result.exit_code, 0);
     EXPECT_THAT(result.err, HasSubstr(c.message));
-    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1)
+        << result.err;
   }
 }
 
 TEST(TilesCliTest, WoodlandExampleExportsItsEightByEightTiles) {
   const std::string dir = Temp("woodland");
   // Its own rect, 8 x 8 tiles of 96 m; one corner of it here, to stay quick.
-  CommandResult run = Scatter({"tiles", kExamples + "/world_woodland.json",
-                               "--tiles=0:2,0:1", "--local", "--format=ply",
-                               "--out=" + dir});
+  CommandResult run =
+      Scatter({"tiles", kExamples + "/world_woodland.json", "--tiles=0:2,0:1",
+               "--local", "--format=ply", "--out=" + dir});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(Keys(Files(dir)), TileNames(0, 2, 0, 1, "ply"));
   auto points = ReadPoints(Format::kPly, dir + "/tile_1_0.ply");
   ASSERT_TRUE(points.ok()) << points.status();
   EXPECT_GT(points->id_size(), 500);
-  std::set<std::uint32_t> layers(points->layer().begin(), points->layer().end());
+  std::set<std::uint32_t> layers(points->layer().begin(),
+                                 points->layer().end());
   EXPECT_EQ(layers, (std::set<std::uint32_t>{1, 2}));
 }
 

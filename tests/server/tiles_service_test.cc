@@ -45,7 +45,8 @@ v1::ScatterTilesRequest World() {
 }
 
 v1::ScatterTilesRequest Rect(v1::ScatterTilesRequest request, std::int64_t x0,
-                             std::int64_t x1, std::int64_t y0, std::int64_t y1) {
+                             std::int64_t x1, std::int64_t y0,
+                             std::int64_t y1) {
   v1::TileRange* rect = request.mutable_rect();
   rect->set_x0(x0);
   rect->set_x1(x1);
@@ -90,7 +91,8 @@ TilesReceived CollectTiles(v1::ScatterService::Stub& stub,
     EXPECT_FALSE(out.has_summary) << "a part after the summary";
     const sampler::TileCoord coord{response.tile().x(), response.tile().y()};
     // A tile's parts come one after the other: a new tile starts at part 0.
-    if (response.part() == 0) out.tiles.push_back(Tile{coord, {}, 0, 0, {}, {}, {}, {}, {}, {}});
+    if (response.part() == 0)
+      out.tiles.push_back(Tile{coord, {}, 0, 0, {}, {}, {}, {}, {}, {}});
     if (out.tiles.empty()) {
       ADD_FAILURE() << "the stream starts with part " << response.part();
       break;
@@ -116,12 +118,14 @@ TilesReceived CollectTiles(v1::ScatterService::Stub& stub,
 template <typename T>
 bool SameBits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+         (a.empty() ||
+          std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 // The tiles served by TileWorld::Serve in this process, with a cache and a
 // pool of its own.
-std::vector<sampler::TilePoints> ServeHere(const v1::ScatterTilesRequest& request) {
+std::vector<sampler::TilePoints> ServeHere(
+    const v1::ScatterTilesRequest& request) {
   RasterCache rasters(std::size_t{1} << 30);
   absl::StatusOr<TilesJob> job = ToTilesJob(request, Limits(), rasters);
   EXPECT_TRUE(job.ok()) << job.status();
@@ -165,10 +169,12 @@ TEST(TilesServiceTest, TilesArriveInPartsInsideTheirBoundsAsServedLocally) {
     const Tile& tile = got.tiles[k];
     SCOPED_TRACE(absl::StrCat("tile ", tile.coord.x, ", ", tile.coord.y));
     // Row by row: y, then x.
-    EXPECT_EQ(tile.coord, (sampler::TileCoord{-2 + static_cast<std::int64_t>(k % 4),
-                                              -1 + static_cast<std::int64_t>(k / 4)}));
+    EXPECT_EQ(tile.coord,
+              (sampler::TileCoord{-2 + static_cast<std::int64_t>(k % 4),
+                                  -1 + static_cast<std::int64_t>(k / 4)}));
     EXPECT_EQ(tile.last_parts, 1);
-    for (std::size_t i = 0; i < tile.parts.size(); ++i) EXPECT_EQ(tile.parts[i], i);
+    for (std::size_t i = 0; i < tile.parts.size(); ++i)
+      EXPECT_EQ(tile.parts[i], i);
     const std::size_t n = tile.id.size();
     EXPECT_GT(n, 100u);
     EXPECT_EQ(tile.parts.size(), (n + 99) / 100);
@@ -220,7 +226,8 @@ TEST(TilesServiceTest, ListInAnyOrderGivesTheSameTilesAndTheCacheIsReused) {
   ASSERT_EQ(again.tiles.size(), 4u);
   EXPECT_EQ(again.summary.generators_computed(), 0u) << "the cache holds them";
   for (const Tile& tile : again.tiles) {
-    const Tile& same = block.tiles[static_cast<std::size_t>(tile.coord.y * 3 + tile.coord.x)];
+    const Tile& same =
+        block.tiles[static_cast<std::size_t>(tile.coord.y * 3 + tile.coord.x)];
     ASSERT_EQ(same.coord, tile.coord);
     EXPECT_TRUE(SameBits(tile.coords, same.coords));
     EXPECT_TRUE(SameBits(tile.id, same.id));
@@ -266,20 +273,23 @@ TEST(TilesServiceTest, ErrorsHaveTheirCodesAndNameTheField) {
     cases.push_back({"negative tile", r, grpc::StatusCode::INVALID_ARGUMENT,
                      "tile_size must be"});
   }
-  cases.push_back({"too many tiles", Rect(World(), 0, 4, 0, 4),
-                   grpc::StatusCode::RESOURCE_EXHAUSTED,
-                   "rect: 16 tiles, over the limit max_tiles_per_request = 10"});
+  cases.push_back(
+      {"too many tiles", Rect(World(), 0, 4, 0, 4),
+       grpc::StatusCode::RESOURCE_EXHAUSTED,
+       "rect: 16 tiles, over the limit max_tiles_per_request = 10"});
   {
     v1::ScatterTilesRequest r = World();
     for (int i = 0; i < 11; ++i) r.add_tiles();
-    cases.push_back({"too long a list", r, grpc::StatusCode::RESOURCE_EXHAUSTED,
-                     "tiles: 11 tiles, over the limit max_tiles_per_request = 10"});
+    cases.push_back(
+        {"too long a list", r, grpc::StatusCode::RESOURCE_EXHAUSTED,
+         "tiles: 11 tiles, over the limit max_tiles_per_request = 10"});
   }
   cases.push_back({"empty rect", Rect(World(), 3, 3, 0, 1),
                    grpc::StatusCode::INVALID_ARGUMENT,
                    "rect.x1: must be > rect.x0 = 3"});
   cases.push_back({"inverted rect", Rect(World(), 0, 1, 2, -2),
-                   grpc::StatusCode::INVALID_ARGUMENT, "rect.y1: must be > rect.y0 = 2"});
+                   grpc::StatusCode::INVALID_ARGUMENT,
+                   "rect.y1: must be > rect.y0 = 2"});
   cases.push_back({"no tiles", World(), grpc::StatusCode::INVALID_ARGUMENT,
                    "tiles: needs tiles or rect"});
   {
@@ -315,8 +325,9 @@ TEST(TilesServiceTest, ErrorsHaveTheirCodesAndNameTheField) {
     v1::ScatterTilesRequest r = Rect(World(), 0, 1, 0, 1);
     r.mutable_layers(1)->set_method(v1::METHOD_UNIFORM);
     r.mutable_layers(1)->set_count(10);
-    cases.push_back({"uniform layer", r, grpc::StatusCode::INVALID_ARGUMENT,
-                     "layers[1].method must be poisson_dense or poisson_classic"});
+    cases.push_back(
+        {"uniform layer", r, grpc::StatusCode::INVALID_ARGUMENT,
+         "layers[1].method must be poisson_dense or poisson_classic"});
   }
   {
     v1::ScatterTilesRequest r = Rect(World(), 0, 1, 0, 1);
@@ -399,7 +410,8 @@ TEST(TilesServiceTest, DeadlineStopsTheWork) {
   }
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   WaitIdle(server.server(), absl::Seconds(10));
-  EXPECT_LT(absl::Now() - start, absl::Milliseconds(300) + kSlowdown * absl::Milliseconds(300));
+  EXPECT_LT(absl::Now() - start,
+            absl::Milliseconds(300) + kSlowdown * absl::Milliseconds(300));
   EXPECT_EQ(server.server().stats().in_flight.load(), 0);
 }
 
