@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -248,6 +249,20 @@ absl::Status ParseTiles(const std::string& text, v1::ScatterTilesRequest* reques
   return absl::OkStatus();
 }
 
+// Tiles one run of `scatter tiles` lists at most (16 bytes each).
+constexpr std::uint64_t kMaxRunTiles = std::uint64_t{1} << 24;
+
+// Tiles in a rectangle: 0 when it is empty, UINT64_MAX past 64 bits.
+std::uint64_t RectTiles(const v1::TileRange& r) {
+  if (r.x1() <= r.x0() || r.y1() <= r.y0()) return 0;
+  // Unsigned differences cannot overflow.
+  const std::uint64_t w = static_cast<std::uint64_t>(r.x1()) - static_cast<std::uint64_t>(r.x0());
+  const std::uint64_t h = static_cast<std::uint64_t>(r.y1()) - static_cast<std::uint64_t>(r.y0());
+  return w > std::numeric_limits<std::uint64_t>::max() / h
+             ? std::numeric_limits<std::uint64_t>::max()
+             : w * h;
+}
+
 // --shard=i/n: the request's rectangle becomes the list of band i's tiles.
 absl::Status ApplyShard(const std::string& text, v1::ScatterTilesRequest* request) {
   const std::vector<std::string> parts = absl::StrSplit(text, '/');
@@ -262,6 +277,11 @@ absl::Status ApplyShard(const std::string& text, v1::ScatterTilesRequest* reques
         "--shard: needs a rectangle of tiles (--tiles=x0:x1,y0:y1 or the job's rect)");
   }
   const v1::TileRange rect = request->rect();
+  if (n >= 1 && RectTiles(rect) / static_cast<std::uint64_t>(n) >= kMaxRunTiles) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--shard: bands of ", RectTiles(rect) / static_cast<std::uint64_t>(n),
+        " tiles or more, over ", kMaxRunTiles, " for one run: use more shards"));
+  }
   absl::StatusOr<std::vector<sampler::TileCoord>> band =
       sampler::ShardTiles(rect.x0(), rect.x1(), rect.y0(), rect.y1(), i, n);
   if (!band.ok()) {
@@ -309,6 +329,11 @@ absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(const std::string& job_path
     const absl::Status sharded = ApplyShard(shard, &*request);
     if (!sharded.ok()) return sharded;
   }
+  if (request->has_rect() && RectTiles(request->rect()) > kMaxRunTiles) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tiles: ", RectTiles(request->rect()), " tiles, over ", kMaxRunTiles,
+        " for one run: split them with --shard"));
+  }
   return request;
 }
 
@@ -317,15 +342,10 @@ absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(const std::string& job_path
 // neighbours.
 std::vector<v1::ScatterTilesRequest> SplitCalls(v1::ScatterTilesRequest request,
                                                 int per_call) {
-  if (request.has_rect()) {
-    const v1::TileRange& r = request.rect();
-    // A rectangle of more than 2^31 tiles stays one call; the server says no.
-    if (static_cast<std::uint64_t>(r.x1() - r.x0()) *
-                static_cast<std::uint64_t>(r.y1() - r.y0()) <=
-            static_cast<std::uint64_t>(per_call) ||
-        !ApplyShard("0/1", &request).ok()) {
-      return {request};
-    }
+  // An empty rectangle goes as it is: the server names the problem.
+  if (request.has_rect() && (RectTiles(request.rect()) <= static_cast<std::uint64_t>(per_call) ||
+                             !ApplyShard("0/1", &request).ok())) {
+    return {request};
   }
   std::vector<v1::ScatterTilesRequest> calls;
   v1::ScatterTilesRequest rest = request;
