@@ -401,7 +401,6 @@ std::size_t ClampBatchSize(std::uint32_t requested, int dims) {
 
 namespace {
 
-
 // What Scatter and ScatterTiles requests both carry (seed, layers,
 // clearances, obstacles, batch size), converted the same way: the two
 // request messages have these fields under the same names.

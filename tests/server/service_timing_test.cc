@@ -131,5 +131,35 @@ TEST(ServiceTimingTest, SlowReaderSlowsTheSamplerAndMemoryStaysFlat) {
   reader->Finish();
 }
 
+TEST(ServiceTimingTest, SlowTilesReaderHoldsTheGeneratorWorkers) {
+  LoopbackServer server;
+  auto stub = server.InProcessStub();
+  grpc::ClientContext context;
+  // 10 000 tiles of R = 1, T = 16 in parts of 64 points: minutes of work,
+  // were the workers not held.
+  v1::ScatterTilesRequest request;
+  request.set_seed(5);
+  request.set_tile_size(16);
+  request.set_batch_size(64);
+  request.add_layers()->set_spacing(1);
+  request.mutable_rect()->set_x1(100);
+  request.mutable_rect()->set_y1(100);
+  auto reader = stub->ScatterTiles(&context, request);
+  v1::TileResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  // The first round of tiles is generated; then the queue fills and the
+  // workers wait for this reader.
+  absl::SleepFor(kSlowdown * absl::Milliseconds(500));
+  const double cpu = CpuSeconds();
+  const std::uint64_t tiles = server.server().stats().tiles_sent.load();
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_LT(CpuSeconds() - cpu, kSlowdown * 0.03);
+  EXPECT_EQ(server.server().stats().tiles_sent.load(), tiles);
+  EXPECT_LE(server.server().stats().max_backlog.load(), 4u);
+  ASSERT_TRUE(reader->Read(&response));  // Still streaming.
+  context.TryCancel();
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
 }  // namespace
 }  // namespace scatter::server::testing
