@@ -10,8 +10,8 @@
 // Layers are placed in order of decreasing spacing (radius_max with a
 // density raster); each layer's points keep footprint_a + footprint_b from
 // every earlier layer's points (or exactly a per-pair clearance override),
-// and every layer keeps clear of the shared obstacles. Points carry their layer; ids and random
-// streams are keyed by it.
+// and every layer keeps clear of the shared obstacles. Points carry their
+// layer; ids and random streams are keyed by it.
 
 #include <cstdint>
 #include <vector>

@@ -26,9 +26,9 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
     // Same layer: max(radius, own), fixed when the run's radius is.
     const bool own = o.same_layer && !(own_radius > 0);
     const bool fixed = o.radius_is_clearance || o.same_layer;
-    const double c = o.same_layer   ? std::max(o.radius, own_radius)
-                     : fixed        ? o.radius
-                                    : o.radius + footprint;
+    const double c = o.same_layer ? std::max(o.radius, own_radius)
+                     : fixed      ? o.radius
+                                  : o.radius + footprint;
     // How far the obstacle can reach with a point's own footprint added, or
     // with its own radius.
     const double reach = own ? std::max(c, max_own) : fixed ? c : c + max_extra;
@@ -42,6 +42,7 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
     limit2_.push_back(c * c * (1 + kSlack));
     takes_extra_.push_back(fixed ? 0 : 1);
     takes_own_.push_back(own ? 1 : 0);
+    same_layer_radius_.push_back(o.same_layer ? o.radius : 0);
     takes_own_radius_ |= own;
     max_clear = std::max(max_clear, reach);
   }
@@ -184,10 +185,12 @@ void ObstacleIndex::ClassifyExtra(const double* lo, const double* hi,
         for (std::uint32_t k = begin_[cell]; k < begin_[cell + 1]; ++k) {
           const std::uint32_t o = index_[k];
           const double* c = &centers_[o * 3];
-          const double c_lo = std::max(
-              clearance_[o] + takes_extra_[o] * extra_lo, takes_own_[o] * own_lo);
-          const double c_hi = std::max(
-              clearance_[o] + takes_extra_[o] * extra_hi, takes_own_[o] * own_hi);
+          const double c_lo =
+              std::max(clearance_[o] + takes_extra_[o] * extra_lo,
+                       takes_own_[o] * own_lo);
+          const double c_hi =
+              std::max(clearance_[o] + takes_extra_[o] * extra_hi,
+                       takes_own_[o] * own_hi);
           if (NearestDistance2(c, lo, hi, dims_) < c_hi * c_hi * (1 + kSlack)) {
             *reaches = true;
           }

@@ -11,6 +11,13 @@
 
 namespace scatter::sampler::internal {
 
+// The Poisson runs keep same-layer obstacles dormant until a new point lands
+// within this many radii (of the larger of the two) of one; then it grows
+// like an active point. Measured on tile borders (dense, 40 seeds): 2 leaves
+// an 11 % dip in the density 1 r inside the later tile, 3 leaves 8 %, 5 is
+// no better than 3.
+inline constexpr double kWakeRadius = 3;
+
 class ObstacleIndex {
  public:
   // Clearance of obstacle k: obstacles[k].radius + footprint (just the
@@ -58,17 +65,27 @@ class ObstacleIndex {
     }
   }
 
+  // Calls f(center, radius) for every same-layer obstacle, in the order
+  // given: the points a run grows from before it scans for gaps.
+  template <class F>
+  void ForEachSameLayer(F f) const {
+    for (std::size_t k = 0; k < same_layer_radius_.size(); ++k) {
+      if (same_layer_radius_[k] > 0) f(&centers_[k * 3], same_layer_radius_[k]);
+    }
+  }
+
  private:
   // Cells of the index overlapping [lo, hi], clamped; false when none.
   bool CellRange(const double* lo, const double* hi, std::int64_t* c0,
                  std::int64_t* c1) const;
 
   int dims_;
-  std::vector<double> centers_;      // 3 per obstacle.
-  std::vector<double> clearance_;    // radius + footprint.
-  std::vector<double> limit2_;       // clearance^2 * (1 + slack).
-  std::vector<double> takes_extra_;  // 1, or 0 when radius_is_clearance.
-  std::vector<double> takes_own_;    // 1 for a same-layer point, else 0.
+  std::vector<double> centers_;            // 3 per obstacle.
+  std::vector<double> clearance_;          // radius + footprint.
+  std::vector<double> limit2_;             // clearance^2 * (1 + slack).
+  std::vector<double> takes_extra_;        // 1, or 0 when radius_is_clearance.
+  std::vector<double> takes_own_;          // 1 for a same-layer point, else 0.
+  std::vector<double> same_layer_radius_;  // Its radius, or 0.
   bool takes_own_radius_ = false;
   double origin_[3] = {0, 0, 0};
   double inv_cell_ = 1;

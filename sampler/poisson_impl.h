@@ -103,8 +103,7 @@ class PoissonRun {
         min_d2_(options.radius * options.radius * (1 + kDistanceSlack)),
         cell_(CellSide(options.radius, D)),
         inv_cell_(1 / cell_) {
-    candidate_key_ =
-        StreamKey::OfTile(
+    candidate_key_ = StreamKey::OfTile(
         options.seed, options.layer, options.tile_x, options.tile_y,
         options.border_pass ? Purpose::kBorderCandidates
                             : Purpose::kCandidates);
@@ -174,6 +173,22 @@ class PoissonRun {
         MarkCoveredDisk(c, clearance);
       });
     }
+    // Same-layer obstacles in the bounds join the grid, dormant (never
+    // emitted): each wakes as an active point when a new point lands within
+    // kWakeRadius r of it, so the front that reaches them grows on through
+    // their gaps as one front. (Waking them all at once would start fronts from
+    // every side, and a seam where they meet.)
+    obstacles_.ForEachSameLayer([&](const double* c, double) {
+      if (!InBounds(c)) return;
+      const std::uint64_t cell = CellOf(c);
+      if (Occupied(cell)) return;
+      for (int a = 0; a < D; ++a) grid_[cell * D + a] = c[a];
+      if (scan_bits_) SetBit(&occupied_, cell);
+      if (fill_gaps_) MarkCovered(c);
+      if (dormant_.empty()) dormant_.assign(cells_ / 64 + 2, 0);
+      SetBit(&dormant_, cell);
+      ++dormant_left_;
+    });
     if (!fill_gaps_) {
       // Bridson alone: one seed, in the first cell that has a place inside
       // the region, grown until the active list is empty.
@@ -273,7 +288,42 @@ class PoissonRun {
     if (scan_bits_) SetBit(&occupied_, c);
     if (fill_gaps_) MarkCovered(p);
     active_.push_back({c, next_index_++});
+    if (dormant_left_ > 0) WakeNear(p);
     if (!out_->Add(p, r_)) Halt(out_->StopStatus());
+  }
+
+  // Makes the dormant points within kWakeRadius r of p active, in cell
+  // order.
+  void WakeNear(const double* p) {
+    const auto w =
+        static_cast<std::int64_t>(std::ceil(kWakeRadius * r_ * inv_cell_));
+    const double limit = kWakeRadius * kWakeRadius * r_ * r_;
+    std::int64_t c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0};
+    for (int a = 0; a < D; ++a) {
+      const auto c = static_cast<std::int64_t>(AxisCell(a, p[a]));
+      c0[a] = std::max<std::int64_t>(0, c - w);
+      c1[a] = std::min<std::int64_t>(n_[a] - 1, c + w);
+    }
+    for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
+      for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
+        for (std::int64_t x = c0[0]; x <= c1[0]; ++x) {
+          const std::uint64_t c =
+              static_cast<std::uint64_t>(x) * stride_[0] +
+              static_cast<std::uint64_t>(y) * stride_[1] +
+              (D == 3 ? static_cast<std::uint64_t>(z) * stride_[D - 1] : 0);
+          if (((dormant_[c >> 6] >> (c & 63)) & 1) == 0) continue;
+          double d2 = 0;
+          for (int a = 0; a < D; ++a) {
+            const double d = grid_[c * D + a] - p[a];
+            d2 += d * d;
+          }
+          if (d2 >= limit) continue;
+          dormant_[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
+          --dormant_left_;
+          active_.push_back({c, next_index_++});
+        }
+      }
+    }
   }
 
   // Marks the half-cells (quarters in 2D, octants in 3D) that p's disk
@@ -1123,6 +1173,9 @@ class PoissonRun {
   std::vector<double> grid_;  // D coordinates per cell; NaN when empty.
 
   std::vector<Active> active_;
+  // Cells holding same-layer obstacles not yet woken; see WakeNear.
+  std::vector<std::uint64_t> dormant_;
+  std::uint64_t dormant_left_ = 0;
   std::size_t head_ = 0;
   std::uint64_t next_index_ = 0;
   std::uint64_t since_poll_ = 0;

@@ -374,9 +374,9 @@ std::optional<Region> Region::Clipped(const Box& keep,
     }
     if (meets) kept.push_back(c);
   }
-  clipped.cuts_ = kept.empty() ? nullptr
-                               : std::make_shared<const std::vector<Box>>(
-                                     std::move(kept));
+  clipped.cuts_ =
+      kept.empty() ? nullptr
+                   : std::make_shared<const std::vector<Box>>(std::move(kept));
   return clipped;
 }
 

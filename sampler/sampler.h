@@ -52,7 +52,10 @@ struct Obstacle {
   // A point of the run's own layer placed before it (a neighbouring tile's):
   // `radius` is that point's spacing radius, and a new point of radius r
   // keeps max(radius, r) from it and counts a place within that as covered,
-  // exactly as two points of one run do. radius_is_clearance is ignored.
+  // exactly as two points of one run do; the Poisson methods also grow
+  // from it (it is an active point before the gap scan starts) when it lies
+  // in the region's bounds, so the run continues the existing pattern
+  // rather than meeting it as a wall. radius_is_clearance is ignored.
   bool same_layer = false;
 };
 
@@ -107,8 +110,8 @@ struct SamplerOptions {
   double scale_min = 1;
   double scale_max = 1;
 
-  std::uint64_t seed = 0;         // Same inputs and seed, same points.
-  std::uint32_t layer = 0;        // Keys the random streams and the point ids.
+  std::uint64_t seed = 0;   // Same inputs and seed, same points.
+  std::uint32_t layer = 0;  // Keys the random streams and the point ids.
   // Tiled worlds (sampler/tiles.h) key the Poisson streams by the tile that
   // runs them too, and draw the pass that fills a tile's border from its own
   // purposes. Untiled runs leave them at tile (0, 0), first pass. Point ids

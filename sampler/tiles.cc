@@ -145,7 +145,8 @@ struct ThreadPool::Job {
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) {
-    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    threads =
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   }
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { Work(); });
 }
@@ -255,8 +256,8 @@ absl::StatusOr<std::shared_ptr<const TileWorld>> TileWorld::Create(
     world->tile_ = kDefaultTile * r;
   } else if (!std::isfinite(t) || !(t >= kMinTile * r)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "tile_size must be finite and >= ", kMinTile, " * r_max = ",
-        kMinTile * r, " (r_max = ", r,
+        "tile_size must be finite and >= ", kMinTile,
+        " * r_max = ", kMinTile * r, " (r_max = ", r,
         ", the largest spacing, footprint sum or clearance), got ", t));
   } else {
     world->tile_ = t;
@@ -285,8 +286,8 @@ TileCoord TileWorld::TileOf(double x, double y) const {
 Box TileWorld::TileBounds(TileCoord t) const {
   const double x0 = static_cast<double>(t.x) * tile_;
   const double y0 = static_cast<double>(t.y) * tile_;
-  absl::StatusOr<Box> box = Box::Create(
-      dims_, {x0, y0, z_lo_}, {x0 + tile_, y0 + tile_, z_hi_});
+  absl::StatusOr<Box> box =
+      Box::Create(dims_, {x0, y0, z_lo_}, {x0 + tile_, y0 + tile_, z_hi_});
   assert(box.ok());
   return *box;
 }
@@ -342,10 +343,8 @@ absl::Status TileWorld::RunLayer(std::size_t layer_index, const Region& region,
   const double footprint = o.footprint;
   return sampler->Run(
       [&](const PointBatch& b) {
-        out->coords.insert(out->coords.end(), b.coords.begin(),
-                           b.coords.end());
-        out->radius.insert(out->radius.end(), b.radius.begin(),
-                           b.radius.end());
+        out->coords.insert(out->coords.end(), b.coords.begin(), b.coords.end());
+        out->radius.insert(out->radius.end(), b.radius.begin(), b.radius.end());
         out->layer.insert(out->layer.end(), b.layer.begin(), b.layer.end());
         out->id.insert(out->id.end(), b.id.begin(), b.id.end());
         out->yaw.insert(out->yaw.end(), b.yaw.begin(), b.yaw.end());
@@ -371,17 +370,17 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
   // so a box that touches the top is still within them).
   auto xy_box = [&](double bx0, double by0, double bx1, double by1,
                     double z_pad) {
-    absl::StatusOr<Box> box = Box::Create(
-        dims_, {bx0, by0, z_lo_ - z_pad}, {bx1, by1, z_hi_ + z_pad});
+    absl::StatusOr<Box> box = Box::Create(dims_, {bx0, by0, z_lo_ - z_pad},
+                                          {bx1, by1, z_hi_ + z_pad});
     assert(box.ok());
     return *box;
   };
   const double z_pad = dims_ == 3 ? tile_ : 0;
 
-  const Box grown = xy_box(x0 - kGrow * R, y0 - kGrow * R, x1 + kGrow * R,
-                           y1 + kGrow * R, 0);
-  const Region base = spec_.region.has_value() ? *spec_.region
-                                               : Region::FromBox(grown);
+  const Box grown =
+      xy_box(x0 - kGrow * R, y0 - kGrow * R, x1 + kGrow * R, y1 + kGrow * R, 0);
+  const Region base =
+      spec_.region.has_value() ? *spec_.region : Region::FromBox(grown);
   const std::optional<Region> first_area = base.Clipped(grown, {});
   // The border pass: the kept area, less the bands that higher-colour
   // neighbours fill, less the inside of the tile, where the first pass was
@@ -401,10 +400,9 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
     }
   }
   const double inner = 1.5 * R;
-  cuts.push_back(
-      xy_box(x0 + inner, y0 + inner, x1 - inner, y1 - inner, z_pad));
-  const Box kept_box = xy_box(x0 - kKeep * R, y0 - kKeep * R, x1 + kKeep * R,
-                              y1 + kKeep * R, 0);
+  cuts.push_back(xy_box(x0 + inner, y0 + inner, x1 - inner, y1 - inner, z_pad));
+  const Box kept_box =
+      xy_box(x0 - kKeep * R, y0 - kKeep * R, x1 + kKeep * R, y1 + kKeep * R, 0);
   const std::optional<Region> border_area =
       first_area.has_value() ? base.Clipped(kept_box, std::move(cuts))
                              : std::nullopt;
@@ -442,9 +440,8 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
     absl::Status status =
         RunLayer(li, *first_area, t, false, obstacles, stop, &first);
     if (!status.ok()) return status;
-    const std::uint64_t keep_key =
-        StreamKey::OfTile(spec_.shared.seed, o.layer, t.x, t.y,
-                          Purpose::kTileKeep);
+    const std::uint64_t keep_key = StreamKey::OfTile(
+        spec_.shared.seed, o.layer, t.x, t.y, Purpose::kTileKeep);
     const std::size_t layer_begin = out->size();
     for (std::size_t k = 0; k < first.size(); ++k) {
       const double* p = &first.coords[k * static_cast<std::size_t>(dims_)];
@@ -538,8 +535,8 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
     for (int colour = 0; colour < 4; ++colour) {
       const std::vector<TileCoord> list(todo[colour].begin(),
                                         todo[colour].end());
-      std::vector<absl::StatusOr<std::shared_ptr<const GeneratedPoints>>>
-          made(list.size(), absl::UnknownError("not run"));
+      std::vector<absl::StatusOr<std::shared_ptr<const GeneratedPoints>>> made(
+          list.size(), absl::UnknownError("not run"));
       pool->ParallelFor(list.size(), [&](std::size_t i) {
         std::vector<const GeneratedPoints*> lower;
         for (TileCoord v : LowerNeighbours(list[i])) {
@@ -558,14 +555,15 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
     for (const auto& entry : have) held += entry.second->bytes();
     if (held > cache->budget_bytes()) {
       if (end - begin == 1) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "tile (", tiles[begin].x, ", ", tiles[begin].y, ") needs ",
-            have.size(), " generators of ", held,
-            " bytes, over the tile cache budget of ", cache->budget_bytes(),
-            " bytes"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat("tile (", tiles[begin].x, ", ", tiles[begin].y,
+                         ") needs ", have.size(), " generators of ", held,
+                         " bytes, over the tile cache budget of ",
+                         cache->budget_bytes(), " bytes"));
       }
-      // Fewer tiles at a time from here on; these are done.
+      // One tile at a time from here on, these ones again.
       chunk = 1;
+      continue;
     }
     for (std::size_t i = begin; i < end; ++i) {
       if (!sink(Collect(tiles[i], have))) {
@@ -584,8 +582,8 @@ absl::StatusOr<std::vector<TileCoord>> ShardTiles(std::int64_t x0,
                                                   int n) {
   if (!(x0 < x1) || !(y0 < y1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("tile rectangle must have x0 < x1 and y0 < y1, got x ",
-                     x0, ":", x1, ", y ", y0, ":", y1));
+        absl::StrCat("tile rectangle must have x0 < x1 and y0 < y1, got x ", x0,
+                     ":", x1, ", y ", y0, ":", y1));
   }
   if (n < 1 || i < 0 || i >= n) {
     return absl::InvalidArgumentError(
@@ -602,8 +600,8 @@ absl::StatusOr<std::vector<TileCoord>> ShardTiles(std::int64_t x0,
         "tile rectangle holds ", w, " x ", h, " tiles, over 2^31"));
   }
   const std::uint64_t total = w * h;
-  const std::uint64_t first = static_cast<std::uint64_t>(i) * total /
-                              static_cast<std::uint64_t>(n);
+  const std::uint64_t first =
+      static_cast<std::uint64_t>(i) * total / static_cast<std::uint64_t>(n);
   const std::uint64_t last = (static_cast<std::uint64_t>(i) + 1) * total /
                              static_cast<std::uint64_t>(n);
   std::vector<TileCoord> out;

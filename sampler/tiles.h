@@ -123,8 +123,7 @@ struct TilePoints {
 // used first out, bounded in bytes. Thread-safe.
 class GeneratorCache {
  public:
-  explicit GeneratorCache(std::size_t budget_bytes)
-      : budget_(budget_bytes) {}
+  explicit GeneratorCache(std::size_t budget_bytes) : budget_(budget_bytes) {}
   GeneratorCache(const GeneratorCache&) = delete;
   GeneratorCache& operator=(const GeneratorCache&) = delete;
 

@@ -222,8 +222,7 @@ class VariableRun {
         density_bounds_(*options.density),
         per_point_footprint_(options.footprint == 0),
         per_point_(per_point_footprint_ || obstacles.takes_own_radius()) {
-    candidate_key_ =
-        StreamKey::OfTile(
+    candidate_key_ = StreamKey::OfTile(
         options.seed, options.layer, options.tile_x, options.tile_y,
         options.border_pass ? Purpose::kBorderCandidates
                             : Purpose::kCandidates);
@@ -285,8 +284,31 @@ class VariableRun {
         MarkCovered(c, clearance);
         obstacles_marked_ = true;
       });
-      return FillGaps();
     }
+    // Same-layer obstacles in the bounds join the grids, dormant (never
+    // emitted): each wakes as an active point when a new point lands
+    // within kWakeRadius max(r, r_q) of it, so the front that reaches them
+    // grows on through their gaps as one front (as the constant-radius run
+    // does).
+    bool seeded = false;
+    obstacles_.ForEachSameLayer([&](const double* c, double r) {
+      for (int a = 0; a < D; ++a) {
+        if (!(c[a] >= lo_[a] && c[a] < hi_[a])) return;
+      }
+      if (!(r >= field_.r_min && r <= field_.r_max)) return;
+      const int l = LevelOf(r);
+      Level& level = levels_[static_cast<std::size_t>(l)];
+      const std::uint64_t cell = CellOf(level, c);
+      if ((level.bits[cell >> 6] >> (cell & 63)) & 1) return;
+      Place(c, r, /*active=*/false);
+      if (level.dormant.empty()) level.dormant.assign(level.cells / 64 + 2, 0);
+      level.dormant[cell >> 6] |= std::uint64_t{1} << (cell & 63);
+      ++level.dormant_left;
+      ++dormant_left_;
+      seeded = true;
+    });
+    if (fill_gaps_) return FillGaps();
+    if (seeded) return absl::OkStatus();
     double p[D];
     if (!FirstSeed(p)) return absl::OkStatus();
     Accept(p, field_.At(p));
@@ -295,6 +317,9 @@ class VariableRun {
 
  private:
   struct Level {
+    // Cells holding same-layer obstacles not yet woken; see WakeNear.
+    std::vector<std::uint64_t> dormant;
+    std::uint64_t dormant_left = 0;
     double lo_r = 0;  // Radii in [lo_r, hi_r).
     double hi_r = 0;  // The top level includes r_max.
     double cell = 0;
@@ -452,6 +477,53 @@ class VariableRun {
 
   // Records an accepted point: store, grid, coverage, active list, output.
   void Accept(const double* p, double r) {
+    Place(p, r, /*active=*/true);
+    if (dormant_left_ > 0) WakeNear(p, r);
+    if (!out_->Add(p, r)) Halt(out_->StopStatus());
+  }
+
+  // Makes the dormant points q within kWakeRadius max(r, r_q) of p active,
+  // level by level, in cell order.
+  void WakeNear(const double* p, double r) {
+    for (std::size_t l = 0; l < levels_.size(); ++l) {
+      Level& level = levels_[l];
+      if (level.dormant_left == 0) continue;
+      const double reach = kWakeRadius * std::max(r, level.hi_r);
+      const auto w =
+          static_cast<std::int64_t>(std::ceil(reach * level.inv_cell));
+      std::int64_t c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0};
+      for (int a = 0; a < D; ++a) {
+        const std::int64_t c = AxisCell(level, a, p[a], lo_[a]);
+        c0[a] = std::max<std::int64_t>(0, c - w);
+        c1[a] = std::min<std::int64_t>(level.n[a] - 1, c + w);
+      }
+      for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
+        for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
+          for (std::int64_t x = c0[0]; x <= c1[0]; ++x) {
+            const std::uint64_t c =
+                static_cast<std::uint64_t>(x) * level.stride[0] +
+                static_cast<std::uint64_t>(y) * level.stride[1] +
+                (D == 3 ? static_cast<std::uint64_t>(z) * level.stride[D - 1]
+                        : 0);
+            if (((level.dormant[c >> 6] >> (c & 63)) & 1) == 0) continue;
+            const double* q = &level.points[c * (D + 1)];
+            const double limit = kWakeRadius * std::max(r, q[D]);
+            double d2 = 0;
+            for (int a = 0; a < D; ++a) d2 += (q[a] - p[a]) * (q[a] - p[a]);
+            if (d2 >= limit * limit) continue;
+            level.dormant[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
+            --level.dormant_left;
+            --dormant_left_;
+            active_.push_back({c, next_index_++, static_cast<int>(l)});
+          }
+        }
+      }
+    }
+  }
+
+  // A point in its level's grid, covering its disk, and active when asked:
+  // Accept() without the output.
+  void Place(const double* p, double r, bool active) {
     const int l = LevelOf(r);
     Level& level = levels_[static_cast<std::size_t>(l)];
     const std::uint64_t c = CellOf(level, p);
@@ -469,8 +541,7 @@ class VariableRun {
     ++level.count;
     level.max_r = std::max(level.max_r, r);
     if (fill_gaps_) MarkCovered(p, r);
-    active_.push_back({c, next_index_++, l});
-    if (!out_->Add(p, r)) Halt(out_->StopStatus());
+    if (active) active_.push_back({c, next_index_++, l});
   }
 
   // The half-cell index along axis a of v in `level`, clamped to the grid.
@@ -1138,6 +1209,7 @@ class VariableRun {
   // Obstacle clearances depend on the point: its footprint, or its own
   // radius for same-layer obstacles.
   bool per_point_;
+  std::uint64_t dormant_left_ = 0;  // Over every level.
   double max_extra_ = 0;
   std::uint64_t candidate_key_ = 0;
   std::uint64_t gap_key_ = 0;
