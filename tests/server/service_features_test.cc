@@ -278,12 +278,31 @@ TEST(MetricsTest, EndpointReportsCallsAndPoints) {
   const Received b = Collect(*stub, BoxRequest(1, 0.05, 99));
   Collect(*stub, BoxRequest(1, 0));
   ASSERT_TRUE(a.status.ok() && b.status.ok());
+  // Two tiles of a small world.
+  v1::ScatterTilesRequest tiles;
+  tiles.set_tile_size(10);
+  tiles.add_layers()->set_spacing(1);
+  tiles.mutable_rect()->set_x1(2);
+  tiles.mutable_rect()->set_y1(1);
+  grpc::ClientContext context;
+  auto reader = stub->ScatterTiles(&context, tiles);
+  v1::TileResponse response;
+  std::uint64_t tile_points = 0;
+  while (reader->Read(&response)) {
+    tile_points += static_cast<std::uint64_t>(response.points().id_size());
+  }
+  ASSERT_TRUE(reader->Finish().ok());
   const std::string text = HttpGet(server.server().metrics_port(), "/metrics");
   EXPECT_THAT(text, HasSubstr("scatter_requests_total{code=\"OK\",method=\"Scatter\"} 2"));
   EXPECT_THAT(text, HasSubstr(
       "scatter_requests_total{code=\"INVALID_ARGUMENT\",method=\"Scatter\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("scatter_requests_total{code=\"OK\",method=\"ScatterTiles\"} 1"));
   EXPECT_THAT(text, HasSubstr(absl::StrCat("scatter_points_sent_total ",
-                                           a.size() + b.size())));
+                                           a.size() + b.size() + tile_points)));
+  EXPECT_THAT(text, HasSubstr("scatter_tiles_sent_total 2"));
+  EXPECT_THAT(text, HasSubstr("scatter_tile_generators_computed_total "));
+  EXPECT_THAT(text, HasSubstr("scatter_tile_cache_bytes "));
   EXPECT_THAT(text, HasSubstr("scatter_streams_in_flight 0"));
   EXPECT_THAT(text, HasSubstr("scatter_request_duration_seconds_count 3"));
 }
