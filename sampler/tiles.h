@@ -107,6 +107,8 @@ struct GeneratedPoints {
   std::size_t size() const { return radius.size(); }
   // Heap bytes held, for the cache budget.
   std::size_t bytes() const;
+  // Room for n points in every array.
+  void Reserve(std::size_t n);
   // Appends point k of `from`.
   void AppendFrom(const GeneratedPoints& from, std::size_t k);
   // Views of points [begin, end) as a batch.
