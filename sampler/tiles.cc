@@ -366,7 +366,7 @@ Obstacle TileWorld::ObstacleFor(std::size_t layer_index,
 absl::Status TileWorld::RunLayer(std::size_t layer_index, const Region& region,
                                  TileCoord t, bool border_pass,
                                  std::vector<Obstacle> obstacles,
-                                 absl::FunctionRef<bool()> stop,
+                                 absl::FunctionRef<bool()> stop, KeepFn keep,
                                  GeneratedPoints* out) const {
   SamplerOptions o = spec_.layers[layer_index].options;
   o.obstacles = std::move(obstacles);
@@ -384,17 +384,21 @@ absl::Status TileWorld::RunLayer(std::size_t layer_index, const Region& region,
   }
   const bool per_point_footprint = o.density != nullptr && o.footprint == 0;
   const double footprint = o.footprint;
+  const auto d = static_cast<std::size_t>(dims_);
   return sampler->Run(
       [&](const PointBatch& b) {
-        out->coords.insert(out->coords.end(), b.coords.begin(), b.coords.end());
-        out->radius.insert(out->radius.end(), b.radius.begin(), b.radius.end());
-        out->layer.insert(out->layer.end(), b.layer.begin(), b.layer.end());
-        out->id.insert(out->id.end(), b.id.begin(), b.id.end());
-        out->yaw.insert(out->yaw.end(), b.yaw.begin(), b.yaw.end());
-        out->scale.insert(out->scale.end(), b.scale.begin(), b.scale.end());
+        out->Reserve(out->size() + b.size());
         for (std::size_t i = 0; i < b.size(); ++i) {
+          const double* p = &b.coords[i * d];
+          if (!keep(p, b.id[i])) continue;
+          out->coords.insert(out->coords.end(), p, p + d);
+          out->radius.push_back(b.radius[i]);
           out->footprint.push_back(per_point_footprint ? b.radius[i] / 2
                                                        : footprint);
+          out->layer.push_back(b.layer[i]);
+          out->id.push_back(b.id[i]);
+          out->yaw.push_back(b.yaw[i]);
+          out->scale.push_back(b.scale[i]);
         }
         return true;
       },
@@ -451,7 +455,7 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
   // colour-0 tile, two strips for colours 1 and 2).
   const std::optional<Rect> uncut = UncutBounds(
       {x0 - kKeep * R, y0 - kKeep * R, x1 + kKeep * R, y1 + kKeep * R},
-      cut_rects, 8);
+      cut_rects, 5);
   const std::optional<Region> border_area =
       first_area.has_value() && uncut.has_value()
           ? base.Clipped(xy_box(uncut->x0, uncut->y0, uncut->x1, uncut->y1, 0),
@@ -495,23 +499,19 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
     }
 
     // 1. The grown tile, kept with the soft border's ramp.
-    GeneratedPoints first;
-    first.dims = dims_;
-    absl::Status status =
-        RunLayer(li, *first_area, t, false, obstacles, stop, &first);
-    if (!status.ok()) return status;
     const std::uint64_t keep_key = StreamKey::OfTile(
         spec_.shared.seed, o.layer, t.x, t.y, Purpose::kTileKeep);
-    for (std::size_t k = 0; k < first.size(); ++k) {
-      const double* p = &first.coords[k * static_cast<std::size_t>(dims_)];
-      const double d = OutsideDistance(p, x0, x1, y0, y1);
-      if (d > 0) {
-        if (d >= keep_band) continue;
-        CounterRng rng(Combine(keep_key, first.id[k]));
-        if (!(rng.Uniform01() * keep_band < keep_band - d)) continue;
-      }
-      out->AppendFrom(first, k);
-    }
+    absl::Status status = RunLayer(
+        li, *first_area, t, false, std::move(obstacles), stop,
+        [&](const double* p, std::uint64_t id) {
+          const double d = OutsideDistance(p, x0, x1, y0, y1);
+          if (d == 0) return true;
+          if (d >= keep_band) return false;
+          CounterRng rng(Combine(keep_key, id));
+          return rng.Uniform01() * keep_band < keep_band - d;
+        },
+        out.get());
+    if (!status.ok()) return status;
     if (!border_area.has_value()) continue;
 
     // 2. The gaps the ramp left, outside the higher-colour bands: the world's
@@ -527,8 +527,9 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
       if (InXY(p, x0 + deep, x1 - deep, y0 + deep, y1 - deep)) continue;
       border_obstacles.push_back(ObstacleFor(li, *out, k));
     }
-    status = RunLayer(li, *border_area, t, true, std::move(border_obstacles),
-                      stop, out.get());
+    status = RunLayer(
+        li, *border_area, t, true, std::move(border_obstacles), stop,
+        [](const double*, std::uint64_t) { return true; }, out.get());
     if (!status.ok()) return status;
   }
   return out;

@@ -241,12 +241,13 @@ class TileWorld {
  private:
   explicit TileWorld(WorldSpec spec) : spec_(std::move(spec)) {}
 
-  // Runs one layer's sampler over `region` with `obstacles`, appending its
-  // points (in generation order) to *out.
+  // Runs one layer's sampler over `region` with `obstacles`, appending the
+  // points keep(p, id) accepts, in generation order, to *out.
+  using KeepFn = absl::FunctionRef<bool(const double*, std::uint64_t)>;
   absl::Status RunLayer(std::size_t layer_index, const Region& region,
                         TileCoord t, bool border_pass,
                         std::vector<Obstacle> obstacles,
-                        absl::FunctionRef<bool()> stop,
+                        absl::FunctionRef<bool()> stop, KeepFn keep,
                         GeneratedPoints* out) const;
   // The obstacle keeping a point of layer `layer_index` clear of point k of
   // `from`.
