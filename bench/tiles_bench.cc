@@ -62,18 +62,19 @@ std::uint64_t Serve(const TileWorld& world, const std::vector<TileCoord>& tiles,
   return points;
 }
 
-// Points per second of untiled dense sampling of about a million points
-// (a 1 100 r square), on this thread: what tiles are compared with.
-double UntiledRate(Method method) {
-  absl::StatusOr<Box> box = Box::Create(2, {0, 0, 0}, {1100, 1100, 0});
+// Points per second of untiled sampling of a square of side `side` r on
+// this thread (best of `reps`): what tiles are compared with.
+double UntiledRate(Method method, double side, int reps) {
+  absl::StatusOr<Box> box = Box::Create(2, {0, 0, 0}, {side, side, 0});
   SamplerOptions o;
   o.radius = 1;
   o.method = method;
   o.seed = 1;
+  o.max_memory_bytes = std::uint64_t{8} << 30;
   absl::StatusOr<Sampler> sampler = Sampler::Create(*box, o);
   if (!sampler.ok()) std::abort();
   double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
+  for (int rep = 0; rep < reps; ++rep) {
     std::uint64_t n = 0;
     const auto t0 = std::chrono::steady_clock::now();
     const absl::Status status = sampler->Run([&](const PointBatch& b) {
@@ -115,11 +116,14 @@ BENCHMARK(BM_Block16)
 
 // A 100 x 100 sweep in row order on one thread with scatterd's cache
 // budget: the marginal cost per served point, as a share of untiled
-// points/s measured first in the same process (vs_untiled), generators
-// per tile, and the memory held (cache bytes at the end, peak RSS).
+// points/s measured first in the same process, generators per tile, and
+// the memory held (cache bytes at the end, peak RSS). Two untiled
+// references: about a million points (a 1 100 r square, whose grid fits
+// the caches: vs_untiled_1M) and the sweep's whole area in one run (6 400 r
+// square, 35 M points: vs_untiled_same_area), which is what tiles replace.
+// The untiled runs come after the sweep, so peak RSS is the sweep's.
 void BM_Sweep100(benchmark::State& state) {
   const Method method = static_cast<Method>(state.range(0));
-  const double untiled = UntiledRate(method);
   std::shared_ptr<const TileWorld> world = World(method);
   ThreadPool pool(1);
   const std::vector<TileCoord> tiles = Block(0, 0, 100, 100);
@@ -139,11 +143,16 @@ void BM_Sweep100(benchmark::State& state) {
     cache_bytes = cache.stats().bytes;
   }
   const double rate = static_cast<double>(points) / seconds;
+  // Peak RSS before the untiled runs, whose grids are larger.
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);
+  const double untiled = UntiledRate(method, 1100, 3);
+  const double untiled_area = UntiledRate(method, 6400, 1);
   state.counters["points/s"] = rate;
-  state.counters["untiled_points/s"] = untiled;
-  state.counters["vs_untiled"] = rate / untiled;
+  state.counters["untiled_1M_points/s"] = untiled;
+  state.counters["vs_untiled_1M"] = rate / untiled;
+  state.counters["untiled_area_points/s"] = untiled_area;
+  state.counters["vs_untiled_same_area"] = rate / untiled_area;
   state.counters["gens/tile"] =
       static_cast<double>(generated) /
       static_cast<double>(tiles.size() * state.iterations());
