@@ -38,13 +38,10 @@ std::shared_ptr<const TileWorld> World(Method method) {
   return *world;
 }
 
+// The w x h tiles from (x0, y0), row-major.
 std::vector<TileCoord> Block(std::int64_t x0, std::int64_t y0, std::int64_t w,
                              std::int64_t h) {
-  std::vector<TileCoord> tiles;
-  for (std::int64_t y = y0; y < y0 + h; ++y) {
-    for (std::int64_t x = x0; x < x0 + w; ++x) tiles.push_back({x, y});
-  }
-  return tiles;
+  return *ShardTiles(x0, x0 + w, y0, y0 + h, 0, 1);
 }
 
 // Serves `tiles`; returns the points served.

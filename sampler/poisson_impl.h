@@ -103,13 +103,8 @@ class PoissonRun {
         min_d2_(options.radius * options.radius * (1 + kDistanceSlack)),
         cell_(CellSide(options.radius, D)),
         inv_cell_(1 / cell_) {
-    candidate_key_ = StreamKey::OfTile(
-        options.seed, options.layer, options.tile_x, options.tile_y,
-        options.border_pass ? Purpose::kBorderCandidates
-                            : Purpose::kCandidates);
-    gap_key_ = StreamKey::OfTile(
-        options.seed, options.layer, options.tile_x, options.tile_y,
-        options.border_pass ? Purpose::kBorderGapFill : Purpose::kGapFill);
+    candidate_key_ = PoissonStreamKey(options, Purpose::kCandidates);
+    gap_key_ = PoissonStreamKey(options, Purpose::kGapFill);
 
     const Box& box = region.bounds();
     cells_ = 1;

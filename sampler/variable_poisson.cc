@@ -222,13 +222,8 @@ class VariableRun {
         density_bounds_(*options.density),
         per_point_footprint_(options.footprint == 0),
         per_point_(per_point_footprint_ || obstacles.takes_own_radius()) {
-    candidate_key_ = StreamKey::OfTile(
-        options.seed, options.layer, options.tile_x, options.tile_y,
-        options.border_pass ? Purpose::kBorderCandidates
-                            : Purpose::kCandidates);
-    gap_key_ = StreamKey::OfTile(
-        options.seed, options.layer, options.tile_x, options.tile_y,
-        options.border_pass ? Purpose::kBorderGapFill : Purpose::kGapFill);
+    candidate_key_ = PoissonStreamKey(options, Purpose::kCandidates);
+    gap_key_ = PoissonStreamKey(options, Purpose::kGapFill);
     const Box& box = region.bounds();
     for (int a = 0; a < D; ++a) {
       lo_[a] = box.min(a);
