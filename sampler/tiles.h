@@ -253,6 +253,14 @@ class TileWorld {
   // `from`.
   Obstacle ObstacleFor(std::size_t layer_index, const GeneratedPoints& from,
                        std::size_t k) const;
+  using GeneratorMap =
+      std::map<TileCoord, std::shared_ptr<const GeneratedPoints>>;
+  // Makes the generators of `list` (each lower neighbour in the list or in
+  // `have`) on every thread of `pool`, each as soon as its lower neighbours
+  // are done, and adds them to `have`.
+  absl::Status GenerateAll(const std::vector<TileCoord>& list,
+                           GeneratorMap& have, ThreadPool* pool,
+                           absl::FunctionRef<bool()> stop) const;
   // Collects the tiles' served points from the generators in `have`.
   TilePoints Collect(
       TileCoord t,
