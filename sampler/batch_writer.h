@@ -20,6 +20,18 @@ inline std::uint64_t PointIdKey(std::uint64_t seed, std::uint32_t layer) {
   return StreamKey::Of(seed, layer, Purpose::kPointId);
 }
 
+// The key of a Poisson run's candidate or gap-fill stream: (seed, layer,
+// tile, purpose), the border pass of a tile drawing from purposes of its own.
+inline std::uint64_t PoissonStreamKey(const SamplerOptions& options,
+                                      Purpose purpose) {
+  if (options.border_pass) {
+    purpose = purpose == Purpose::kCandidates ? Purpose::kBorderCandidates
+                                              : Purpose::kBorderGapFill;
+  }
+  return StreamKey::OfTile(options.seed, options.layer, options.tile_x,
+                           options.tile_y, purpose);
+}
+
 inline std::uint64_t PointIdFromKey(std::uint64_t key, const double* coords,
                                     int dims) {
   // + 0.0 folds -0.0 into 0.0: the same place has one id.

@@ -16,13 +16,18 @@ constexpr double kSlack = 0x1.0p-40;
 
 ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
                              double footprint, int dims, double max_extra,
-                             double own_radius, double max_own)
+                             double own_radius, double max_own, const Box* grid)
     : dims_(dims) {
   if (obstacles.empty()) return;
   double lo[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL};
   double hi[3] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
   double max_clear = 0;
   for (const Obstacle& o : obstacles) {
+    if (o.same_layer && grid != nullptr && grid->Contains(o.center.data())) {
+      for (int a = 0; a < 3; ++a) same_centers_.push_back(o.center[a]);
+      same_radius_.push_back(o.radius);
+      continue;
+    }
     // Same layer: max(radius, own), fixed when the run's radius is.
     const bool own = o.same_layer && !(own_radius > 0);
     const bool fixed = o.radius_is_clearance || o.same_layer;
@@ -42,14 +47,14 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
     limit2_.push_back(c * c * (1 + kSlack));
     takes_extra_.push_back(fixed ? 0 : 1);
     takes_own_.push_back(own ? 1 : 0);
-    same_layer_radius_.push_back(o.same_layer ? o.radius : 0);
     takes_own_radius_ |= own;
     max_clear = std::max(max_clear, reach);
   }
+  if (clearance_.empty()) return;
   // Cells about the largest clearance, but no more than ~4 per obstacle.
   double volume = 1;
   for (int a = 0; a < dims; ++a) volume *= std::max(hi[a] - lo[a], 1e-300);
-  const double cells_wanted = 4.0 * static_cast<double>(obstacles.size());
+  const double cells_wanted = 4.0 * static_cast<double>(clearance_.size());
   const double cell = std::max(
       {max_clear, std::pow(volume / cells_wanted, 1.0 / dims), 1e-300});
   inv_cell_ = 1 / cell;

@@ -18,6 +18,24 @@ namespace scatter::sampler::internal {
 // no better than 3.
 inline constexpr double kWakeRadius = 3;
 
+// Calls f(i) for every set bit i in [begin, end) of `bits`, in order, a
+// word at a time (dormant points are rare, so most words are 0).
+template <class F>
+void ForEachSetBit(const std::vector<std::uint64_t>& bits, std::uint64_t begin,
+                   std::uint64_t end, F f) {
+  for (std::uint64_t w = begin >> 6; w <= (end - 1) >> 6 && begin < end; ++w) {
+    std::uint64_t word = bits[w];
+    if (word == 0) continue;
+    const std::uint64_t base = w << 6;
+    if (base < begin) word &= ~std::uint64_t{0} << (begin - base);
+    if (end - base < 64) word &= (std::uint64_t{1} << (end - base)) - 1;
+    while (word != 0) {
+      f(base + static_cast<std::uint64_t>(__builtin_ctzll(word)));
+      word &= word - 1;
+    }
+  }
+}
+
 class ObstacleIndex {
  public:
   // Clearance of obstacle k: obstacles[k].radius + footprint (just the
@@ -27,10 +45,15 @@ class ObstacleIndex {
   // Same-layer obstacles keep max(radius, r) from a point of radius r: with
   // `own_radius` > 0 (a constant-radius run) that is fixed here; with 0 the
   // *Extra queries take each point's own radius, up to `max_own`.
+  // With `grid` set (a Poisson run's grid bounds), same-layer obstacles
+  // inside it are left out of the index: the run keeps them in its grid, as
+  // points (see ForEachSameLayer).
   ObstacleIndex(const std::vector<Obstacle>& obstacles, double footprint,
                 int dims, double max_extra = 0, double own_radius = 0,
-                double max_own = 0);
+                double max_own = 0, const Box* grid = nullptr);
 
+  // Whether the index holds nothing (the run may still hold same-layer
+  // points: ForEachSameLayer).
   bool empty() const { return centers_.empty(); }
   // Whether some clearance grows with the point's own radius, so only the
   // *Extra queries answer right.
@@ -65,12 +88,13 @@ class ObstacleIndex {
     }
   }
 
-  // Calls f(center, radius) for every same-layer obstacle, in the order
-  // given: the points a run grows from before it scans for gaps.
+  // Calls f(center, radius) for every same-layer obstacle left out of the
+  // index because it lies in the grid bounds, in the order given: the run
+  // must hold each of them itself.
   template <class F>
   void ForEachSameLayer(F f) const {
-    for (std::size_t k = 0; k < same_layer_radius_.size(); ++k) {
-      if (same_layer_radius_[k] > 0) f(&centers_[k * 3], same_layer_radius_[k]);
+    for (std::size_t k = 0; k < same_radius_.size(); ++k) {
+      f(&same_centers_[k * 3], same_radius_[k]);
     }
   }
 
@@ -80,12 +104,13 @@ class ObstacleIndex {
                  std::int64_t* c1) const;
 
   int dims_;
-  std::vector<double> centers_;            // 3 per obstacle.
-  std::vector<double> clearance_;          // radius + footprint.
-  std::vector<double> limit2_;             // clearance^2 * (1 + slack).
-  std::vector<double> takes_extra_;        // 1, or 0 when radius_is_clearance.
-  std::vector<double> takes_own_;          // 1 for a same-layer point, else 0.
-  std::vector<double> same_layer_radius_;  // Its radius, or 0.
+  std::vector<double> centers_;       // 3 per obstacle.
+  std::vector<double> clearance_;     // radius + footprint.
+  std::vector<double> limit2_;        // clearance^2 * (1 + slack).
+  std::vector<double> takes_extra_;   // 1, or 0 when radius_is_clearance.
+  std::vector<double> takes_own_;     // 1 for a same-layer point, else 0.
+  std::vector<double> same_centers_;  // Left to the run: 3 per point.
+  std::vector<double> same_radius_;
   bool takes_own_radius_ = false;
   double origin_[3] = {0, 0, 0};
   double inv_cell_ = 1;

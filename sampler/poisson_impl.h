@@ -103,13 +103,8 @@ class PoissonRun {
         min_d2_(options.radius * options.radius * (1 + kDistanceSlack)),
         cell_(CellSide(options.radius, D)),
         inv_cell_(1 / cell_) {
-    candidate_key_ = StreamKey::OfTile(
-        options.seed, options.layer, options.tile_x, options.tile_y,
-        options.border_pass ? Purpose::kBorderCandidates
-                            : Purpose::kCandidates);
-    gap_key_ = StreamKey::OfTile(
-        options.seed, options.layer, options.tile_x, options.tile_y,
-        options.border_pass ? Purpose::kBorderGapFill : Purpose::kGapFill);
+    candidate_key_ = PoissonStreamKey(options, Purpose::kCandidates);
+    gap_key_ = PoissonStreamKey(options, Purpose::kGapFill);
 
     const Box& box = region.bounds();
     cells_ = 1;
@@ -178,17 +173,29 @@ class PoissonRun {
     // kWakeRadius r of it, so the front that reaches them grows on through
     // their gaps as one front. (Waking them all at once would start fronts from
     // every side, and a seam where they meet.)
+    bool crowded = false;
     obstacles_.ForEachSameLayer([&](const double* c, double) {
-      if (!InBounds(c)) return;
       const std::uint64_t cell = CellOf(c);
-      if (Occupied(cell)) return;
+      if (Occupied(cell)) {
+        crowded = true;
+        return;
+      }
       for (int a = 0; a < D; ++a) grid_[cell * D + a] = c[a];
       if (scan_bits_) SetBit(&occupied_, cell);
       if (fill_gaps_) MarkCovered(c);
-      if (dormant_.empty()) dormant_.assign(cells_ / 64 + 2, 0);
+      if (dormant_.empty()) {
+        dormant_.assign(cells_ / 64 + 2, 0);
+        std::uint64_t blocks = 1;
+        for (int a = 0; a < D; ++a) {
+          blocks *= static_cast<std::uint64_t>((n_[a] >> kDormantShift) + 1);
+        }
+        dormant_in_block_.assign(blocks, 0);
+      }
       SetBit(&dormant_, cell);
+      ++dormant_in_block_[DormantBlock(cell)];
       ++dormant_left_;
     });
+    if (crowded) return CrowdedError();
     if (!fill_gaps_) {
       // Bridson alone: one seed, in the first cell that has a place inside
       // the region, grown until the active list is empty.
@@ -292,6 +299,32 @@ class PoissonRun {
     if (!out_->Add(p, r_)) Halt(out_->StopStatus());
   }
 
+  // Dormant points are counted per block of 2^kDormantShift cells a side.
+  static constexpr int kDormantShift = 4;
+  std::uint64_t BlockIndex(std::int64_t bx, std::int64_t by,
+                           std::int64_t bz) const {
+    const auto nbx = static_cast<std::uint64_t>((n_[0] >> kDormantShift) + 1);
+    const auto nby = static_cast<std::uint64_t>((n_[1] >> kDormantShift) + 1);
+    return static_cast<std::uint64_t>(bx) +
+           nbx * (static_cast<std::uint64_t>(by) +
+                  nby * static_cast<std::uint64_t>(bz));
+  }
+  std::uint64_t DormantBlock(std::uint64_t c) const {
+    std::int64_t b[3] = {0, 0, 0};
+    for (int a = 0; a < D; ++a) {
+      b[a] = static_cast<std::int64_t>((c / stride_[a]) %
+                                       static_cast<std::uint64_t>(n_[a])) >>
+             kDormantShift;
+    }
+    return BlockIndex(b[0], b[1], b[2]);
+  }
+
+  static absl::Status CrowdedError() {
+    return absl::InvalidArgumentError(
+        "obstacles: two same-layer obstacles are closer than the radius, as "
+        "points of one layer never are");
+  }
+
   // Makes the dormant points within kWakeRadius r of p active, in cell
   // order.
   void WakeNear(const double* p) {
@@ -304,24 +337,39 @@ class PoissonRun {
       c0[a] = std::max<std::int64_t>(0, c - w);
       c1[a] = std::min<std::int64_t>(n_[a] - 1, c + w);
     }
+    // Most points are far from every dormant one: the blocks tell.
+    bool any = false;
+    for (std::int64_t bz = c0[2] >> kDormantShift;
+         bz <= c1[2] >> kDormantShift && !any; ++bz) {
+      for (std::int64_t by = c0[1] >> kDormantShift;
+           by <= c1[1] >> kDormantShift && !any; ++by) {
+        for (std::int64_t bx = c0[0] >> kDormantShift;
+             bx <= c1[0] >> kDormantShift && !any; ++bx) {
+          any = dormant_in_block_[BlockIndex(bx, by, bz)] != 0;
+        }
+      }
+    }
+    if (!any) return;
     for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
       for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
-        for (std::int64_t x = c0[0]; x <= c1[0]; ++x) {
-          const std::uint64_t c =
-              static_cast<std::uint64_t>(x) * stride_[0] +
-              static_cast<std::uint64_t>(y) * stride_[1] +
-              (D == 3 ? static_cast<std::uint64_t>(z) * stride_[D - 1] : 0);
-          if (((dormant_[c >> 6] >> (c & 63)) & 1) == 0) continue;
-          double d2 = 0;
-          for (int a = 0; a < D; ++a) {
-            const double d = grid_[c * D + a] - p[a];
-            d2 += d * d;
-          }
-          if (d2 >= limit) continue;
-          dormant_[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
-          --dormant_left_;
-          active_.push_back({c, next_index_++});
-        }
+        // A row's cells are consecutive bits.
+        const std::uint64_t row =
+            static_cast<std::uint64_t>(y) * stride_[1] +
+            (D == 3 ? static_cast<std::uint64_t>(z) * stride_[D - 1] : 0);
+        ForEachSetBit(dormant_, row + static_cast<std::uint64_t>(c0[0]),
+                      row + static_cast<std::uint64_t>(c1[0]) + 1,
+                      [&](std::uint64_t c) {
+                        double d2 = 0;
+                        for (int a = 0; a < D; ++a) {
+                          const double d = grid_[c * D + a] - p[a];
+                          d2 += d * d;
+                        }
+                        if (d2 >= limit) return;
+                        dormant_[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
+                        --dormant_in_block_[DormantBlock(c)];
+                        --dormant_left_;
+                        active_.push_back({c, next_index_++});
+                      });
       }
     }
   }
@@ -1175,6 +1223,7 @@ class PoissonRun {
   std::vector<Active> active_;
   // Cells holding same-layer obstacles not yet woken; see WakeNear.
   std::vector<std::uint64_t> dormant_;
+  std::vector<std::uint32_t> dormant_in_block_;
   std::uint64_t dormant_left_ = 0;
   std::size_t head_ = 0;
   std::uint64_t next_index_ = 0;

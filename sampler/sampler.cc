@@ -131,6 +131,19 @@ absl::Status ValidateObstacles(int dims, SamplerOptions* o) {
           absl::StrCat("obstacles[", k,
                        "].radius must be finite and >= 0, got ", ob.radius));
     }
+    if (ob.same_layer) {
+      // A point of this layer: its radius is one the layer can have.
+      const bool fits = o->density != nullptr ? ob.radius >= o->radius_min &&
+                                                    ob.radius <= o->radius_max
+                                              : ob.radius == o->radius;
+      if (!IsPoisson(o->method) || !fits) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "obstacles[", k,
+            "]: a same-layer obstacle needs a Poisson method and the "
+            "layer's radius (or one in [radius_min, radius_max]), got ",
+            ob.radius));
+      }
+    }
   }
   if (!std::isfinite(o->footprint) || o->footprint < 0) {
     return absl::InvalidArgumentError(
@@ -229,10 +242,13 @@ absl::StatusOr<Sampler> Sampler::Create(const Region& region,
   const bool variable = o.density != nullptr;
   const double max_extra = variable && o.footprint == 0 ? o.radius_max / 2 : 0;
   const double own_radius = variable ? 0 : IsPoisson(o.method) ? o.radius : 0;
-  return Sampler(region, o,
-                 std::make_shared<const internal::ObstacleIndex>(
-                     o.obstacles, o.footprint, box.dims(), max_extra,
-                     own_radius, variable ? o.radius_max : 0));
+  // The Poisson runs keep same-layer obstacles in their bounds in their own
+  // grids.
+  return Sampler(
+      region, o,
+      std::make_shared<const internal::ObstacleIndex>(
+          o.obstacles, o.footprint, box.dims(), max_extra, own_radius,
+          variable ? o.radius_max : 0, IsPoisson(o.method) ? &box : nullptr));
 }
 
 absl::Status Sampler::Run(BatchSink sink,

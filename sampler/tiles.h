@@ -107,6 +107,8 @@ struct GeneratedPoints {
   std::size_t size() const { return radius.size(); }
   // Heap bytes held, for the cache budget.
   std::size_t bytes() const;
+  // Room for n points in every array.
+  void Reserve(std::size_t n);
   // Appends point k of `from`.
   void AppendFrom(const GeneratedPoints& from, std::size_t k);
   // Views of points [begin, end) as a batch.
@@ -239,17 +241,26 @@ class TileWorld {
  private:
   explicit TileWorld(WorldSpec spec) : spec_(std::move(spec)) {}
 
-  // Runs one layer's sampler over `region` with `obstacles`, appending its
-  // points (in generation order) to *out.
+  // Runs one layer's sampler over `region` with `obstacles`, appending the
+  // points keep(p, id) accepts, in generation order, to *out.
+  using KeepFn = absl::FunctionRef<bool(const double*, std::uint64_t)>;
   absl::Status RunLayer(std::size_t layer_index, const Region& region,
                         TileCoord t, bool border_pass,
                         std::vector<Obstacle> obstacles,
-                        absl::FunctionRef<bool()> stop,
+                        absl::FunctionRef<bool()> stop, KeepFn keep,
                         GeneratedPoints* out) const;
   // The obstacle keeping a point of layer `layer_index` clear of point k of
   // `from`.
   Obstacle ObstacleFor(std::size_t layer_index, const GeneratedPoints& from,
                        std::size_t k) const;
+  using GeneratorMap =
+      std::map<TileCoord, std::shared_ptr<const GeneratedPoints>>;
+  // Makes the generators of `list` (each lower neighbour in the list or in
+  // `have`) on every thread of `pool`, each as soon as its lower neighbours
+  // are done, and adds them to `have`.
+  absl::Status GenerateAll(const std::vector<TileCoord>& list,
+                           GeneratorMap& have, ThreadPool* pool,
+                           absl::FunctionRef<bool()> stop) const;
   // Collects the tiles' served points from the generators in `have`.
   TilePoints Collect(
       TileCoord t,

@@ -222,13 +222,8 @@ class VariableRun {
         density_bounds_(*options.density),
         per_point_footprint_(options.footprint == 0),
         per_point_(per_point_footprint_ || obstacles.takes_own_radius()) {
-    candidate_key_ = StreamKey::OfTile(
-        options.seed, options.layer, options.tile_x, options.tile_y,
-        options.border_pass ? Purpose::kBorderCandidates
-                            : Purpose::kCandidates);
-    gap_key_ = StreamKey::OfTile(
-        options.seed, options.layer, options.tile_x, options.tile_y,
-        options.border_pass ? Purpose::kBorderGapFill : Purpose::kGapFill);
+    candidate_key_ = PoissonStreamKey(options, Purpose::kCandidates);
+    gap_key_ = PoissonStreamKey(options, Purpose::kGapFill);
     const Box& box = region.bounds();
     for (int a = 0; a < D; ++a) {
       lo_[a] = box.min(a);
@@ -291,15 +286,15 @@ class VariableRun {
     // grows on through their gaps as one front (as the constant-radius run
     // does).
     bool seeded = false;
+    bool crowded = false;
     obstacles_.ForEachSameLayer([&](const double* c, double r) {
-      for (int a = 0; a < D; ++a) {
-        if (!(c[a] >= lo_[a] && c[a] < hi_[a])) return;
-      }
-      if (!(r >= field_.r_min && r <= field_.r_max)) return;
       const int l = LevelOf(r);
       Level& level = levels_[static_cast<std::size_t>(l)];
       const std::uint64_t cell = CellOf(level, c);
-      if ((level.bits[cell >> 6] >> (cell & 63)) & 1) return;
+      if ((level.bits[cell >> 6] >> (cell & 63)) & 1) {
+        crowded = true;
+        return;
+      }
       Place(c, r, /*active=*/false);
       if (level.dormant.empty()) level.dormant.assign(level.cells / 64 + 2, 0);
       level.dormant[cell >> 6] |= std::uint64_t{1} << (cell & 63);
@@ -307,6 +302,11 @@ class VariableRun {
       ++dormant_left_;
       seeded = true;
     });
+    if (crowded) {
+      return absl::InvalidArgumentError(
+          "obstacles: two same-layer obstacles are closer than their radii, "
+          "as points of one layer never are");
+    }
     if (fill_gaps_) return FillGaps();
     if (seeded) return absl::OkStatus();
     double p[D];
@@ -499,23 +499,27 @@ class VariableRun {
       }
       for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
         for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
-          for (std::int64_t x = c0[0]; x <= c1[0]; ++x) {
-            const std::uint64_t c =
-                static_cast<std::uint64_t>(x) * level.stride[0] +
-                static_cast<std::uint64_t>(y) * level.stride[1] +
-                (D == 3 ? static_cast<std::uint64_t>(z) * level.stride[D - 1]
-                        : 0);
-            if (((level.dormant[c >> 6] >> (c & 63)) & 1) == 0) continue;
-            const double* q = &level.points[c * (D + 1)];
-            const double limit = kWakeRadius * std::max(r, q[D]);
-            double d2 = 0;
-            for (int a = 0; a < D; ++a) d2 += (q[a] - p[a]) * (q[a] - p[a]);
-            if (d2 >= limit * limit) continue;
-            level.dormant[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
-            --level.dormant_left;
-            --dormant_left_;
-            active_.push_back({c, next_index_++, static_cast<int>(l)});
-          }
+          // A row's cells are consecutive bits.
+          const std::uint64_t row =
+              static_cast<std::uint64_t>(y) * level.stride[1] +
+              (D == 3 ? static_cast<std::uint64_t>(z) * level.stride[D - 1]
+                      : 0);
+          ForEachSetBit(
+              level.dormant, row + static_cast<std::uint64_t>(c0[0]),
+              row + static_cast<std::uint64_t>(c1[0]) + 1,
+              [&](std::uint64_t c) {
+                const double* q = &level.points[c * (D + 1)];
+                const double limit = kWakeRadius * std::max(r, q[D]);
+                double d2 = 0;
+                for (int a = 0; a < D; ++a) {
+                  d2 += (q[a] - p[a]) * (q[a] - p[a]);
+                }
+                if (d2 >= limit * limit) return;
+                level.dormant[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
+                --level.dormant_left;
+                --dormant_left_;
+                active_.push_back({c, next_index_++, static_cast<int>(l)});
+              });
         }
       }
     }
