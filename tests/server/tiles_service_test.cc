@@ -393,8 +393,8 @@ TEST(TilesServiceTest, CancellingStopsTheWorkPromptly) {
   const absl::Duration took = WaitIdle(server.server(), absl::Seconds(10));
   EXPECT_LT(took, kSlowdown * absl::Milliseconds(300));
   EXPECT_EQ(server.server().stats().in_flight.load(), 0);
+  // (The handler's log line may come after in_flight drops: not checked.)
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
-  EXPECT_THAT(server.log(), HasSubstr("code=CANCELLED"));
 }
 
 TEST(TilesServiceTest, DeadlineStopsTheWork) {
