@@ -222,8 +222,11 @@ class TileWorld {
   static std::vector<TileCoord> LowerNeighbours(TileCoord t);
 
   // Serves `tiles` in the order given (repeats allowed): computes the
-  // generators each needs that `cache` does not hold, colour by colour, in
-  // parallel on `pool`, and calls sink(tile) for each tile once it is done.
+  // generators each needs that `cache` does not hold, in parallel on `pool`
+  // (each as soon as its lower neighbours are done), and calls sink(tile)
+  // for each tile once it is done: always on the caller's thread, in the
+  // order of `tiles`. Tile indices up to 2^31 from the origin keep every
+  // coordinate within 2^31 T, where a double still resolves T / 2^21.
   // Tiles are computed a few at a time, so finished tiles waiting for a
   // slow sink stay few; a sink returning false stops the work (Cancelled).
   // `stop` is polled by every thread in every long loop (it must be
