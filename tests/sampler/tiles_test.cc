@@ -477,9 +477,9 @@ TEST(TilesTest, AWorldRegionBoundsThePoints) {
 //  - the periodogram on the axes at m / T, m = 1..8, stays within the
 //    untiled mean + 3 sigma.
 // Classic packing meets all three. Dense packing does not (see bench/README
-// "Tiles"): two dense patterns meeting lose density where they meet (3.9 %
+// "Tiles"): two dense patterns meeting lose density where they meet (3.8 %
 // in the worst bin, 0.5 r inside the later tile), and the dense control has
-// so little low-frequency power (0.02 at 1/T) that this shows: 0.32 at 1/T.
+// so little low-frequency power (0.02 at 1/T) that this shows: 0.28 at 1/T.
 // For dense the test holds the measured levels, so they cannot get worse
 // unnoticed: bins within 5 %, rho within 1 %, on-axis power <= 0.4.
 class SeamTest : public testing::TestWithParam<Method> {};
