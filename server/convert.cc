@@ -36,8 +36,8 @@ bool FinitePositive(double v) { return std::isfinite(v) && v > 0; }
 using Pinned = std::vector<std::shared_ptr<const sampler::Raster>>;
 
 absl::StatusOr<std::shared_ptr<const sampler::Raster>> ResolveRaster(
-    absl::string_view field, const v1::RasterInput& input,
-    const Limits& limits, RasterCache& rasters, Pinned* pinned) {
+    absl::string_view field, const v1::RasterInput& input, const Limits& limits,
+    RasterCache& rasters, Pinned* pinned) {
   std::shared_ptr<const sampler::Raster> cached;
   switch (input.source_case()) {
     case v1::RasterInput::kData: {
@@ -68,8 +68,9 @@ absl::StatusOr<std::shared_ptr<const sampler::Raster>> ResolveRaster(
   return std::make_shared<const sampler::Raster>(*std::move(placed));
 }
 
-absl::StatusOr<sampler::Ring> ToRing(absl::string_view field,
-                                     const google::protobuf::RepeatedField<double>& xy) {
+absl::StatusOr<sampler::Ring> ToRing(
+    absl::string_view field,
+    const google::protobuf::RepeatedField<double>& xy) {
   if (xy.size() % 2 != 0) {
     return Invalid(field, absl::StrCat("needs x, y pairs (an even count), got ",
                                        xy.size(), " values"));
@@ -134,9 +135,9 @@ absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
               "region.polygons.rings: more than max_polygon_vertices = ",
               limits.max_polygon_vertices, " vertices"));
         }
-        absl::StatusOr<sampler::Ring> ring = ToRing(
-            absl::StrCat("region.polygons.rings[", i, "].xy"),
-            polygons.rings(i).xy());
+        absl::StatusOr<sampler::Ring> ring =
+            ToRing(absl::StrCat("region.polygons.rings[", i, "].xy"),
+                   polygons.rings(i).xy());
         if (!ring.ok()) return ring.status();
         rings.push_back(*std::move(ring));
       }
@@ -148,7 +149,8 @@ absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
                                     polygons.spline_tolerance()));
       }
       for (int i = 0; i < polygons.splines_size(); ++i) {
-        const std::string field = absl::StrCat("region.polygons.splines[", i, "]");
+        const std::string field =
+            absl::StrCat("region.polygons.splines[", i, "]");
         const v1::Spline& spline = polygons.splines(i);
         absl::StatusOr<sampler::Ring> points =
             ToRing(absl::StrCat(field, ".xy"), spline.xy());
@@ -164,9 +166,10 @@ absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
         vertices += ring->size();
         rings.push_back(*std::move(ring));
       }
-      const sampler::FillRule rule = polygons.fill_rule() == v1::FILL_RULE_NONZERO
-                                         ? sampler::FillRule::kNonZero
-                                         : sampler::FillRule::kEvenOdd;
+      const sampler::FillRule rule =
+          polygons.fill_rule() == v1::FILL_RULE_NONZERO
+              ? sampler::FillRule::kNonZero
+              : sampler::FillRule::kEvenOdd;
       absl::StatusOr<sampler::Region> made =
           sampler::Region::Polygons(rings, rule, limits.max_polygon_vertices);
       if (!made.ok()) {
@@ -212,11 +215,10 @@ bool IsPoisson(v1::Method method) {
          method == v1::METHOD_POISSON_CLASSIC;
 }
 
-absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
-                                           const Limits& limits,
-                                           RasterCache& rasters,
-                                           const sampler::SamplerOptions& shared,
-                                           Pinned* pinned) {
+absl::StatusOr<sampler::LayerSpec> ToLayer(
+    int index, const v1::Layer& layer, const Limits& limits,
+    RasterCache& rasters, const sampler::SamplerOptions& shared,
+    Pinned* pinned) {
   const std::string path = absl::StrCat("layers[", index, "]");
   if (!v1::Method_IsValid(layer.method())) {
     return Invalid(absl::StrCat(path, ".method"),
@@ -234,17 +236,21 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
                      "METHOD_POISSON_CLASSIC");
     }
     if (!FinitePositive(layer.radius_min())) {
-      return Invalid(absl::StrCat(path, ".radius_min"),
-                     absl::StrCat("must be finite and > 0 with a density raster, got ",
-                                  layer.radius_min()));
+      return Invalid(
+          absl::StrCat(path, ".radius_min"),
+          absl::StrCat("must be finite and > 0 with a density raster, got ",
+                       layer.radius_min()));
     }
-    if (!std::isfinite(layer.radius_max()) || layer.radius_max() < layer.radius_min()) {
-      return Invalid(absl::StrCat(path, ".radius_max"),
-                     absl::StrCat("must be finite and >= radius_min (",
-                                  layer.radius_min(), "), got ", layer.radius_max()));
+    if (!std::isfinite(layer.radius_max()) ||
+        layer.radius_max() < layer.radius_min()) {
+      return Invalid(
+          absl::StrCat(path, ".radius_max"),
+          absl::StrCat("must be finite and >= radius_min (", layer.radius_min(),
+                       "), got ", layer.radius_max()));
     }
-    absl::StatusOr<std::shared_ptr<const sampler::Raster>> density = ResolveRaster(
-        absl::StrCat(path, ".density"), layer.density(), limits, rasters, pinned);
+    absl::StatusOr<std::shared_ptr<const sampler::Raster>> density =
+        ResolveRaster(absl::StrCat(path, ".density"), layer.density(), limits,
+                      rasters, pinned);
     if (!density.ok()) return density.status();
     o.density = *std::move(density);
     o.radius_min = layer.radius_min();
@@ -252,9 +258,10 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
     o.radius = layer.radius_max();
   } else if (IsPoisson(layer.method())) {
     if (!FinitePositive(layer.spacing())) {
-      return Invalid(absl::StrCat(path, ".spacing"),
-                     absl::StrCat("must be finite and > 0 for Poisson methods, got ",
-                                  layer.spacing()));
+      return Invalid(
+          absl::StrCat(path, ".spacing"),
+          absl::StrCat("must be finite and > 0 for Poisson methods, got ",
+                       layer.spacing()));
     }
     o.radius = layer.spacing();
   }
@@ -268,9 +275,10 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
   }
   if (layer.method() == v1::METHOD_JITTERED_GRID &&
       !FinitePositive(layer.cell_size())) {
-    return Invalid(absl::StrCat(path, ".cell_size"),
-                   absl::StrCat("must be finite and > 0 for a jittered grid, got ",
-                                layer.cell_size()));
+    return Invalid(
+        absl::StrCat(path, ".cell_size"),
+        absl::StrCat("must be finite and > 0 for a jittered grid, got ",
+                     layer.cell_size()));
   }
   if (layer.method() == v1::METHOD_UNIFORM && layer.count() == 0) {
     return Invalid(absl::StrCat(path, ".count"),
@@ -279,16 +287,19 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(int index, const v1::Layer& layer,
   o.cell_size = layer.cell_size();
   o.count = layer.count();
   if (!std::isfinite(layer.footprint()) || layer.footprint() < 0) {
-    return Invalid(absl::StrCat(path, ".footprint"),
-                   absl::StrCat("must be finite and >= 0, got ", layer.footprint()));
+    return Invalid(
+        absl::StrCat(path, ".footprint"),
+        absl::StrCat("must be finite and >= 0, got ", layer.footprint()));
   }
   o.footprint = layer.footprint();
   if (layer.scale_min() != 0 || layer.scale_max() != 0) {
-    if (!FinitePositive(layer.scale_min()) || !FinitePositive(layer.scale_max()) ||
+    if (!FinitePositive(layer.scale_min()) ||
+        !FinitePositive(layer.scale_max()) ||
         layer.scale_min() > layer.scale_max()) {
-      return Invalid(absl::StrCat(path, ".scale_min"),
-                     absl::StrCat("needs finite 0 < scale_min <= scale_max, got ",
-                                  layer.scale_min(), " and ", layer.scale_max()));
+      return Invalid(
+          absl::StrCat(path, ".scale_min"),
+          absl::StrCat("needs finite 0 < scale_min <= scale_max, got ",
+                       layer.scale_min(), " and ", layer.scale_max()));
     }
     o.scale_min = layer.scale_min();
     o.scale_max = layer.scale_max();
@@ -314,9 +325,11 @@ CoverCells MeetingCells(const sampler::Region& region) {
   for (int k = 0; k < (dims == 3 ? n : 1); ++k) {
     for (int j = 0; j < n; ++j) {
       for (int i = 0; i < n; ++i) {
-        const double lo[3] = {box.min(0) + i * step[0], box.min(1) + j * step[1],
+        const double lo[3] = {box.min(0) + i * step[0],
+                              box.min(1) + j * step[1],
                               dims == 3 ? box.min(2) + k * step[2] : 0};
-        const double hi[3] = {lo[0] + step[0], lo[1] + step[1], lo[2] + step[2]};
+        const double hi[3] = {lo[0] + step[0], lo[1] + step[1],
+                              lo[2] + step[2]};
         if (region.Classify(lo, hi) != sampler::Region::Overlap::kOutside) {
           out.boxes.push_back({lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]});
         }
@@ -329,7 +342,8 @@ CoverCells MeetingCells(const sampler::Region& region) {
 // Points per unit measure at most for spacing r: hexagonal packing in 2D
 // (2 / (sqrt(3) r^2)), FCC in 3D (sqrt(2) / r^3).
 double PackingDensity(double r, int dims) {
-  return dims == 2 ? 2 / (std::sqrt(3.0) * r * r) : std::sqrt(2.0) / (r * r * r);
+  return dims == 2 ? 2 / (std::sqrt(3.0) * r * r)
+                   : std::sqrt(2.0) / (r * r * r);
 }
 
 // The integral of the packing density over the meeting cells: with a
@@ -337,7 +351,8 @@ double PackingDensity(double r, int dims) {
 // give (the raster is bilinear, so that is close to its least).
 double EstimatePoints(const sampler::SamplerOptions& o, int dims,
                       const CoverCells& cells) {
-  const double measure = cells.cell_measure * static_cast<double>(cells.boxes.size());
+  const double measure =
+      cells.cell_measure * static_cast<double>(cells.boxes.size());
   switch (o.method) {
     case Method::kPoissonDense:
     case Method::kPoissonClassic: {
@@ -345,12 +360,15 @@ double EstimatePoints(const sampler::SamplerOptions& o, int dims,
       double sum = 0;
       for (const auto& c : cells.boxes) {
         double bright = 0;
-        for (const auto& [x, y] : {std::pair{c[0], c[1]}, std::pair{c[3], c[1]},
-                                   std::pair{c[0], c[4]}, std::pair{c[3], c[4]},
-                                   std::pair{(c[0] + c[3]) / 2, (c[1] + c[4]) / 2}}) {
-          bright = std::max(bright, std::clamp(o.density->Sample(x, y), 0.0, 1.0));
+        for (const auto& [x, y] :
+             {std::pair{c[0], c[1]}, std::pair{c[3], c[1]},
+              std::pair{c[0], c[4]}, std::pair{c[3], c[4]},
+              std::pair{(c[0] + c[3]) / 2, (c[1] + c[4]) / 2}}) {
+          bright =
+              std::max(bright, std::clamp(o.density->Sample(x, y), 0.0, 1.0));
         }
-        const double r = o.radius_min + (o.radius_max - o.radius_min) * (1 - bright);
+        const double r =
+            o.radius_min + (o.radius_max - o.radius_min) * (1 - bright);
         sum += cells.cell_measure * PackingDensity(r, dims);
       }
       return sum;
@@ -410,9 +428,9 @@ absl::Status CheckLayerCount(const Request& request, const Limits& limits) {
     return Invalid("layers", "at least one layer is required");
   }
   if (static_cast<std::size_t>(request.layers_size()) > limits.max_layers) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("layers: ", request.layers_size(),
-                     " layers, over the limit max_layers = ", limits.max_layers));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "layers: ", request.layers_size(),
+        " layers, over the limit max_layers = ", limits.max_layers));
   }
   return absl::OkStatus();
 }
@@ -461,14 +479,16 @@ absl::StatusOr<sampler::SamplerOptions> ToShared(const Request& request,
   shared.seed = request.seed();
   shared.batch_size = ClampBatchSize(request.batch_size(), dims);
   shared.max_memory_bytes = limits.max_grid_bytes;
-  if (static_cast<std::size_t>(request.obstacles_size()) > limits.max_obstacles) {
+  if (static_cast<std::size_t>(request.obstacles_size()) >
+      limits.max_obstacles) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "obstacles: ", request.obstacles_size(),
         " obstacles, over the limit max_obstacles = ", limits.max_obstacles));
   }
   for (int i = 0; i < request.obstacles_size(); ++i) {
     const v1::Obstacle& o = request.obstacles(i);
-    if (!std::isfinite(o.x()) || !std::isfinite(o.y()) || !std::isfinite(o.z())) {
+    if (!std::isfinite(o.x()) || !std::isfinite(o.y()) ||
+        !std::isfinite(o.z())) {
       return Invalid(absl::StrCat("obstacles[", i, "]"),
                      "coordinates must be finite");
     }
@@ -504,16 +524,19 @@ absl::Status ToLayers(const Request& request, const Limits& limits,
     const v1::Clearance& c = request.clearances(i);
     const std::string path = absl::StrCat("clearances[", i, "]");
     if (!ids.contains(c.layer_a())) {
-      return Invalid(absl::StrCat(path, ".layer_a"),
-                     absl::StrCat("names no layer of the request: ", c.layer_a()));
+      return Invalid(
+          absl::StrCat(path, ".layer_a"),
+          absl::StrCat("names no layer of the request: ", c.layer_a()));
     }
     if (!ids.contains(c.layer_b())) {
-      return Invalid(absl::StrCat(path, ".layer_b"),
-                     absl::StrCat("names no layer of the request: ", c.layer_b()));
+      return Invalid(
+          absl::StrCat(path, ".layer_b"),
+          absl::StrCat("names no layer of the request: ", c.layer_b()));
     }
     if (!std::isfinite(c.clearance()) || c.clearance() < 0) {
-      return Invalid(absl::StrCat(path, ".clearance"),
-                     absl::StrCat("must be finite and >= 0, got ", c.clearance()));
+      return Invalid(
+          absl::StrCat(path, ".clearance"),
+          absl::StrCat("must be finite and >= 0, got ", c.clearance()));
     }
     overrides->push_back({c.layer_a(), c.layer_b(), c.clearance()});
   }
@@ -527,9 +550,9 @@ constexpr std::int64_t kTileIndexLimit = std::int64_t{1} << 31;
 absl::Status CheckTileIndex(absl::string_view field, std::int64_t v,
                             std::int64_t hi) {
   if (v < -kTileIndexLimit || v > hi) {
-    return Invalid(field, absl::StrCat("must be in [-2^31, 2^31",
-                                       hi == kTileIndexLimit ? "]" : ")",
-                                       ", got ", v));
+    return Invalid(
+        field, absl::StrCat("must be in [-2^31, 2^31",
+                            hi == kTileIndexLimit ? "]" : ")", ", got ", v));
   }
   return absl::OkStatus();
 }
@@ -565,8 +588,8 @@ absl::StatusOr<std::vector<sampler::TileCoord>> ToTiles(
                        static_cast<std::uint64_t>(r.y1() - r.y0());
     if (count > most) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "rect: ", count, " tiles, over the limit max_tiles_per_request = ",
-          most));
+          "rect: ", count,
+          " tiles, over the limit max_tiles_per_request = ", most));
     }
     return sampler::ShardTiles(r.x0(), r.x1(), r.y0(), r.y1(), 0, 1);
   }
@@ -574,17 +597,18 @@ absl::StatusOr<std::vector<sampler::TileCoord>> ToTiles(
     return Invalid("tiles", "needs tiles or rect: which tiles to send");
   }
   if (static_cast<std::size_t>(request.tiles_size()) > most) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "tiles: ", request.tiles_size(),
-        " tiles, over the limit max_tiles_per_request = ", most));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("tiles: ", request.tiles_size(),
+                     " tiles, over the limit max_tiles_per_request = ", most));
   }
   std::vector<sampler::TileCoord> tiles;
   tiles.reserve(static_cast<std::size_t>(request.tiles_size()));
   for (int i = 0; i < request.tiles_size(); ++i) {
     const v1::TileCoord& t = request.tiles(i);
-    for (const auto& [axis, v] : {std::pair{".x", t.x()}, std::pair{".y", t.y()}}) {
-      absl::Status in_range = CheckTileIndex(absl::StrCat("tiles[", i, "]", axis),
-                                             v, kTileIndexLimit - 1);
+    for (const auto& [axis, v] :
+         {std::pair{".x", t.x()}, std::pair{".y", t.y()}}) {
+      absl::Status in_range = CheckTileIndex(
+          absl::StrCat("tiles[", i, "]", axis), v, kTileIndexLimit - 1);
       if (!in_range.ok()) return in_range;
     }
     tiles.push_back({t.x(), t.y()});
@@ -599,21 +623,24 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
   absl::Status counted = CheckLayerCount(request, limits);
   if (!counted.ok()) return counted;
   Pinned pinned;
-  absl::StatusOr<sampler::Region> region =
-      ToRegion(request.region(), SmallestSpacing(request), limits, rasters, &pinned);
+  absl::StatusOr<sampler::Region> region = ToRegion(
+      request.region(), SmallestSpacing(request), limits, rasters, &pinned);
   if (!region.ok()) return region.status();
   const int dims = region->dims();
-  absl::StatusOr<sampler::SamplerOptions> shared = ToShared(request, dims, limits);
+  absl::StatusOr<sampler::SamplerOptions> shared =
+      ToShared(request, dims, limits);
   if (!shared.ok()) return shared.status();
   // The estimate below and the stream's cap enforce max_points; the
   // sampler's own bounding-box estimate must not refuse first.
-  shared->max_points = std::numeric_limits<std::uint32_t>::max() * std::uint64_t{4096};
+  shared->max_points =
+      std::numeric_limits<std::uint32_t>::max() * std::uint64_t{4096};
 
-  ScatterJob job{*std::move(region), {}, *std::move(shared), {}, std::move(pinned),
-                 0, 0, kDefaultBatchSize};
+  ScatterJob job{
+      *std::move(region), {}, *std::move(shared), {}, std::move(pinned), 0, 0,
+      kDefaultBatchSize};
   job.batch_size = job.shared.batch_size;
-  absl::Status layers = ToLayers(request, limits, rasters, job.shared, &job.pinned,
-                                 &job.layers, &job.overrides);
+  absl::Status layers = ToLayers(request, limits, rasters, job.shared,
+                                 &job.pinned, &job.layers, &job.overrides);
   if (!layers.ok()) return layers;
   const CoverCells cells = MeetingCells(job.region);
   for (const sampler::LayerSpec& layer : job.layers) {
@@ -629,9 +656,48 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
   }
   job.point_cap = limits.max_points;
   if (request.max_points() != 0) {
-    job.point_cap = std::min<std::uint64_t>(job.point_cap, request.max_points());
+    job.point_cap =
+        std::min<std::uint64_t>(job.point_cap, request.max_points());
   }
   return job;
+}
+
+absl::Status CheckTilesEstimate(const TilesJob& job,
+                                const sampler::TileWorld& world,
+                                const Limits& limits) {
+  const double t = world.tile_size();
+  double measure = t * t;
+  if (job.dims == 3) {
+    const sampler::Box& b = job.world.region->bounds();
+    measure *= b.extent(2);
+  }
+  double estimate = 0;
+  for (const sampler::TileCoord& tile : job.tiles) {
+    const sampler::Box bounds = world.TileBounds(tile);
+    for (const sampler::LayerSpec& layer : job.world.layers) {
+      const sampler::SamplerOptions& o = layer.options;
+      double r = o.radius;
+      if (o.density != nullptr) {
+        double least = 0, most = 1;
+        if (!o.density->Bounds(bounds.min(0), bounds.min(1), bounds.max(0),
+                               bounds.max(1), &least, &most)) {
+          most = 1;  // Too many pixels to look at: assume the brightest.
+        }
+        r = o.radius_min +
+            (o.radius_max - o.radius_min) * (1 - std::clamp(most, 0.0, 1.0));
+      }
+      estimate += measure * PackingDensity(r, job.dims);
+    }
+    if (estimate > static_cast<double>(limits.max_points)) break;
+  }
+  if (estimate > static_cast<double>(limits.max_points)) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the tiles could hold at least ", static_cast<std::uint64_t>(estimate),
+        " points (2 / (sqrt(3) r^2) per unit area over each tile, per "
+        "layer), over the limit max_points = ",
+        limits.max_points));
+  }
+  return absl::OkStatus();
 }
 
 std::string WorldKey(const v1::ScatterTilesRequest& request) {
@@ -646,10 +712,11 @@ std::string WorldKey(const v1::ScatterTilesRequest& request) {
   auto by_digest = [](v1::RasterInput* input) {
     if (input->source_case() != v1::RasterInput::kData) return;
     const v1::RasterData& data = input->data();
-    input->set_digest(
-        RasterDigest(data.format(), data.width(), data.height(), data.pixels()));
+    input->set_digest(RasterDigest(data.format(), data.width(), data.height(),
+                                   data.pixels()));
   };
-  if (world.region().has_mask()) by_digest(world.mutable_region()->mutable_mask());
+  if (world.region().has_mask())
+    by_digest(world.mutable_region()->mutable_mask());
   for (v1::Layer& layer : *world.mutable_layers()) {
     if (layer.has_density()) by_digest(layer.mutable_density());
   }
@@ -664,18 +731,21 @@ std::string WorldKey(const v1::ScatterTilesRequest& request) {
 }
 
 absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
-                                    const Limits& limits, RasterCache& rasters) {
+                                    const Limits& limits,
+                                    RasterCache& rasters) {
   // The tiles first: a request for too many is refused before any raster
   // is decoded.
-  absl::StatusOr<std::vector<sampler::TileCoord>> tiles = ToTiles(request, limits);
+  absl::StatusOr<std::vector<sampler::TileCoord>> tiles =
+      ToTiles(request, limits);
   if (!tiles.ok()) return tiles.status();
   absl::Status counted = CheckLayerCount(request, limits);
   if (!counted.ok()) return counted;
   TilesJob job;
   job.tiles = *std::move(tiles);
   if (request.has_region()) {
-    absl::StatusOr<sampler::Region> region = ToRegion(
-        request.region(), SmallestSpacing(request), limits, rasters, &job.pinned);
+    absl::StatusOr<sampler::Region> region =
+        ToRegion(request.region(), SmallestSpacing(request), limits, rasters,
+                 &job.pinned);
     if (!region.ok()) return region.status();
     job.dims = region->dims();
     job.world.region = *std::move(region);
@@ -688,9 +758,9 @@ absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
   shared->max_points = limits.max_points;
   job.world.shared = *std::move(shared);
   job.batch_size = job.world.shared.batch_size;
-  absl::Status layers = ToLayers(request, limits, rasters, job.world.shared,
-                                 &job.pinned, &job.world.layers,
-                                 &job.world.overrides);
+  absl::Status layers =
+      ToLayers(request, limits, rasters, job.world.shared, &job.pinned,
+               &job.world.layers, &job.world.overrides);
   if (!layers.ok()) return layers;
   job.world.tile_size = request.tile_size();
   job.world.cache_key = WorldKey(request);

@@ -84,6 +84,15 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
 absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
                                     const Limits& limits, RasterCache& rasters);
 
+// ResourceExhausted naming max_points when the tiles could hold more points
+// than the limit, before any is sampled: per tile and layer, the tile's
+// measure (T^2, in 3D times the world's height) times the densest packing
+// (2 / (sqrt(3) r^2) in 2D) at the smallest radius the layer can have in
+// that tile (with a density raster, at its brightest value over the tile).
+absl::Status CheckTilesEstimate(const TilesJob& job,
+                                const sampler::TileWorld& world,
+                                const Limits& limits);
+
 // The name of the request's world in a sampler::GeneratorCache: lower-case
 // hex SHA-256 of its deterministic serialization without tiles, rect,
 // batch_size and fields, with algorithm_version 0 made the current one and

@@ -22,13 +22,23 @@ grpc::Status ToGrpc(const absl::Status& status) {
 }
 
 const char* CodeName(grpc::StatusCode code) {
-  static constexpr const char* kNames[] = {
-      "OK",           "CANCELLED",          "UNKNOWN",
-      "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
-      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-      "FAILED_PRECONDITION", "ABORTED",     "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",          "UNAVAILABLE",
-      "DATA_LOSS",    "UNAUTHENTICATED"};
+  static constexpr const char* kNames[] = {"OK",
+                                           "CANCELLED",
+                                           "UNKNOWN",
+                                           "INVALID_ARGUMENT",
+                                           "DEADLINE_EXCEEDED",
+                                           "NOT_FOUND",
+                                           "ALREADY_EXISTS",
+                                           "PERMISSION_DENIED",
+                                           "RESOURCE_EXHAUSTED",
+                                           "FAILED_PRECONDITION",
+                                           "ABORTED",
+                                           "OUT_OF_RANGE",
+                                           "UNIMPLEMENTED",
+                                           "INTERNAL",
+                                           "UNAVAILABLE",
+                                           "DATA_LOSS",
+                                           "UNAUTHENTICATED"};
   const int i = static_cast<int>(code);
   return i >= 0 && i < 17 ? kNames[i] : "UNKNOWN";
 }
@@ -51,7 +61,8 @@ class BatchQueue {
     auto room = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
       return consumer_gone_ || items_.size() < capacity_;
     };
-    while (!mu_.AwaitWithTimeout(absl::Condition(&room), absl::Milliseconds(10))) {
+    while (
+        !mu_.AwaitWithTimeout(absl::Condition(&room), absl::Milliseconds(10))) {
       if (give_up()) return false;
     }
     if (consumer_gone_) return false;
@@ -129,18 +140,24 @@ void RaiseMax(std::atomic<std::uint64_t>& target, std::uint64_t value) {
   }
 }
 
-prometheus::Counter& NewCounter(prometheus::Registry& registry, const char* name,
-                                const char* help) {
-  return prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add({});
+prometheus::Counter& NewCounter(prometheus::Registry& registry,
+                                const char* name, const char* help) {
+  return prometheus::BuildCounter()
+      .Name(name)
+      .Help(help)
+      .Register(registry)
+      .Add({});
 }
 
 prometheus::Gauge& NewGauge(prometheus::Registry& registry, const char* name,
                             const char* help) {
-  return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add({});
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add(
+      {});
 }
 
 grpc::Status CheckVersion(std::uint32_t asked) {
-  if (asked == 0 || asked == sampler::kAlgorithmVersion) return grpc::Status::OK;
+  if (asked == 0 || asked == sampler::kAlgorithmVersion)
+    return grpc::Status::OK;
   return grpc::Status(
       grpc::StatusCode::FAILED_PRECONDITION,
       absl::StrCat("algorithm_version: this server implements version ",
@@ -240,18 +257,20 @@ grpc::Status Interrupted(const CallControl& control, bool client_gone,
                                      " reached after ", sent, " sent"));
   }
   if (client_gone || context->IsCancelled()) {
-    return grpc::Status(grpc::StatusCode::CANCELLED,
-                        absl::StrCat("cancelled by the client after ", sent, " sent"));
+    return grpc::Status(
+        grpc::StatusCode::CANCELLED,
+        absl::StrCat("cancelled by the client after ", sent, " sent"));
   }
   return grpc::Status::OK;
 }
 
 // Points in a PointBatch, whichever arrays it carries.
 std::uint64_t PointCount(const v1::PointBatch& points) {
-  if (points.layer_size() > 0) return static_cast<std::uint64_t>(points.layer_size());
-  return points.dims() == 0 ? 0
-                            : static_cast<std::uint64_t>(points.coords_size()) /
-                                  points.dims();
+  if (points.layer_size() > 0)
+    return static_cast<std::uint64_t>(points.layer_size());
+  return points.dims() == 0
+             ? 0
+             : static_cast<std::uint64_t>(points.coords_size()) / points.dims();
 }
 
 }  // namespace
@@ -270,21 +289,24 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
                     .Register(registry)),
       points_(NewCounter(registry, "scatter_points_sent_total",
                          "Points written to Scatter and ScatterTiles streams")),
-      in_flight_gauge_(NewGauge(registry, "scatter_streams_in_flight",
-                                "Scatter and ScatterTiles streams running now")),
+      in_flight_gauge_(
+          NewGauge(registry, "scatter_streams_in_flight",
+                   "Scatter and ScatterTiles streams running now")),
       cache_bytes_(NewGauge(registry, "scatter_raster_cache_bytes",
                             "Decoded raster bytes held for digests")),
-      seconds_(prometheus::BuildHistogram()
-                   .Name("scatter_request_duration_seconds")
-                   .Help("Scatter call duration, request to status")
-                   .Register(registry)
-                   .Add({}, prometheus::Histogram::BucketBoundaries{
-                                0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3,
-                                10, 30, 100})),
+      seconds_(
+          prometheus::BuildHistogram()
+              .Name("scatter_request_duration_seconds")
+              .Help("Scatter call duration, request to status")
+              .Register(registry)
+              .Add({},
+                   prometheus::Histogram::BucketBoundaries{
+                       0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100})),
       tiles_(NewCounter(registry, "scatter_tiles_sent_total",
                         "Tiles written to ScatterTiles streams")),
-      generators_(NewCounter(registry, "scatter_tile_generators_computed_total",
-                             "Tile generators computed (not found in the cache)")),
+      generators_(
+          NewCounter(registry, "scatter_tile_generators_computed_total",
+                     "Tile generators computed (not found in the cache)")),
       tile_cache_bytes_(NewGauge(registry, "scatter_tile_cache_bytes",
                                  "Bytes of tile generators held for reuse")) {}
 
@@ -299,7 +321,8 @@ void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
   tile_cache_bytes_.Set(static_cast<double>(tile_cache_.stats().bytes));
 }
 
-grpc::Status ScatterServiceImpl::Admit(absl::FunctionRef<grpc::Status()> stream) {
+grpc::Status ScatterServiceImpl::Admit(
+    absl::FunctionRef<grpc::Status()> stream) {
   if (draining_.load()) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down");
   }
@@ -327,7 +350,8 @@ grpc::Status ScatterServiceImpl::Scatter(
   const absl::Duration elapsed = absl::Now() - start;
   Record("Scatter", status, elapsed);
   logger_->info(
-      "Scatter peer={} layers={} seed={} points={} code={} elapsed_ms={:.1f}{}{}",
+      "Scatter peer={} layers={} seed={} points={} code={} "
+      "elapsed_ms={:.1f}{}{}",
       context->peer(), request->layers_size(), request->seed(), sent,
       CodeName(status.error_code()), absl::ToDoubleMilliseconds(elapsed),
       status.ok() ? "" : " message=", status.error_message());
@@ -368,10 +392,12 @@ grpc::Status ScatterServiceImpl::Stream(
           }
           if (n > 0) {
             // A batch comes from one layer's run.
-            const auto at = std::find(order.begin(), order.end(), batch.layer[0]);
+            const auto at =
+                std::find(order.begin(), order.end(), batch.layer[0]);
             per_layer[static_cast<std::size_t>(at - order.begin())] += n;
             queued_points += n;
-            if (!queue.Push(Pack(batch, n, fields, queue.Take()), should_stop)) {
+            if (!queue.Push(Pack(batch, n, fields, queue.Take()),
+                            should_stop)) {
               return false;
             }
           }
@@ -380,14 +406,14 @@ grpc::Status ScatterServiceImpl::Stream(
         should_stop);
     queue.ProducerDone();
   });
-  const bool client_gone = WriteQueued(
-      context, writer, queue, control, stats_.max_backlog,
-      [&](const v1::ScatterResponse& message) {
-        const std::uint64_t n = PointCount(message.points());
-        *sent += n;
-        points_.Increment(static_cast<double>(n));
-        stats_.points_sent.fetch_add(n);
-      });
+  const bool client_gone =
+      WriteQueued(context, writer, queue, control, stats_.max_backlog,
+                  [&](const v1::ScatterResponse& message) {
+                    const std::uint64_t n = PointCount(message.points());
+                    *sent += n;
+                    points_.Increment(static_cast<double>(n));
+                    stats_.points_sent.fetch_add(n);
+                  });
   producer.join();
 
   const grpc::Status interrupted =
@@ -446,8 +472,8 @@ grpc::Status ScatterServiceImpl::ScatterTiles(
       context->peer(), request->layers_size(), request->seed(),
       tally.tiles_sent, tally.tiles_asked, tally.points_sent,
       tally.generators_computed, CodeName(status.error_code()),
-      absl::ToDoubleMilliseconds(elapsed), status.ok() ? "" : " message=",
-      status.error_message());
+      absl::ToDoubleMilliseconds(elapsed),
+      status.ok() ? "" : " message=", status.error_message());
   return status;
 }
 
@@ -462,6 +488,9 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   absl::StatusOr<std::shared_ptr<const sampler::TileWorld>> world =
       sampler::TileWorld::Create(job->world);
   if (!world.ok()) return ToGrpc(world.status());
+  const absl::Status estimate =
+      CheckTilesEstimate(*job, **world, options_.limits);
+  if (!estimate.ok()) return ToGrpc(estimate);
   tally->tiles_asked = job->tiles.size();
 
   CallControl control(context, start, options_.max_call_duration, stopping_);
@@ -502,19 +531,19 @@ grpc::Status ScatterServiceImpl::StreamTiles(
         should_stop);
     queue.ProducerDone();
   });
-  const bool client_gone = WriteQueued(
-      context, writer, queue, control, stats_.max_backlog,
-      [&](const v1::TileResponse& message) {
-        const std::uint64_t n = PointCount(message.points());
-        tally->points_sent += n;
-        points_.Increment(static_cast<double>(n));
-        stats_.points_sent.fetch_add(n);
-        if (message.last_part()) {
-          ++tally->tiles_sent;
-          tiles_.Increment();
-          stats_.tiles_sent.fetch_add(1);
-        }
-      });
+  const bool client_gone =
+      WriteQueued(context, writer, queue, control, stats_.max_backlog,
+                  [&](const v1::TileResponse& message) {
+                    const std::uint64_t n = PointCount(message.points());
+                    tally->points_sent += n;
+                    points_.Increment(static_cast<double>(n));
+                    stats_.points_sent.fetch_add(n);
+                    if (message.last_part()) {
+                      ++tally->tiles_sent;
+                      tiles_.Increment();
+                      stats_.tiles_sent.fetch_add(1);
+                    }
+                  });
   producer.join();
   tally->generators_computed = (*world)->generated();
   generators_.Increment(static_cast<double>(tally->generators_computed));
@@ -537,8 +566,9 @@ grpc::Status ScatterServiceImpl::StreamTiles(
                                      " sent; retry elsewhere"));
   }
   if (!served.ok()) {
-    return grpc::Status(static_cast<grpc::StatusCode>(served.code()),
-                        absl::StrCat(served.message(), " (after ", sent, " sent)"));
+    return grpc::Status(
+        static_cast<grpc::StatusCode>(served.code()),
+        absl::StrCat(served.message(), " (after ", sent, " sent)"));
   }
 
   v1::TileResponse last;
@@ -595,8 +625,9 @@ grpc::Status ScatterServiceImpl::PutRaster(
                           "chunks: an upload needs at least one chunk");
   }
   if (status.ok()) {
-    absl::StatusOr<RasterCache::Entry> entry = rasters_.Put(
-        "chunks", format, width, height, pixels, options_.limits.max_raster_bytes);
+    absl::StatusOr<RasterCache::Entry> entry =
+        rasters_.Put("chunks", format, width, height, pixels,
+                     options_.limits.max_raster_bytes);
     if (!entry.ok()) {
       status = ToGrpc(entry.status());
     } else {

@@ -330,6 +330,14 @@ TEST(TilesServiceTest, ErrorsHaveTheirCodesAndNameTheField) {
          "layers[1].method must be poisson_dense or poisson_classic"});
   }
   {
+    // Spacing 0.001 in tiles of 16: 296 M points a tile at most.
+    v1::ScatterTilesRequest r = Rect(World(), 0, 2, 0, 1);
+    r.mutable_layers(1)->set_spacing(0.001);
+    r.mutable_layers(1)->set_footprint(0.0005);
+    cases.push_back({"too many points", r, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     "over the limit max_points = 200000000"});
+  }
+  {
     v1::ScatterTilesRequest r = Rect(World(), 0, 1, 0, 1);
     r.mutable_layers(0)->set_spacing(-1);
     cases.push_back({"bad spacing", r, grpc::StatusCode::INVALID_ARGUMENT,
