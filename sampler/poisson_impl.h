@@ -128,8 +128,10 @@ class PoissonRun {
     if (dense_) {
       if constexpr (D == 2) {
         circle_ = CircleDirections(attempts_);
+        woken_circle_ = CircleDirections(kWokenDirections * attempts_);
       } else {
         sphere_ = SphereDirections(attempts_);
+        woken_sphere_ = SphereDirections(kWokenDirections * attempts_);
       }
       step_ = r_ * (1 + options.dense_epsilon);
     }
@@ -299,6 +301,11 @@ class PoissonRun {
     if (!out_->Add(p, r_)) Halt(out_->StopStatus());
   }
 
+  // A woken point's generation index carries this bit in a dense run (which
+  // also keys its candidates apart from any emitted point's).
+  static constexpr std::uint64_t kWokenBit = std::uint64_t{1} << 62;
+  static bool Woken(std::uint64_t index) { return (index & kWokenBit) != 0; }
+
   // Dormant points are counted per block of 2^kDormantShift cells a side.
   static constexpr int kDormantShift = 4;
   std::uint64_t BlockIndex(std::int64_t bx, std::int64_t by,
@@ -356,20 +363,20 @@ class PoissonRun {
         const std::uint64_t row =
             static_cast<std::uint64_t>(y) * stride_[1] +
             (D == 3 ? static_cast<std::uint64_t>(z) * stride_[D - 1] : 0);
-        ForEachSetBit(dormant_, row + static_cast<std::uint64_t>(c0[0]),
-                      row + static_cast<std::uint64_t>(c1[0]) + 1,
-                      [&](std::uint64_t c) {
-                        double d2 = 0;
-                        for (int a = 0; a < D; ++a) {
-                          const double d = grid_[c * D + a] - p[a];
-                          d2 += d * d;
-                        }
-                        if (d2 >= limit) return;
-                        dormant_[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
-                        --dormant_in_block_[DormantBlock(c)];
-                        --dormant_left_;
-                        active_.push_back({c, next_index_++});
-                      });
+        ForEachSetBit(
+            dormant_, row + static_cast<std::uint64_t>(c0[0]),
+            row + static_cast<std::uint64_t>(c1[0]) + 1, [&](std::uint64_t c) {
+              double d2 = 0;
+              for (int a = 0; a < D; ++a) {
+                const double d = grid_[c * D + a] - p[a];
+                d2 += d * d;
+              }
+              if (d2 >= limit) return;
+              dormant_[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
+              --dormant_in_block_[DormantBlock(c)];
+              --dormant_left_;
+              active_.push_back({c, next_index_++ | (dense_ ? kWokenBit : 0)});
+            });
       }
     }
   }
@@ -659,7 +666,7 @@ class PoissonRun {
     if constexpr (D == 2) {
       double u, v;
       RandomUnit2(rng, &u, &v);
-      for (const auto& d : circle_) {
+      for (const auto& d : Woken(index) ? woken_circle_ : circle_) {
         c[0] = p[0] + step_ * (u * d[0] - v * d[1]);
         c[1] = p[1] + step_ * (v * d[0] + u * d[1]);
         TryCandidate(c);
@@ -668,7 +675,7 @@ class PoissonRun {
     } else {
       double m[3][3];
       RandomRotation3(rng, m);
-      for (const auto& d : sphere_) {
+      for (const auto& d : Woken(index) ? woken_sphere_ : sphere_) {
         for (int a = 0; a < 3; ++a) {
           c[a] =
               p[a] + step_ * (m[a][0] * d[0] + m[a][1] * d[1] + m[a][2] * d[2]);
@@ -1211,6 +1218,8 @@ class PoissonRun {
   std::uint64_t candidate_key_ = 0;
   std::uint64_t gap_key_ = 0;
   std::vector<std::array<double, 2>> circle_;
+  std::vector<std::array<double, 2>> woken_circle_;
+  std::vector<std::array<double, 3>> woken_sphere_;
   std::vector<std::array<double, 3>> sphere_;
 
   double lo_[D];
