@@ -227,8 +227,8 @@ class TileWorld {
   // for each tile once it is done: always on the caller's thread, in the
   // order of `tiles`. Tile indices up to 2^31 from the origin keep every
   // coordinate within 2^31 T, where a double still resolves T / 2^21.
-  // Tiles are computed a few at a time, so finished tiles waiting for a
-  // slow sink stay few; a sink returning false stops the work (Cancelled).
+  // Tiles are computed 64 at a time, so finished tiles waiting for a slow
+  // sink stay bounded; a sink returning false stops the work (Cancelled).
   // `stop` is polled by every thread in every long loop (it must be
   // thread-safe). ResourceExhausted when the generators one tile needs do
   // not fit in the cache's budget.
