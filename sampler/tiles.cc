@@ -87,8 +87,8 @@ int TileColour(TileCoord t) {
 
 std::size_t GeneratedPoints::bytes() const {
   return sizeof(*this) +
-         (coords.capacity() + radius.capacity() + footprint.capacity() +
-          yaw.capacity() + scale.capacity()) *
+         (coords.capacity() + radius.capacity() + yaw.capacity() +
+          scale.capacity()) *
              sizeof(double) +
          layer.capacity() * sizeof(std::uint32_t) +
          id.capacity() * sizeof(std::uint64_t);
@@ -97,7 +97,6 @@ std::size_t GeneratedPoints::bytes() const {
 void GeneratedPoints::Reserve(std::size_t n) {
   coords.reserve(n * static_cast<std::size_t>(dims));
   radius.reserve(n);
-  footprint.reserve(n);
   layer.reserve(n);
   id.reserve(n);
   yaw.reserve(n);
@@ -109,7 +108,6 @@ void GeneratedPoints::AppendFrom(const GeneratedPoints& from, std::size_t k) {
   coords.insert(coords.end(), from.coords.begin() + k * d,
                 from.coords.begin() + (k + 1) * d);
   radius.push_back(from.radius[k]);
-  footprint.push_back(from.footprint[k]);
   layer.push_back(from.layer[k]);
   id.push_back(from.id[k]);
   yaw.push_back(from.yaw[k]);
@@ -164,7 +162,6 @@ void GeneratorCache::Insert(const std::string& world, TileCoord tile,
     lru_.pop_back();
     ++stats_.evictions;
   }
-  stats_.entries = entries_.size();
 }
 
 GeneratorCache::Stats GeneratorCache::stats() const {
@@ -361,8 +358,18 @@ Obstacle TileWorld::ObstacleFor(std::size_t layer_index,
     same.same_layer = true;
     return same;
   }
-  return internal::EarlierLayerObstacle(center, from.layer[k],
-                                        from.footprint[k], o, spec_.overrides);
+  // The earlier point's footprint: its layer's, or half its own radius for
+  // a density layer without one.
+  const SamplerOptions* q = nullptr;
+  for (const LayerSpec& spec : spec_.layers) {
+    if (spec.layer == from.layer[k]) q = &spec.options;
+  }
+  assert(q != nullptr);
+  const double footprint = q->density != nullptr && q->footprint == 0
+                               ? from.radius[k] / 2
+                               : q->footprint;
+  return internal::EarlierLayerObstacle(center, from.layer[k], footprint, o,
+                                        spec_.overrides);
 }
 
 absl::Status TileWorld::RunLayer(std::size_t layer_index, const Region& region,
@@ -384,8 +391,6 @@ absl::Status TileWorld::RunLayer(std::size_t layer_index, const Region& region,
         absl::StrCat("tile (", t.x, ", ", t.y, ") layer ", o.layer, ": ",
                      sampler.status().message()));
   }
-  const bool per_point_footprint = o.density != nullptr && o.footprint == 0;
-  const double footprint = o.footprint;
   const auto d = static_cast<std::size_t>(dims_);
   return sampler->Run(
       [&](const PointBatch& b) {
@@ -395,8 +400,6 @@ absl::Status TileWorld::RunLayer(std::size_t layer_index, const Region& region,
           if (!keep(p, b.id[i])) continue;
           out->coords.insert(out->coords.end(), p, p + d);
           out->radius.push_back(b.radius[i]);
-          out->footprint.push_back(per_point_footprint ? b.radius[i] / 2
-                                                       : footprint);
           out->layer.push_back(b.layer[i]);
           out->id.push_back(b.id[i]);
           out->yaw.push_back(b.yaw[i]);

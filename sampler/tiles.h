@@ -98,7 +98,6 @@ struct GeneratedPoints {
   int dims = 2;
   std::vector<double> coords;  // dims per point, interleaved.
   std::vector<double> radius;  // The spacing radius at the point.
-  std::vector<double> footprint;
   std::vector<std::uint32_t> layer;
   std::vector<std::uint64_t> id;
   std::vector<double> yaw;
