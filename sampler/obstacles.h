@@ -27,7 +27,7 @@ inline constexpr int kWokenDirections = 3;
 // Calls f(i) for every set bit i in [begin, end) of `bits`, in order, a
 // word at a time (dormant points are rare, so most words are 0).
 template <class F>
-void ForEachSetBit(const std::vector<std::uint64_t>& bits, std::uint64_t begin,
+void ForEachSetBit(const std::uint64_t* bits, std::uint64_t begin,
                    std::uint64_t end, F f) {
   for (std::uint64_t w = begin >> 6; w <= (end - 1) >> 6 && begin < end; ++w) {
     std::uint64_t word = bits[w];

@@ -20,6 +20,10 @@
 #include <limits>
 #include <vector>
 
+// Before the pragma, so its template code stays baseline (see
+// poisson_impl.h).
+#include "sampler/huge_pages.h"
+
 #pragma GCC push_options
 #pragma GCC target("avx2")
 #include "sampler/poisson_impl.h"

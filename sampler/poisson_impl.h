@@ -43,6 +43,7 @@
 #include "sampler/cover_stencil.h"
 #include "sampler/directions.h"
 #include "sampler/gap_pieces.h"
+#include "sampler/huge_pages.h"
 #include "sampler/obstacles.h"
 #include "sampler/region.h"
 #include "sampler/rng.h"
@@ -259,11 +260,11 @@ class PoissonRun {
   }
 
   bool Occupied(std::uint64_t c) const { return !std::isnan(grid_[c * D]); }
-  static void SetBit(std::vector<std::uint64_t>* bits, std::uint64_t i) {
+  static void SetBit(HugePageVector<std::uint64_t>* bits, std::uint64_t i) {
     (*bits)[i >> 6] |= std::uint64_t{1} << (i & 63);
   }
   // Bits [start, start + len) of `bits`, 1 <= len <= 64.
-  static std::uint64_t BitRun(const std::vector<std::uint64_t>& bits,
+  static std::uint64_t BitRun(const std::uint64_t* bits,
                               std::uint64_t start, unsigned len) {
     const std::uint64_t w = start >> 6;
     const unsigned shift = static_cast<unsigned>(start & 63);
@@ -364,7 +365,7 @@ class PoissonRun {
             static_cast<std::uint64_t>(y) * stride_[1] +
             (D == 3 ? static_cast<std::uint64_t>(z) * stride_[D - 1] : 0);
         ForEachSetBit(
-            dormant_, row + static_cast<std::uint64_t>(c0[0]),
+            dormant_.data(), row + static_cast<std::uint64_t>(c0[0]),
             row + static_cast<std::uint64_t>(c1[0]) + 1, [&](std::uint64_t c) {
               double d2 = 0;
               for (int a = 0; a < D; ++a) {
@@ -546,7 +547,7 @@ class PoissonRun {
         }
         return;
       }
-      std::uint64_t bits = BitRun(occupied_, start, static_cast<unsigned>(len));
+      std::uint64_t bits = BitRun(occupied_.data(), start, static_cast<unsigned>(len));
       while (bits != 0) {
         const std::uint64_t cell =
             start + static_cast<std::uint64_t>(__builtin_ctzll(bits));
@@ -931,7 +932,7 @@ class PoissonRun {
       if (scan_bits_) {
         // Most of the 5^D cells are empty: visit the occupied ones.
         std::uint64_t bits =
-            BitRun(occupied_, start, static_cast<unsigned>(len));
+            BitRun(occupied_.data(), start, static_cast<unsigned>(len));
         while (bits != 0) {
           const double* q = &grid_[(start + static_cast<std::uint64_t>(
                                                 __builtin_ctzll(bits))) *
@@ -1227,11 +1228,11 @@ class PoissonRun {
   std::int64_t n_[D];
   std::uint64_t stride_[D];
   std::uint64_t cells_ = 0;
-  std::vector<double> grid_;  // D coordinates per cell; NaN when empty.
+  HugePageVector<double> grid_;  // D coordinates per cell; NaN when empty.
 
   std::vector<Active> active_;
   // Cells holding same-layer obstacles not yet woken; see WakeNear.
-  std::vector<std::uint64_t> dormant_;
+  HugePageVector<std::uint64_t> dormant_;
   std::vector<std::uint32_t> dormant_in_block_;
   std::uint64_t dormant_left_ = 0;
   std::size_t head_ = 0;
@@ -1255,10 +1256,10 @@ class PoissonRun {
   // first cell, for cells 2 or more from the grid's edge.
   std::vector<std::int64_t> gap_rows_;
   // One bit per cell, kept when gathers scan it.
-  std::vector<std::uint64_t> occupied_;
+  HugePageVector<std::uint64_t> occupied_;
   // Per cell, one bit per half-cell (2^D of them) that a single disk
   // covers whole; the 8 spare bytes let FillGaps read 8 at a time.
-  std::vector<std::uint8_t> cover_;
+  HugePageVector<std::uint8_t> cover_;
   const CoverStencil2d* stencil_ = &CoverStencil2d::Get();
 
   std::vector<double> list_[D];  // The gathered neighbourhood, SoA.

@@ -505,7 +505,7 @@ class VariableRun {
               (D == 3 ? static_cast<std::uint64_t>(z) * level.stride[D - 1]
                       : 0);
           ForEachSetBit(
-              level.dormant, row + static_cast<std::uint64_t>(c0[0]),
+              level.dormant.data(), row + static_cast<std::uint64_t>(c0[0]),
               row + static_cast<std::uint64_t>(c1[0]) + 1,
               [&](std::uint64_t c) {
                 const double* q = &level.points[c * (D + 1)];
