@@ -217,6 +217,46 @@ BENCHMARK(BM_OneTile)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// A streamer's first frame: a cold 8 x 8 block on 2 threads, timed to its
+// first tile and to its last. The time is the whole block's; the counters
+// give the first tile's arrival and the generators made by then.
+void BM_FirstTileOfABlock(benchmark::State& state) {
+  std::shared_ptr<const TileWorld> world = World(Method::kPoissonDense);
+  ThreadPool pool(2);
+  double first_ms = 0;
+  double generated_by_first = 0;
+  double generated = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    GeneratorCache cache(kCacheBytes);
+    const std::uint64_t before = world->generated();
+    state.ResumeTiming();
+    const auto start = std::chrono::steady_clock::now();
+    bool first = true;
+    const absl::Status status = world->Serve(
+        Block(-4, -4, 8, 8), &cache, &pool,
+        [&](const TilePoints&) {
+          if (first) {
+            first_ms += std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+            generated_by_first +=
+                static_cast<double>(world->generated() - before);
+            first = false;
+          }
+          return true;
+        },
+        [] { return false; });
+    if (!status.ok()) std::abort();
+    generated += static_cast<double>(world->generated() - before);
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["first_tile_ms"] = first_ms / n;
+  state.counters["generators_by_first"] = generated_by_first / n;
+  state.counters["generators"] = generated / n;
+}
+BENCHMARK(BM_FirstTileOfABlock)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 }  // namespace scatter::sampler
 

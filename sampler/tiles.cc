@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <queue>
 #include <set>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "sampler/rng.h"
@@ -540,9 +542,11 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
   return out;
 }
 
-absl::Status TileWorld::GenerateAll(const std::vector<TileCoord>& list,
-                                    GeneratorMap& have, ThreadPool* pool,
-                                    absl::FunctionRef<bool()> stop) const {
+absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
+    absl::Span<const TileCoord> chunk, const std::vector<TileCoord>& list,
+    GeneratorMap& have, std::size_t budget, ThreadPool* pool,
+    absl::FunctionRef<bool(const TilePoints&)> sink,
+    absl::FunctionRef<bool()> stop) const {
   // Each generator waits for those of its lower neighbours in the list;
   // the rest it reads are in `have` already.
   const std::size_t n = list.size();
@@ -550,7 +554,6 @@ absl::Status TileWorld::GenerateAll(const std::vector<TileCoord>& list,
   for (std::size_t i = 0; i < n; ++i) index[list[i]] = i;
   std::vector<int> waiting(n, 0);
   std::vector<std::vector<std::size_t>> dependents(n);
-  std::deque<std::size_t> ready;
   for (std::size_t i = 0; i < n; ++i) {
     for (TileCoord v : LowerNeighbours(list[i])) {
       auto it = index.find(v);
@@ -558,59 +561,176 @@ absl::Status TileWorld::GenerateAll(const std::vector<TileCoord>& list,
       ++waiting[i];
       dependents[it->second].push_back(i);
     }
-    if (waiting[i] == 0) ready.push_back(i);
   }
+  // need[i]: the first tile of the chunk that needs generator i, itself or
+  // through a lower neighbour. Ready generators run in that order, so the
+  // chunk's first tile is done first rather than with the last.
+  std::vector<std::size_t> need(n, chunk.size());
+  // Per tile, how many of its 3 x 3 generators are still to be made, and
+  // per generator, the tiles waiting for it.
+  std::vector<int> missing(chunk.size(), 0);
+  std::vector<std::vector<std::size_t>> readers(n);
+  // Bytes of the generators the chunk holds: those from the cache, and
+  // those made as they come.
+  std::size_t held = 0;
+  for (const auto& entry : have) held += entry.second->bytes();
+  {
+    for (std::size_t k = 0; k < chunk.size(); ++k) {
+      std::vector<TileCoord> pending;
+      for (std::int64_t dy = -1; dy <= 1; ++dy) {
+        for (std::int64_t dx = -1; dx <= 1; ++dx) {
+          const TileCoord u{chunk[k].x + dx, chunk[k].y + dy};
+          auto it = index.find(u);
+          if (it == index.end()) continue;
+          ++missing[k];
+          readers[it->second].push_back(k);
+          pending.push_back(u);
+        }
+      }
+      while (!pending.empty()) {
+        auto it = index.find(pending.back());
+        pending.pop_back();
+        if (it == index.end() || need[it->second] <= k) continue;
+        need[it->second] = k;
+        for (TileCoord v : LowerNeighbours(list[it->second])) {
+          pending.push_back(v);
+        }
+      }
+    }
+  }
+  using Ready = std::pair<std::size_t, std::size_t>;  // need, generator.
+  std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> ready;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (waiting[i] == 0) ready.push({need[i], i});
+  }
+
   std::vector<std::shared_ptr<const GeneratedPoints>> made(n);
   std::mutex mu;
   std::condition_variable changed;
   std::size_t done = 0, running = 0;
+  bool quit = false;  // The sender gave up: make no more generators.
   absl::Status failed;
   auto stopped = [&] {
     if (stop()) return true;
     std::lock_guard<std::mutex> lock(mu);
-    return !failed.ok();
+    return quit || !failed.ok();
   };
-  // One loop per thread takes whatever generator is ready; none waits at a
-  // colour's end for the slowest of that colour.
-  pool->ParallelFor(
-      static_cast<std::size_t>(pool->threads()), [&](std::size_t) {
-        std::unique_lock<std::mutex> lock(mu);
-        for (;;) {
-          changed.wait(lock, [&] {
-            return !ready.empty() || done == n || running == 0 || !failed.ok();
-          });
-          if (ready.empty() || !failed.ok()) return;
-          const std::size_t i = ready.front();
-          ready.pop_front();
-          ++running;
-          lock.unlock();
-          std::vector<const GeneratedPoints*> lower;
-          for (TileCoord v : LowerNeighbours(list[i])) {
-            auto it = index.find(v);
-            lower.push_back(it != index.end() ? made[it->second].get()
-                                              : have.at(v).get());
-          }
-          absl::StatusOr<std::shared_ptr<const GeneratedPoints>> g =
-              Generate(list[i], lower, stopped);
-          lock.lock();
-          --running;
-          ++done;
-          if (g.ok()) {
-            made[i] = *std::move(g);
-            for (std::size_t d : dependents[i]) {
-              if (--waiting[d] == 0) ready.push_back(d);
-            }
-          } else if (failed.ok()) {
-            failed = g.status();
-          }
-          changed.notify_all();
+  ChunkResult result;
+  absl::Status status;  // How the sender ended, when it ended early.
+  bool sender_done = false;
+  const std::thread::id caller = std::this_thread::get_id();
+  // On this thread only, with `lock` held (released while the tile is
+  // collected and sent): sends the next tile if its generators are done.
+  // Returns whether it sent one.
+  auto try_send = [&](std::unique_lock<std::mutex>& lock) {
+    if (sender_done || !failed.ok()) return false;
+    const std::size_t k = result.sent;
+    if (k == chunk.size()) {
+      sender_done = true;
+      return false;
+    }
+    if (missing[k] != 0) return false;
+    if (held > budget) {
+      // What the chunk holds is over the budget: Serve goes on one tile at
+      // a time from this one.
+      result.over_budget = true;
+      result.held = held;
+      sender_done = quit = true;
+      changed.notify_all();
+      return false;
+    }
+    GeneratorMap sources;
+    for (std::int64_t dy = -1; dy <= 1; ++dy) {
+      for (std::int64_t dx = -1; dx <= 1; ++dx) {
+        const TileCoord u{chunk[k].x + dx, chunk[k].y + dy};
+        auto it = index.find(u);
+        sources.emplace(u, it != index.end() ? made[it->second] : have.at(u));
+      }
+    }
+    lock.unlock();
+    absl::Status sent;
+    if (stop()) {
+      sent = absl::CancelledError("tiles stopped by the caller");
+    } else if (!sink(Collect(chunk[k], sources))) {
+      sent = absl::CancelledError("tiles stopped by the sink");
+    }
+    lock.lock();
+    if (!sent.ok()) {
+      status = sent;
+      sender_done = quit = true;
+      changed.notify_all();
+      return false;
+    }
+    ++result.sent;
+    return true;
+  };
+  // Every pool thread, the caller's included, makes whatever generator is
+  // ready first in the chunk's order (none waits at a colour's end for the
+  // slowest of it), and the caller's thread sends each tile as soon as its
+  // generators are done. The others leave when nothing is left to make,
+  // so a slow sink holds up no pool thread.
+  auto work = [&](std::size_t) {
+    const bool sender = std::this_thread::get_id() == caller;
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      if (sender && try_send(lock)) continue;
+      if (quit || !failed.ok() || done == n ||
+          (ready.empty() && running == 0)) {
+        return;
+      }
+      if (ready.empty()) {
+        changed.wait(lock);
+        continue;
+      }
+      const std::size_t i = ready.top().second;
+      ready.pop();
+      ++running;
+      lock.unlock();
+      std::vector<const GeneratedPoints*> lower;
+      for (TileCoord v : LowerNeighbours(list[i])) {
+        auto it = index.find(v);
+        lower.push_back(it != index.end() ? made[it->second].get()
+                                          : have.at(v).get());
+      }
+      absl::StatusOr<std::shared_ptr<const GeneratedPoints>> g =
+          Generate(list[i], lower, stopped);
+      lock.lock();
+      --running;
+      if (g.ok()) {
+        ++done;
+        generated_.fetch_add(1);
+        held += (*g)->bytes();
+        made[i] = *std::move(g);
+        for (std::size_t d : dependents[i]) {
+          if (--waiting[d] == 0) ready.push({need[d], d});
         }
-      });
-  if (!failed.ok()) return failed;
-  if (done != n) return absl::CancelledError("tiles stopped by the caller");
-  generated_.fetch_add(n);
-  for (std::size_t i = 0; i < n; ++i) have.emplace(list[i], made[i]);
-  return absl::OkStatus();
+        for (std::size_t k : readers[i]) --missing[k];
+      } else if (failed.ok() && !quit) {
+        failed = g.status();
+      }
+      changed.notify_all();
+    }
+  };
+  if (n > 0) {
+    pool->ParallelFor(static_cast<std::size_t>(pool->threads()), work);
+  }
+  {
+    // The tiles still to send: all their generators are done now, unless
+    // the work stopped.
+    std::unique_lock<std::mutex> lock(mu);
+    while (try_send(lock)) {
+    }
+    quit = true;
+    if (status.ok() && !failed.ok()) status = failed;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (made[i] != nullptr) have.emplace(list[i], made[i]);
+  }
+  if (!status.ok()) return status;
+  if (result.sent < chunk.size() && !result.over_budget) {
+    return absl::CancelledError("tiles stopped by the caller");
+  }
+  return result;
 }
 
 TilePoints TileWorld::Collect(
@@ -692,31 +812,26 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
     std::vector<TileCoord> list;
     for (const std::set<TileCoord>& c : todo)
       list.insert(list.end(), c.begin(), c.end());
-    absl::Status made = GenerateAll(list, have, pool, stop);
-    if (!made.ok()) return made;
-    for (TileCoord u : list) cache->Insert(spec_.cache_key, u, have.at(u));
-    std::size_t held = 0;
-    for (const auto& entry : have) held += entry.second->bytes();
-    if (held > cache->budget_bytes()) {
+    absl::StatusOr<ChunkResult> served =
+        ServeChunk(tiles.subspan(begin, end - begin), list, have,
+                   cache->budget_bytes(), pool, sink, stop);
+    for (TileCoord u : list) {
+      auto it = have.find(u);
+      if (it != have.end()) cache->Insert(spec_.cache_key, u, it->second);
+    }
+    if (!served.ok()) return served.status();
+    if (served->over_budget) {
       if (end - begin == 1) {
         return absl::ResourceExhaustedError(
             absl::StrCat("tile (", tiles[begin].x, ", ", tiles[begin].y,
-                         ") needs ", have.size(), " generators of ", held,
-                         " bytes, over the tile cache budget of ",
+                         ") needs ", have.size(), " generators of ",
+                         served->held, " bytes, over the tile cache budget of ",
                          cache->budget_bytes(), " bytes"));
       }
-      // One tile at a time from here on, these ones again.
+      // One tile at a time from the first one not sent.
       chunk = 1;
+      begin += served->sent;
       continue;
-    }
-    // Collected on every thread; sent in order.
-    std::vector<TilePoints> done(end - begin);
-    pool->ParallelFor(done.size(), [&](std::size_t i) {
-      done[i] = Collect(tiles[begin + i], have);
-    });
-    for (TilePoints& tile : done) {
-      if (!sink(tile)) return absl::CancelledError("tiles stopped by the sink");
-      tile = TilePoints();  // Freed as it goes.
     }
     begin = end;
   }

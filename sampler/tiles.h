@@ -222,9 +222,10 @@ class TileWorld {
 
   // Serves `tiles` in the order given (repeats allowed): computes the
   // generators each needs that `cache` does not hold, in parallel on `pool`
-  // (each as soon as its lower neighbours are done), and calls sink(tile)
-  // for each tile once it is done: always on the caller's thread, in the
-  // order of `tiles`. Tile indices up to 2^31 from the origin keep every
+  // (each as soon as its lower neighbours are done, those of earlier tiles
+  // first), and calls sink(tile) for each tile as soon as its generators
+  // are done: always on the caller's thread, in the order of `tiles`, while
+  // the pool goes on with the later tiles' generators. Tile indices up to 2^31 from the origin keep every
   // coordinate within 2^31 T, where a double still resolves T / 2^21.
   // Tiles are computed 64 at a time, so finished tiles waiting for a slow
   // sink stay bounded; a sink returning false stops the work (Cancelled).
@@ -257,12 +258,22 @@ class TileWorld {
                        std::size_t k) const;
   using GeneratorMap =
       std::map<TileCoord, std::shared_ptr<const GeneratedPoints>>;
+  struct ChunkResult {
+    std::size_t sent = 0;      // Tiles given to the sink, from the first.
+    bool over_budget = false;  // Stopped: the generators held pass it.
+    std::size_t held = 0;      // Their bytes, when over_budget.
+  };
   // Makes the generators of `list` (each lower neighbour in the list or in
   // `have`) on every thread of `pool`, each as soon as its lower neighbours
-  // are done, and adds them to `have`.
-  absl::Status GenerateAll(const std::vector<TileCoord>& list,
-                           GeneratorMap& have, ThreadPool* pool,
-                           absl::FunctionRef<bool()> stop) const;
+  // are done, the first tiles' first, and sends each tile of `chunk` from
+  // this thread, in order, as soon as its generators are done. Adds every
+  // generator made to `have`. Stops before a tile when the generators the
+  // chunk holds pass `budget` bytes (over_budget).
+  absl::StatusOr<ChunkResult> ServeChunk(
+      absl::Span<const TileCoord> chunk, const std::vector<TileCoord>& list,
+      GeneratorMap& have, std::size_t budget, ThreadPool* pool,
+      absl::FunctionRef<bool(const TilePoints&)> sink,
+      absl::FunctionRef<bool()> stop) const;
   // Collects the tiles' served points from the generators in `have`.
   TilePoints Collect(
       TileCoord t,

@@ -639,6 +639,50 @@ TEST(TilesTest,
   EXPECT_LE(frontier.stats().bytes, frontier.budget_bytes());
 }
 
+TEST(TilesTest, EachTileIsSentAsSoonAsItsGeneratorsAreDone) {
+  for (int threads : {1, 2}) {
+    // What the first tile needs alone: its 3 x 3 generators and what they
+    // read.
+    std::shared_ptr<const TileWorld> alone = MakeWorld(OneLayer(1, 20, 8));
+    GeneratorCache alone_cache(std::size_t{1} << 30);
+    ThreadPool pool(threads);
+    ASSERT_TRUE(alone
+                    ->Serve(Block(0, 0, 1, 1), &alone_cache, &pool,
+                            [](const TilePoints&) { return true; },
+                            [] { return false; })
+                    .ok());
+    const std::uint64_t needs = alone->generated();
+
+    std::shared_ptr<const TileWorld> world = MakeWorld(OneLayer(1, 20, 8));
+    GeneratorCache cache(std::size_t{1} << 30);
+    std::vector<std::uint64_t> made_before;  // At each tile's arrival.
+    std::vector<TileCoord> order;
+    ASSERT_TRUE(world
+                    ->Serve(
+                        Block(0, 0, 8, 8), &cache, &pool,
+                        [&](const TilePoints& t) {
+                          made_before.push_back(world->generated());
+                          order.push_back(t.tile);
+                          return true;
+                        },
+                        [] { return false; })
+                    .ok());
+    const std::uint64_t total = world->generated();
+    std::printf(
+        "%d threads: first tile after %llu of %llu generators (it needs "
+        "%llu)\n",
+        threads, static_cast<unsigned long long>(made_before.front()),
+        static_cast<unsigned long long>(total),
+        static_cast<unsigned long long>(needs));
+    EXPECT_EQ(order, Block(0, 0, 8, 8));
+    // The first tile's generators come first; the rest of the block's
+    // (over three times as many) come while it is on its way.
+    EXPECT_GE(made_before.front(), needs);
+    EXPECT_LT(made_before.front(), total / 2);
+    EXPECT_GT(total, 3 * needs);
+  }
+}
+
 TEST(TilesTest, ABudgetTooSmallForOneTileIsResourceExhausted) {
   std::shared_ptr<const TileWorld> world = MakeWorld(OneLayer(1, 10, 8));
   GeneratorCache tiny(10'000);
