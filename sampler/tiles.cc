@@ -105,15 +105,28 @@ void GeneratedPoints::Reserve(std::size_t n) {
   scale.reserve(n);
 }
 
-void GeneratedPoints::AppendFrom(const GeneratedPoints& from, std::size_t k) {
+void GeneratedPoints::AppendFrom(const GeneratedPoints& from,
+                                 absl::Span<const std::uint32_t> indices) {
+  const std::size_t at = size();
+  const std::size_t n = at + indices.size();
   const auto d = static_cast<std::size_t>(dims);
-  coords.insert(coords.end(), from.coords.begin() + k * d,
-                from.coords.begin() + (k + 1) * d);
-  radius.push_back(from.radius[k]);
-  layer.push_back(from.layer[k]);
-  id.push_back(from.id[k]);
-  yaw.push_back(from.yaw[k]);
-  scale.push_back(from.scale[k]);
+  coords.resize(n * d);
+  radius.resize(n);
+  layer.resize(n);
+  id.resize(n);
+  yaw.resize(n);
+  scale.resize(n);
+  std::size_t j = at;
+  for (std::uint32_t k : indices) {
+    for (std::size_t a = 0; a < d; ++a)
+      coords[j * d + a] = from.coords[k * d + a];
+    radius[j] = from.radius[k];
+    layer[j] = from.layer[k];
+    id[j] = from.id[k];
+    yaw[j] = from.yaw[k];
+    scale[j] = from.scale[k];
+    ++j;
+  }
 }
 
 PointBatch GeneratedPoints::Batch(std::size_t begin, std::size_t end) const {
@@ -539,7 +552,47 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
         [](const double*, std::uint64_t) { return true; }, out.get());
     if (!status.ok()) return status;
   }
+  GroupByTile(out.get());
   return out;
+}
+
+void TileWorld::GroupByTile(GeneratedPoints* g) const {
+  // Membership is TileOf's floor(x / T); the bounds only spare that
+  // division for points clearly inside or outside the generator's tile.
+  const double x0 = static_cast<double>(g->tile.x) * tile_;
+  const double y0 = static_cast<double>(g->tile.y) * tile_;
+  const double x1 = x0 + tile_, y1 = y0 + tile_;
+  const double margin = 1e-6 * tile_;
+  auto offset = [&](double v, double lo, double hi) {
+    if (v < lo - margin) return -1;
+    if (v >= hi + margin) return 1;
+    if (v > lo + margin && v < hi - margin) return 0;
+    return 2;  // Near the border: TileOf decides.
+  };
+  const auto d = static_cast<std::size_t>(dims_);
+  const std::size_t n = g->size();
+  std::vector<std::uint8_t> group(n);
+  std::array<std::uint32_t, 10> count{};
+  for (std::size_t k = 0; k < n; ++k) {
+    const double* p = &g->coords[k * d];
+    int dx = offset(p[0], x0, x1);
+    int dy = offset(p[1], y0, y1);
+    if (dx == 2 || dy == 2) {
+      const TileCoord at = TileOf(p[0], p[1]);
+      dx = static_cast<int>(at.x - g->tile.x);
+      dy = static_cast<int>(at.y - g->tile.y);
+    }
+    // Points lie within 3 R of the tile, and T >= 10 R.
+    assert(dx >= -1 && dx <= 1 && dy >= -1 && dy <= 1);
+    group[k] = static_cast<std::uint8_t>((dy + 1) * 3 + dx + 1);
+    ++count[group[k] + 1u];
+  }
+  for (std::size_t j = 1; j < count.size(); ++j) count[j] += count[j - 1];
+  g->group_begin = count;
+  g->by_tile.resize(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    g->by_tile[count[group[k]]++] = static_cast<std::uint32_t>(k);
+  }
 }
 
 absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
@@ -753,27 +806,20 @@ TilePoints TileWorld::Collect(
   served.tile = t;
   served.points.tile = t;
   served.points.dims = dims_;
-  // Membership is TileOf's floor(x / T); the bounds only spare that
-  // division for points clearly inside or outside.
-  const double x0 = static_cast<double>(t.x) * tile_;
-  const double y0 = static_cast<double>(t.y) * tile_;
-  const double x1 = x0 + tile_, y1 = y0 + tile_;
-  const double margin = 1e-6 * tile_;
-  std::vector<std::size_t> take;
-  for (TileCoord s : sources) {
-    const GeneratedPoints& g = *have.at(s);
-    take.clear();
-    for (std::size_t k = 0; k < g.size(); ++k) {
-      const double* p = &g.coords[k * static_cast<std::size_t>(dims_)];
-      if (InXY(p, x0 + margin, x1 - margin, y0 + margin, y1 - margin)) {
-        take.push_back(k);
-      } else if (InXY(p, x0 - margin, x1 + margin, y0 - margin, y1 + margin) &&
-                 TileOf(p[0], p[1]) == t) {
-        take.push_back(k);
-      }
-    }
-    served.points.Reserve(served.points.size() + take.size());
-    for (std::size_t k : take) served.points.AppendFrom(g, k);
+  // Each source's group for t, whole (see GroupByTile).
+  std::size_t total = 0;
+  std::array<absl::Span<const std::uint32_t>, 9> groups;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const GeneratedPoints& g = *have.at(sources[i]);
+    const auto j = static_cast<std::size_t>((t.y - g.tile.y + 1) * 3 +
+                                            (t.x - g.tile.x + 1));
+    groups[i] = absl::MakeConstSpan(g.by_tile).subspan(
+        g.group_begin[j], g.group_begin[j + 1] - g.group_begin[j]);
+    total += groups[i].size();
+  }
+  served.points.Reserve(total);
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    served.points.AppendFrom(*have.at(sources[i]), groups[i]);
   }
   return served;
 }

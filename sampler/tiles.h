@@ -26,6 +26,7 @@
 // belongs to exactly one tile, and a tile is bit-identical however, wherever
 // and in whatever company it was computed.
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -102,14 +103,21 @@ struct GeneratedPoints {
   std::vector<std::uint64_t> id;
   std::vector<double> yaw;
   std::vector<double> scale;
+  // The points grouped by the tile of the 3 x 3 around `tile` they lie in
+  // (group (dy + 1) * 3 + dx + 1 for the tile at offset (dx, dy)), each
+  // group in generation order: by_tile[group_begin[j], group_begin[j + 1]).
+  // Set once the generator is finished; Collect copies a group whole.
+  std::vector<std::uint32_t> by_tile;
+  std::array<std::uint32_t, 10> group_begin{};
 
   std::size_t size() const { return radius.size(); }
   // Heap bytes held, for the cache budget.
   std::size_t bytes() const;
   // Room for n points in every array.
   void Reserve(std::size_t n);
-  // Appends point k of `from`.
-  void AppendFrom(const GeneratedPoints& from, std::size_t k);
+  // Appends the points of `from` that `indices` names, in that order.
+  void AppendFrom(const GeneratedPoints& from,
+                  absl::Span<const std::uint32_t> indices);
   // Views of points [begin, end) as a batch.
   PointBatch Batch(std::size_t begin, std::size_t end) const;
 };
@@ -225,12 +233,12 @@ class TileWorld {
   // (each as soon as its lower neighbours are done, those of earlier tiles
   // first), and calls sink(tile) for each tile as soon as its generators
   // are done: always on the caller's thread, in the order of `tiles`, while
-  // the pool goes on with the later tiles' generators. Tile indices up to 2^31 from the origin keep every
-  // coordinate within 2^31 T, where a double still resolves T / 2^21.
-  // Tiles are computed 64 at a time, so finished tiles waiting for a slow
-  // sink stay bounded; a sink returning false stops the work (Cancelled).
-  // `stop` is polled by every thread in every long loop (it must be
-  // thread-safe). ResourceExhausted when the generators one tile needs do
+  // the pool goes on with the later tiles' generators. Tile indices up to 2^31
+  // from the origin keep every coordinate within 2^31 T, where a double still
+  // resolves T / 2^21. Tiles are computed 64 at a time, so finished tiles
+  // waiting for a slow sink stay bounded; a sink returning false stops the work
+  // (Cancelled). `stop` is polled by every thread in every long loop (it must
+  // be thread-safe). ResourceExhausted when the generators one tile needs do
   // not fit in the cache's budget.
   absl::Status Serve(absl::Span<const TileCoord> tiles, GeneratorCache* cache,
                      ThreadPool* pool,
@@ -252,6 +260,8 @@ class TileWorld {
                         std::vector<Obstacle> obstacles,
                         absl::FunctionRef<bool()> stop, KeepFn keep,
                         GeneratedPoints* out) const;
+  // Sets g->by_tile and g->group_begin.
+  void GroupByTile(GeneratedPoints* g) const;
   // The obstacle keeping a point of layer `layer_index` clear of point k of
   // `from`.
   Obstacle ObstacleFor(std::size_t layer_index, const GeneratedPoints& from,
