@@ -69,51 +69,6 @@ class HugePageAllocator {
 template <class T>
 using HugePageVector = std::vector<T, HugePageAllocator<T>>;
 
-// n elements of a trivial type, left uninitialised (so the pages nobody
-// writes are never touched), from HugePageAllocator.
-template <class T>
-class HugePageArray {
- public:
-  HugePageArray() = default;
-  HugePageArray(const HugePageArray&) = delete;
-  HugePageArray& operator=(const HugePageArray&) = delete;
-  HugePageArray(HugePageArray&& o) noexcept : data_(o.data_), n_(o.n_) {
-    o.data_ = nullptr;
-    o.n_ = 0;
-  }
-  HugePageArray& operator=(HugePageArray&& o) noexcept {
-    if (this != &o) {
-      Free();
-      data_ = o.data_;
-      n_ = o.n_;
-      o.data_ = nullptr;
-      o.n_ = 0;
-    }
-    return *this;
-  }
-  ~HugePageArray() { Free(); }
-
-  void Reset(std::size_t n) {
-    Free();
-    if (n > 0) data_ = HugePageAllocator<T>().allocate(n);
-    n_ = n;
-  }
-  T& operator[](std::size_t i) { return data_[i]; }
-  const T& operator[](std::size_t i) const { return data_[i]; }
-  T* get() { return data_; }
-  const T* get() const { return data_; }
-
- private:
-  void Free() {
-    if (data_ != nullptr) HugePageAllocator<T>().deallocate(data_, n_);
-    data_ = nullptr;
-    n_ = 0;
-  }
-
-  T* data_ = nullptr;
-  std::size_t n_ = 0;
-};
-
 }  // namespace scatter::sampler::internal
 
 #endif  // SCATTER_SAMPLER_HUGE_PAGES_H_

@@ -14,7 +14,6 @@
 #include "sampler/box_distance.h"
 #include "sampler/directions.h"
 #include "sampler/gap_pieces.h"
-#include "sampler/huge_pages.h"
 #include "sampler/rng.h"
 #include "sampler/rotation.h"
 
@@ -191,8 +190,6 @@ class ZeroedArray {
   void Reset(std::size_t n) {
     data_.reset(static_cast<T*>(std::calloc(n, sizeof(T))));
     if (data_ == nullptr && n != 0) std::abort();  // As operator new would.
-    // Before anything touches it (calloc leaves fresh pages alone).
-    if (n * sizeof(T) >= kHugePageBytes) AdviseHugePages(data_.get(), n * sizeof(T));
   }
   T& operator[](std::size_t i) { return data_.get()[i]; }
   const T& operator[](std::size_t i) const { return data_.get()[i]; }
@@ -270,7 +267,7 @@ class VariableRun {
     for (Level& level : levels_) {
       // Not zeroed: a cell is read only where its occupancy bit is set, so
       // pages of cells that never hold a point are never touched.
-      level.points.Reset(level.cells * (D + 1));
+      level.points.reset(new double[level.cells * (D + 1)]);
       level.bits.Reset(level.cells / 64 + 2);
       level.block_bits.Reset(level.blocks / 64 + 2);
     }
@@ -334,7 +331,7 @@ class VariableRun {
     // Per cell: the point's D coordinates and radius, valid where the
     // occupancy bit is set; in the cell itself, so a window's row is one
     // run of memory.
-    HugePageArray<double> points;
+    std::unique_ptr<double[]> points;
     ZeroedArray<std::uint64_t> bits;  // Occupancy; two spare words.
     // Blocks of kBlockSide^D cells: one bit each, set when one holds a
     // point; two spare words.
