@@ -4,11 +4,15 @@
 // A block of kHugePageBytes or more comes from operator new aligned to
 // kHugePageBytes, and the kernel is asked (madvise MADV_HUGEPAGE) to back it
 // with transparent huge pages before anything touches it. One page fault
-// then maps 2 MiB instead of 4 KiB, and the grid's scattered reads miss the
-// TLB far less. A 10 M-point run's 400 MB grid took 100 000 faults, about
-// 1 s of its 7 s on the machine bench/README.md describes; see "Huge pages"
-// there. Where transparent huge pages are off ("never") or madvise is
-// missing, the advice does nothing and the memory is ordinary.
+// then maps 2 MiB instead of 4 KiB, and each TLB entry covers as much. A
+// 10 M-point run's 290 MB grid took 70 000 faults of 4 KiB, about 0.8 s of
+// its 3.7 s on the guest bench/README.md describes ("Huge pages"). Where
+// transparent huge pages are off ("never") or madvise is missing, the
+// advice does nothing and the memory is ordinary.
+//
+// Only for arrays written whole: a huge page is backed as soon as one byte
+// of it is touched, so an array left sparse on purpose (variable radius's
+// fine levels) would cost up to 2 MiB per touched place.
 //
 // Memory still comes from operator new, so heap accounting (the benches'
 // heap_bytes_per_point) sees it; smaller blocks are plain operator new.
