@@ -121,7 +121,8 @@ absl::Status LayeredSampler::Run(BatchSink sink,
     const double footprint = o.footprint;
     absl::Status status = sampler->Run(
         [&](const PointBatch& batch) {
-          for (std::size_t i = 0; keep && i < batch.size(); ++i) {
+          if (!keep) return sink(batch);
+          for (std::size_t i = 0; i < batch.size(); ++i) {
             Placed q{{0, 0, 0},
                      spec.layer,
                      per_point ? batch.radius[i] / 2 : footprint};

@@ -627,27 +627,25 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
   // those made as they come.
   std::size_t held = 0;
   for (const auto& entry : have) held += entry.second->bytes();
-  {
-    for (std::size_t k = 0; k < chunk.size(); ++k) {
-      std::vector<TileCoord> pending;
-      for (std::int64_t dy = -1; dy <= 1; ++dy) {
-        for (std::int64_t dx = -1; dx <= 1; ++dx) {
-          const TileCoord u{chunk[k].x + dx, chunk[k].y + dy};
-          auto it = index.find(u);
-          if (it == index.end()) continue;
-          ++missing[k];
-          readers[it->second].push_back(k);
-          pending.push_back(u);
-        }
+  for (std::size_t k = 0; k < chunk.size(); ++k) {
+    std::vector<TileCoord> pending;
+    for (std::int64_t dy = -1; dy <= 1; ++dy) {
+      for (std::int64_t dx = -1; dx <= 1; ++dx) {
+        const TileCoord u{chunk[k].x + dx, chunk[k].y + dy};
+        auto it = index.find(u);
+        if (it == index.end()) continue;
+        ++missing[k];
+        readers[it->second].push_back(k);
+        pending.push_back(u);
       }
-      while (!pending.empty()) {
-        auto it = index.find(pending.back());
-        pending.pop_back();
-        if (it == index.end() || need[it->second] <= k) continue;
-        need[it->second] = k;
-        for (TileCoord v : LowerNeighbours(list[it->second])) {
-          pending.push_back(v);
-        }
+    }
+    while (!pending.empty()) {
+      auto it = index.find(pending.back());
+      pending.pop_back();
+      if (it == index.end() || need[it->second] <= k) continue;
+      need[it->second] = k;
+      for (TileCoord v : LowerNeighbours(list[it->second])) {
+        pending.push_back(v);
       }
     }
   }
@@ -692,12 +690,14 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
       changed.notify_all();
       return false;
     }
-    GeneratorMap sources;
-    for (std::int64_t dy = -1; dy <= 1; ++dy) {
-      for (std::int64_t dx = -1; dx <= 1; ++dx) {
+    // Made or cached generators stay alive until this function returns.
+    std::array<const GeneratedPoints*, 9> sources;
+    for (std::int64_t dy = -1, s = 0; dy <= 1; ++dy) {
+      for (std::int64_t dx = -1; dx <= 1; ++dx, ++s) {
         const TileCoord u{chunk[k].x + dx, chunk[k].y + dy};
         auto it = index.find(u);
-        sources.emplace(u, it != index.end() ? made[it->second] : have.at(u));
+        sources[static_cast<std::size_t>(s)] =
+            it != index.end() ? made[it->second].get() : have.at(u).get();
       }
     }
     lock.unlock();
@@ -787,21 +787,15 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
 }
 
 TilePoints TileWorld::Collect(
-    TileCoord t,
-    const std::map<TileCoord, std::shared_ptr<const GeneratedPoints>>& have)
-    const {
-  std::vector<TileCoord> sources;
-  for (std::int64_t dy = -1; dy <= 1; ++dy) {
-    for (std::int64_t dx = -1; dx <= 1; ++dx) {
-      sources.push_back({t.x + dx, t.y + dy});
-    }
-  }
+    TileCoord t, std::array<const GeneratedPoints*, 9> sources) const {
   // Canonical order: generator colour, then its tile (x, then y).
-  std::sort(sources.begin(), sources.end(), [](TileCoord a, TileCoord b) {
-    const int ca = TileColour(a), cb = TileColour(b);
-    if (ca != cb) return ca < cb;
-    return a.x != b.x ? a.x < b.x : a.y < b.y;
-  });
+  std::sort(sources.begin(), sources.end(),
+            [](const GeneratedPoints* a, const GeneratedPoints* b) {
+              const int ca = TileColour(a->tile), cb = TileColour(b->tile);
+              if (ca != cb) return ca < cb;
+              return a->tile.x != b->tile.x ? a->tile.x < b->tile.x
+                                            : a->tile.y < b->tile.y;
+            });
   TilePoints served;
   served.tile = t;
   served.points.tile = t;
@@ -810,7 +804,7 @@ TilePoints TileWorld::Collect(
   std::size_t total = 0;
   std::array<absl::Span<const std::uint32_t>, 9> groups;
   for (std::size_t i = 0; i < sources.size(); ++i) {
-    const GeneratedPoints& g = *have.at(sources[i]);
+    const GeneratedPoints& g = *sources[i];
     const auto j = static_cast<std::size_t>((t.y - g.tile.y + 1) * 3 +
                                             (t.x - g.tile.x + 1));
     groups[i] = absl::MakeConstSpan(g.by_tile).subspan(
@@ -819,7 +813,7 @@ TilePoints TileWorld::Collect(
   }
   served.points.Reserve(total);
   for (std::size_t i = 0; i < sources.size(); ++i) {
-    served.points.AppendFrom(*have.at(sources[i]), groups[i]);
+    served.points.AppendFrom(*sources[i], groups[i]);
   }
   return served;
 }

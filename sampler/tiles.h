@@ -284,11 +284,10 @@ class TileWorld {
       GeneratorMap& have, std::size_t budget, ThreadPool* pool,
       absl::FunctionRef<bool(const TilePoints&)> sink,
       absl::FunctionRef<bool()> stop) const;
-  // Collects the tiles' served points from the generators in `have`.
-  TilePoints Collect(
-      TileCoord t,
-      const std::map<TileCoord, std::shared_ptr<const GeneratedPoints>>& have)
-      const;
+  // The points served for tile t, from the generators of its 3 x 3 tiles
+  // (in any order).
+  TilePoints Collect(TileCoord t,
+                     std::array<const GeneratedPoints*, 9> sources) const;
 
   WorldSpec spec_;  // Layers sorted into placement order, options resolved.
   std::vector<std::uint32_t> order_;
