@@ -264,8 +264,8 @@ class PoissonRun {
     (*bits)[i >> 6] |= std::uint64_t{1} << (i & 63);
   }
   // Bits [start, start + len) of `bits`, 1 <= len <= 64.
-  static std::uint64_t BitRun(const std::uint64_t* bits,
-                              std::uint64_t start, unsigned len) {
+  static std::uint64_t BitRun(const std::uint64_t* bits, std::uint64_t start,
+                              unsigned len) {
     const std::uint64_t w = start >> 6;
     const unsigned shift = static_cast<unsigned>(start & 63);
     // Two shifts, so that shift 0 takes nothing from the next word
@@ -547,7 +547,8 @@ class PoissonRun {
         }
         return;
       }
-      std::uint64_t bits = BitRun(occupied_.data(), start, static_cast<unsigned>(len));
+      std::uint64_t bits =
+          BitRun(occupied_.data(), start, static_cast<unsigned>(len));
       while (bits != 0) {
         const std::uint64_t cell =
             start + static_cast<std::uint64_t>(__builtin_ctzll(bits));

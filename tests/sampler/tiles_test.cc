@@ -647,9 +647,10 @@ TEST(TilesTest, EachTileIsSentAsSoonAsItsGeneratorsAreDone) {
     GeneratorCache alone_cache(std::size_t{1} << 30);
     ThreadPool pool(threads);
     ASSERT_TRUE(alone
-                    ->Serve(Block(0, 0, 1, 1), &alone_cache, &pool,
-                            [](const TilePoints&) { return true; },
-                            [] { return false; })
+                    ->Serve(
+                        Block(0, 0, 1, 1), &alone_cache, &pool,
+                        [](const TilePoints&) { return true; },
+                        [] { return false; })
                     .ok());
     const std::uint64_t needs = alone->generated();
 
