@@ -188,6 +188,9 @@ class CallControl {
   // The writer saw the client go.
   void ClientGone() { stop_.store(true); }
   bool timed_out() const { return timed_out_.load(); }
+  // The client's deadline has passed (the work may have stopped for it
+  // before gRPC noticed).
+  bool past_deadline() const { return absl::Now() >= deadline_; }
   bool stopping() const { return stopping_.load(); }
 
  private:
@@ -255,6 +258,11 @@ grpc::Status Interrupted(const CallControl& control, bool client_gone,
                         absl::StrCat("max_call_duration = ",
                                      absl::FormatDuration(max_call_duration),
                                      " reached after ", sent, " sent"));
+  }
+  if (control.past_deadline()) {
+    return grpc::Status(
+        grpc::StatusCode::DEADLINE_EXCEEDED,
+        absl::StrCat("the call's deadline passed after ", sent, " sent"));
   }
   if (client_gone || context->IsCancelled()) {
     return grpc::Status(
