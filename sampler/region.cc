@@ -66,7 +66,7 @@ class PolygonIndex {
       // ring: winding + 1.
       winding += p_left ? 1 : -1;
     }
-    return rule_ == FillRule::kEvenOdd ? (winding & 1) != 0 : winding != 0;
+    return Inside(winding);
   }
 
   // kInside / kOutside when no edge meets the box (then its centre tells
@@ -80,9 +80,11 @@ class PolygonIndex {
     if ((i1 - i0 + 1) * (j1 - j0 + 1) > kMaxClassifyCells) {
       return Region::Overlap::kPartial;
     }
+    bool edge_free = true;
     for (std::int64_t j = j0; j <= j1; ++j) {
       for (std::int64_t i = i0; i <= i1; ++i) {
         const std::size_t cell = static_cast<std::size_t>(j * gx_ + i);
+        edge_free &= cell_begin_[cell] == cell_begin_[cell + 1];
         for (std::uint32_t k = cell_begin_[cell]; k < cell_begin_[cell + 1];
              ++k) {
           if (SegmentTouchesRect(edges_[cell_edges_[k]], lo[0], hi[0], lo[1],
@@ -92,13 +94,22 @@ class PolygonIndex {
         }
       }
     }
-    const bool in = Contains((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2);
+    // Index cells without edges form one side of every ring, and the box
+    // lies in them: the first one's centre tells.
+    const bool in =
+        edge_free ? Inside(centre_winding_[static_cast<std::size_t>(
+                        j0 * gx_ + i0)])
+                  : Contains((lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2);
     return in ? Region::Overlap::kInside : Region::Overlap::kOutside;
   }
 
  private:
   static constexpr std::int64_t kMaxCells = std::int64_t{1} << 22;
   static constexpr std::int64_t kMaxClassifyCells = 64;
+
+  bool Inside(int winding) const {
+    return rule_ == FillRule::kEvenOdd ? (winding & 1) != 0 : winding != 0;
+  }
 
   static double Orient(double ax, double ay, double bx, double by, double cx,
                        double cy) {
@@ -112,8 +123,11 @@ class PolygonIndex {
   }
 
   // Whether segment e meets the rectangle [xmin, xmax] x [ymin, ymax]
-  // grown by a hair on each side (Liang-Barsky clipping): a false yes costs
-  // a test or a split; a false no would give a wrong answer.
+  // grown by a hair on each side: a false yes costs a test or a split; a
+  // false no would give a wrong answer. Separating axes, without a
+  // division: the segment misses the rectangle when their x or y extents
+  // are apart, or when all four corners lie strictly on one side of its
+  // line. (Rounding in those signs is far below the hair.)
   static bool SegmentTouchesRect(const std::array<double, 4>& e, double xmin,
                                  double xmax, double ymin, double ymax) {
     const double mx = (xmax - xmin) * 1e-9;
@@ -122,26 +136,21 @@ class PolygonIndex {
     xmax += mx;
     ymin -= my;
     ymax += my;
-    double t0 = 0;
-    double t1 = 1;
+    if (std::max(e[0], e[2]) < xmin || std::min(e[0], e[2]) > xmax ||
+        std::max(e[1], e[3]) < ymin || std::min(e[1], e[3]) > ymax) {
+      return false;
+    }
     const double dx = e[2] - e[0];
     const double dy = e[3] - e[1];
-    const double p[4] = {-dx, dx, -dy, dy};
-    const double q[4] = {e[0] - xmin, xmax - e[0], e[1] - ymin, ymax - e[1]};
-    for (int k = 0; k < 4; ++k) {
-      if (p[k] == 0) {
-        if (q[k] < 0) return false;
-        continue;
-      }
-      const double t = q[k] / p[k];
-      if (p[k] < 0) {
-        t0 = std::max(t0, t);
-      } else {
-        t1 = std::min(t1, t);
-      }
-      if (t0 > t1) return false;
-    }
-    return true;
+    const double ax = xmin - e[0], bx = xmax - e[0];
+    const double ay = ymin - e[1], by = ymax - e[1];
+    const double s0 = dx * ay - dy * ax;
+    const double s1 = dx * ay - dy * bx;
+    const double s2 = dx * by - dy * ax;
+    const double s3 = dx * by - dy * bx;
+    const bool all_above = s0 > 0 && s1 > 0 && s2 > 0 && s3 > 0;
+    const bool all_below = s0 < 0 && s1 < 0 && s2 < 0 && s3 < 0;
+    return !all_above && !all_below;
   }
 
   bool SegmentTouchesCell(const std::array<double, 4>& e, std::int64_t i,
