@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,59 @@ std::vector<Ring> Coast() {
     const double t = 2 * kPi * h / 20;
     rings.push_back(
         Star(500 * std::cos(t), 500 * std::sin(t), 40, 80, 100, 100 + h, true));
+  }
+  return rings;
+}
+
+// A ring around (cx, cy) whose radius is radius * (1 + f(angle)), f a
+// periodic fractal profile: midpoint displacement over the n vertices (n a
+// power of two), uniform in +-amplitude at the coarsest split and `decay`
+// times that at each finer one. |f| stays below amplitude / (1 - decay),
+// so the ring is star-shaped and simple while that is below 1.
+Ring FractalRing(double cx, double cy, double radius, int n, double amplitude,
+                 double decay, std::uint64_t seed, bool clockwise) {
+  std::vector<double> f(static_cast<std::size_t>(n), 0.0);
+  CounterRng rng(seed);
+  double a = amplitude;
+  for (int step = n; step > 1; step /= 2) {
+    for (int i = 0; i < n; i += step) {
+      const double left = f[static_cast<std::size_t>(i)];
+      const double right = f[static_cast<std::size_t>((i + step) % n)];
+      f[static_cast<std::size_t>(i + step / 2)] =
+          (left + right) / 2 + a * (2 * rng.Uniform01() - 1);
+    }
+    a *= decay;
+  }
+  Ring ring;
+  for (int k = 0; k < n; ++k) {
+    const double t = 2 * kPi * k / n * (clockwise ? -1 : 1);
+    const double r = radius * (1 + f[static_cast<std::size_t>(k)]);
+    ring.push_back({cx + r * std::cos(t), cy + r * std::sin(t)});
+  }
+  return ring;
+}
+
+// A coastline as a map draws it: an island of radius about 1000 whose shore
+// is rough at every scale down to its vertex spacing (8 192 vertices, so
+// edges about 0.8 long), 40 islets of 32 vertices offshore and 20 lakes of
+// 32 vertices: 10 112 vertices. Coast() above is the stress case instead:
+// its 10 000 edges are spikes up to 100 long, 0.6 apart, and they fill a
+// band 100 wide where no place is farther than 0.3 from an edge.
+std::vector<Ring> FractalCoast() {
+  std::vector<Ring> rings = {
+      FractalRing(0, 0, 1000, 8192, 0.15, 0.62, 11, false)};
+  for (int i = 0; i < 40; ++i) {
+    const double t = 2 * kPi * (i + 0.5) / 40;
+    const double d = 1600 + 50 * (i % 3);
+    rings.push_back(FractalRing(d * std::cos(t), d * std::sin(t),
+                                20 + (i % 5) * 5, 32, 0.2, 0.62, 300 + i,
+                                false));
+  }
+  for (int h = 0; h < 20; ++h) {
+    const double t = 2 * kPi * h / 20;
+    rings.push_back(FractalRing(450 * std::cos(t), 450 * std::sin(t),
+                                30 + (h % 3) * 10, 32, 0.2, 0.62, 500 + h,
+                                true));
   }
   return rings;
 }
@@ -132,6 +186,24 @@ void BM_SampleBoxOfTheSameArea(benchmark::State& state) {
   SampleIn(state, Region::FromBox(*Box::Create(2, {0, 0, 0}, {side, side, 0})));
 }
 BENCHMARK(BM_SampleBoxOfTheSameArea)->Unit(benchmark::kMillisecond);
+
+void BM_SampleFractalCoastPolygon(benchmark::State& state) {
+  absl::StatusOr<Region> coast = Region::Polygons(FractalCoast());
+  if (!coast.ok()) {
+    state.SkipWithError(coast.status().ToString().c_str());
+    return;
+  }
+  SampleIn(state, *coast);
+}
+BENCHMARK(BM_SampleFractalCoastPolygon)->Unit(benchmark::kMillisecond);
+
+void BM_SampleBoxOfTheFractalCoastsArea(benchmark::State& state) {
+  double area = 0;
+  for (const Ring& ring : FractalCoast()) area += RingArea(ring);
+  const double side = std::sqrt(area);
+  SampleIn(state, Region::FromBox(*Box::Create(2, {0, 0, 0}, {side, side, 0})));
+}
+BENCHMARK(BM_SampleBoxOfTheFractalCoastsArea)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace scatter::sampler

@@ -41,6 +41,7 @@ class PolygonIndex {
     inv_ch_ = 1 / ch_;
     BuildCellLists();
     BuildCentreWindings();
+    BuildClearBlocks();
   }
 
   bool Contains(double px, double py) const {
@@ -73,6 +74,19 @@ class PolygonIndex {
   // the side); kPartial when one does, or when the box spans more than
   // kMaxClassifyCells index cells.
   Region::Overlap Classify(const double* lo, const double* hi) const {
+    // Most boxes (around points deep inside, or runs of cells at sea) lie
+    // in the 3 x 3 index cells around their centre's cell with no edge in
+    // any of them: one lookup tells.
+    if (hi[0] - lo[0] <= kClearSpan * cw_ &&
+        hi[1] - lo[1] <= kClearSpan * ch_) {
+      const std::int64_t i = Clamp(((lo[0] + hi[0]) / 2 - x0_) * inv_cw_, gx_);
+      const std::int64_t j = Clamp(((lo[1] + hi[1]) / 2 - y0_) * inv_ch_, gy_);
+      const std::uint8_t clear = clear_[static_cast<std::size_t>(j * gx_ + i)];
+      if (clear != kNotClear) {
+        return clear == kClearInside ? Region::Overlap::kInside
+                                     : Region::Overlap::kOutside;
+      }
+    }
     const std::int64_t i0 = Clamp((lo[0] - x0_) * inv_cw_ - 1e-9, gx_);
     const std::int64_t i1 = Clamp((hi[0] - x0_) * inv_cw_ + 1e-9, gx_);
     const std::int64_t j0 = Clamp((lo[1] - y0_) * inv_ch_ - 1e-9, gy_);
@@ -105,6 +119,14 @@ class PolygonIndex {
 
  private:
   static constexpr std::int64_t kMaxCells = std::int64_t{1} << 22;
+  // clear_ values.
+  static constexpr std::uint8_t kNotClear = 0;
+  static constexpr std::uint8_t kClearInside = 1;
+  static constexpr std::uint8_t kClearOutside = 2;
+  // A box at most this many index cells wide (per axis) around a centre in
+  // cell c lies in the 3 x 3 cells around c: its half-width is under one
+  // cell, with room for rounding in the centre's cell index.
+  static constexpr double kClearSpan = 1.99;
   static constexpr std::int64_t kMaxClassifyCells = 64;
 
   bool Inside(int winding) const {
@@ -230,6 +252,31 @@ class PolygonIndex {
     }
   }
 
+  // Per cell: whether it and its 8 neighbours hold no edge, and then on
+  // which side of the rings they all lie (cells beyond the grid hold no
+  // edge either).
+  void BuildClearBlocks() {
+    clear_.assign(static_cast<std::size_t>(gx_ * gy_), kNotClear);
+    auto empty = [&](std::int64_t i, std::int64_t j) {
+      if (i < 0 || i >= gx_ || j < 0 || j >= gy_) return true;
+      const auto c = static_cast<std::size_t>(j * gx_ + i);
+      return cell_begin_[c] == cell_begin_[c + 1];
+    };
+    for (std::int64_t j = 0; j < gy_; ++j) {
+      for (std::int64_t i = 0; i < gx_; ++i) {
+        bool clear = true;
+        for (std::int64_t dj = -1; dj <= 1; ++dj) {
+          for (std::int64_t di = -1; di <= 1; ++di) {
+            clear &= empty(i + di, j + dj);
+          }
+        }
+        if (!clear) continue;
+        const auto c = static_cast<std::size_t>(j * gx_ + i);
+        clear_[c] = Inside(centre_winding_[c]) ? kClearInside : kClearOutside;
+      }
+    }
+  }
+
   FillRule rule_;
   std::vector<std::array<double, 4>> edges_;  // ax, ay, bx, by.
   double x0_ = 0, y0_ = 0, cw_ = 1, ch_ = 1, inv_cw_ = 1, inv_ch_ = 1;
@@ -237,6 +284,7 @@ class PolygonIndex {
   std::vector<std::uint32_t> cell_begin_;  // Per cell, into cell_edges_.
   std::vector<std::uint32_t> cell_edges_;
   std::vector<int> centre_winding_;
+  std::vector<std::uint8_t> clear_;  // kNotClear, kClearInside, kClearOutside.
 };
 
 }  // namespace internal
