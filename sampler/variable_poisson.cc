@@ -129,19 +129,8 @@ class DensityBounds {
   // one more on each side against rounding of the pixel coordinates.
   void Bounds(double x0, double y0, double x1, double y1, double* lo,
               double* hi) const {
-    const RasterRect& rect = raster_.rect();
-    const auto col = [&](double x) {
-      return PixelIndex((x - rect.x0) * to_col_ - 0.5, raster_.width());
-    };
-    const auto row = [&](double y) {
-      return PixelIndex((rect.y1 - y) * to_row_ - 0.5, raster_.height());
-    };
-    std::int64_t i0 = col(x0) - 1, i1 = col(x1) + 2;
-    std::int64_t j0 = row(y1) - 1, j1 = row(y0) + 2;
-    i0 = std::max<std::int64_t>(i0, 0);
-    j0 = std::max<std::int64_t>(j0, 0);
-    i1 = std::min<std::int64_t>(i1, raster_.width() - 1);
-    j1 = std::min<std::int64_t>(j1, raster_.height() - 1);
+    std::int64_t i0, i1, j0, j1;
+    PixelRange(x0, y0, x1, y1, &i0, &i1, &j0, &j1);
     std::size_t k = 0;
     while (k + 1 < levels_.size() &&
            ((i1 >> k) - (i0 >> k) > 3 || (j1 >> k) - (j0 >> k) > 3)) {
@@ -161,7 +150,52 @@ class DensityBounds {
     *hi = mx;
   }
 
+  // Bounds that hold as Bounds' do but may be wider: from the level where
+  // the box's pixels span at most 2 x 2 blocks. Four reads.
+  void LooseBounds(double x0, double y0, double x1, double y1, double* lo,
+                   double* hi) const {
+    std::int64_t i0, i1, j0, j1;
+    PixelRange(x0, y0, x1, y1, &i0, &i1, &j0, &j1);
+    // The smallest k with 2^k > span: then i0 >> k and i1 >> k differ by 1
+    // at most.
+    const auto span = static_cast<std::uint64_t>(std::max(i1 - i0, j1 - j0));
+    std::size_t k = 0;
+    while ((span >> k) != 0) ++k;
+    k = std::min(k, levels_.size() - 1);
+    const Level& level = levels_[k];
+    float mn = 2, mx = -1;
+    for (std::int64_t j = j0 >> k; j <= j1 >> k; ++j) {
+      for (std::int64_t i = i0 >> k; i <= i1 >> k; ++i) {
+        const std::size_t c =
+            static_cast<std::size_t>(j) * level.w + static_cast<std::size_t>(i);
+        mn = std::min(mn, level.lo[c]);
+        mx = std::max(mx, level.hi[c]);
+      }
+    }
+    *lo = mn;
+    *hi = mx;
+  }
+
  private:
+  // The pixels whose bilinear support meets [x0, x1] x [y0, y1], one more on
+  // each side against rounding, clamped to the raster.
+  [[gnu::always_inline]] void PixelRange(double x0, double y0, double x1,
+                                         double y1, std::int64_t* i0,
+                                         std::int64_t* i1, std::int64_t* j0,
+                                         std::int64_t* j1) const {
+    const RasterRect& rect = raster_.rect();
+    const auto col = [&](double x) {
+      return PixelIndex((x - rect.x0) * to_col_ - 0.5, raster_.width());
+    };
+    const auto row = [&](double y) {
+      return PixelIndex((rect.y1 - y) * to_row_ - 0.5, raster_.height());
+    };
+    *i0 = std::max<std::int64_t>(col(x0) - 1, 0);
+    *j0 = std::max<std::int64_t>(row(y1) - 1, 0);
+    *i1 = std::min<std::int64_t>(col(x1) + 2, raster_.width() - 1);
+    *j1 = std::min<std::int64_t>(row(y0) + 2, raster_.height() - 1);
+  }
+
   struct Level {
     std::uint32_t w, h;
     std::vector<float> lo, hi;
@@ -295,6 +329,11 @@ class VariableRun {
         crowded = true;
         return;
       }
+      // A point of this layer has the field's radius at its place; one
+      // that does not turns off what ForEachNear concludes from that.
+      double r_lo, r_hi;
+      RadiusBounds(c, c, &r_lo, &r_hi);
+      if (!(r >= r_lo && r <= r_hi)) radii_from_field_ = false;
       Place(c, r, /*active=*/false);
       if (level.dormant.empty()) level.dormant.assign(level.cells / 64 + 2, 0);
       level.dormant[cell >> 6] |= std::uint64_t{1} << (cell & 63);
@@ -339,6 +378,7 @@ class VariableRun {
     ZeroedArray<std::uint64_t> block_bits;
     std::uint64_t count = 0;  // Points stored.
     double max_r = 0;         // Their largest radius.
+    double min_r = std::numeric_limits<double>::infinity();  // Smallest.
     // Gap filling: per cell, one bit per half-cell (2^D of them) that a
     // single disk of this level's radii covers whole; 8 spare bytes.
     ZeroedArray<std::uint8_t> cover;
@@ -409,16 +449,40 @@ class VariableRun {
     }
   }
 
-  // Calls f(q) for every stored point q (D coordinates, then its radius) in
-  // the cells of every level that meet the box [b0 - w_l, b1 + w_l], where
-  // w_l = reach(level) is the level's search distance. The level's block
+  // Calls f(q) for every stored point q (D coordinates, then its radius)
+  // that may lie within reach(r_q) of the box [b0, b1]: the cells of every
+  // level that meet the box grown by w_l = reach(the level's largest
+  // radius). `reach` must not fall as the radius grows. The level's block
   // bits come first, so a wide window over a fine level where no point is
   // near (a big point over small ones) costs a few words.
+  //
+  // Stored radii are the field's at their places (radii_from_field_), so
+  // the raster bounds the radii of every point that can matter: those in
+  // the box grown by the widest reach. A level whose radii all miss those
+  // bounds is skipped, and the others' windows reach only as far as the
+  // bounds allow. In a smooth field that leaves one level or two.
   template <class Reach, class F>
   void ForEachNear(const double* b0, const double* b1, Reach reach, F f) const {
+    double r_lo = 0;
+    double r_hi = std::numeric_limits<double>::infinity();
+    if (radii_from_field_) {
+      double stored = 0;
+      for (const Level& level : levels_) {
+        if (level.count != 0) stored = std::max(stored, level.max_r);
+      }
+      const double w = reach(stored);
+      double e0[D], e1[D];
+      for (int a = 0; a < D; ++a) {
+        e0[a] = b0[a] - w;
+        e1[a] = b1[a] + w;
+      }
+      LooseRadiusBounds(e0, e1, &r_lo, &r_hi);
+    }
     for (const Level& level : levels_) {
-      if (level.count == 0) continue;
-      const double w = reach(level);
+      if (level.count == 0 || level.max_r < r_lo || level.min_r > r_hi) {
+        continue;
+      }
+      const double w = reach(std::min(level.max_r, r_hi));
       std::int64_t c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0};
       for (int a = 0; a < D; ++a) {
         c0[a] = AxisCell(level, a, b0[a] - w, lo_[a]);
@@ -544,6 +608,7 @@ class VariableRun {
     level.block_bits[block >> 6] |= std::uint64_t{1} << (block & 63);
     ++level.count;
     level.max_r = std::max(level.max_r, r);
+    level.min_r = std::min(level.min_r, r);
     if (fill_gaps_) MarkCovered(p, r);
     if (active) active_.push_back({c, next_index_++, l});
   }
@@ -642,11 +707,11 @@ class VariableRun {
   // the first hit.
   void Gather(const double* p, double rho, double rc_hi) {
     list_size_ = 0;
-    far_.clear();
+    far_size_ = 0;
     ForEachNear(
         p, p,
-        [&](const Level& level) {
-          return (rho + std::max(rc_hi, level.max_r)) * kBoundSlack;
+        [&](double max_r) {
+          return (rho + std::max(rc_hi, max_r)) * kBoundSlack;
         },
         [&](const double* q) {
           double d2 = 0;
@@ -659,27 +724,43 @@ class VariableRun {
           if (!(d2 < t * t)) return;
           const double near = rho * 0.5 + m;
           if (d2 < near * near) {
-            AppendToList(q, q[D]);
+            Append(q, q[D]);
           } else {
-            far_.insert(far_.end(), q, q + D + 1);
+            if (far_size_ + D + 1 > far_.size()) {
+              far_.resize(std::max<std::size_t>(64, 2 * far_.size()));
+            }
+            std::copy(q, q + D + 1, &far_[far_size_]);
+            far_size_ += D + 1;
           }
         });
-    for (std::size_t j = 0; j < far_.size(); j += D + 1) {
-      AppendToList(&far_[j], far_[j + D]);
+    for (std::size_t j = 0; j < far_size_; j += D + 1) {
+      Append(&far_[j], far_[j + D]);
     }
+    PadList();
   }
 
-  void AppendToList(const double* q, double r) {
+  // Room in the list for one more point and its padding.
+  void MakeRoom() {
     if (list_size_ + 4 > list_r2_.size()) {
       const std::size_t n = std::max<std::size_t>(64, 2 * list_r2_.size());
       for (auto& column : list_) column.resize(n);
       list_r2_.resize(n);
     }
+  }
+
+  // Adds q, of radius r, to the list. The list must be padded (PadList)
+  // before ListConflict reads it.
+  void Append(const double* q, double r) {
+    MakeRoom();
     for (int a = 0; a < D; ++a) list_[a][list_size_] = q[a];
     list_r2_[list_size_] = r * r * (1 + kSlack);
     ++list_size_;
-    // Groups of 4 read past the end: NaN there is never closer than
-    // anything.
+  }
+
+  // Groups of 4 read past the end: NaN there is never closer than
+  // anything. (Append leaves room for them.)
+  void PadList() {
+    MakeRoom();
     for (std::size_t j = list_size_; j < list_size_ + 3; ++j) {
       for (int a = 0; a < D; ++a) {
         list_[a][j] = std::numeric_limits<double>::quiet_NaN();
@@ -789,7 +870,8 @@ class VariableRun {
         ListConflict(c, rc * rc * (1 + kSlack))) {
       return false;
     }
-    AppendToList(c, rc);
+    Append(c, rc);
+    PadList();
     Accept(c, rc);
     return true;
   }
@@ -898,6 +980,15 @@ class VariableRun {
     *r_hi = std::min(field_.r_max, field_.FromDensity(d_lo) * (1 + 1e-12));
   }
 
+  // RadiusBounds from DensityBounds::LooseBounds: wider, and cheaper.
+  void LooseRadiusBounds(const double* lo, const double* hi, double* r_lo,
+                         double* r_hi) const {
+    double d_lo, d_hi;
+    density_bounds_.LooseBounds(lo[0], lo[1], hi[0], hi[1], &d_lo, &d_hi);
+    *r_lo = std::max(field_.r_min, field_.FromDensity(d_hi) * (1 - 1e-12));
+    *r_hi = std::min(field_.r_max, field_.FromDensity(d_lo) * (1 + 1e-12));
+  }
+
   // Processes active points first in, first out until none is left, or the
   // run halts.
   absl::Status Drain() {
@@ -982,9 +1073,7 @@ class VariableRun {
     std::size_t n = 0;
     ForEachNear(
         b0, b1,
-        [&](const Level& level) {
-          return std::max(level.hi_r, r_hi) * kBoundSlack;
-        },
+        [&](double max_r) { return std::max(max_r, r_hi) * kBoundSlack; },
         [&](const double* q) {
           const double t = std::max(q[D], r_hi) * kBoundSlack;
           if (NearestDistance2(q, b0, b1, D) >= t * t) return;
@@ -1203,6 +1292,9 @@ class VariableRun {
   absl::FunctionRef<bool()> stop_;
   bool dense_;
   bool fill_gaps_;
+  // Whether every stored point's radius is the field's at its place (same-
+  // layer obstacles may bring others); see ForEachNear.
+  bool radii_from_field_ = true;
   int attempts_;
   double eps_;
   RadiusField field_;
@@ -1238,6 +1330,7 @@ class VariableRun {
   std::vector<double> list_[D];
   std::vector<double> list_r2_;
   std::vector<double> far_;  // Gather's scratch: the farther points.
+  std::size_t far_size_ = 0;  // Doubles of far_ in use.
   std::size_t list_size_ = 0;
 
   bool obstacles_marked_ = false;  // Obstacles marked some level's cover.

@@ -417,6 +417,38 @@ TEST(VariableRadiusRegionTest, ObstaclesKeepTheirRadiusPlusHalfTheLocalRadius) {
       << coverage->uncovered << " of " << coverage->probes;
 }
 
+// Same-layer obstacles act as points of the run: a new point of radius r
+// keeps max(r, R) from one of radius R. Here their radii are far from the
+// field's where they sit (r_max where the field gives about 0.0065, r_min
+// where it gives about 0.019), which the run must not take for the field's.
+TEST(VariableRadiusRegionTest,
+     SameLayerObstaclesWithTheirOwnRadiiAreKeptClear) {
+  for (Method method : {Method::kPoissonDense, Method::kPoissonClassic}) {
+    SamplerOptions o = VariableOptions(method, 0.005, 0.02, GradientRaster());
+    Obstacle big;
+    big.center = {0.9, 0.5, 0};
+    big.radius = 0.02;
+    big.same_layer = true;
+    Obstacle small;
+    small.center = {0.05, 0.2, 0};
+    small.radius = 0.005;
+    small.same_layer = true;
+    o.obstacles = {big, small};
+    const PointSet points = RunToEnd(Region::FromBox(UnitBox(2)), o);
+    ASSERT_GT(points.size(), 500u);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      const double* p = &points.coords[2 * i];
+      for (const Obstacle& ob : o.obstacles) {
+        const double dx = p[0] - ob.center[0], dy = p[1] - ob.center[1];
+        ASSERT_GE(std::sqrt(dx * dx + dy * dy),
+                  std::max(ob.radius, points.radius[i]))
+            << MethodName(method) << ": point " << i << " at (" << p[0] << ", "
+            << p[1] << "), radius " << points.radius[i];
+      }
+    }
+  }
+}
+
 // Trees (constant spacing 0.06), then bushes with a density raster (0.01
 // to 0.04), then grass with a density raster (0.004 to 0.01).
 std::vector<LayerSpec> ThreeLayers() {
