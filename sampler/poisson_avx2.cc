@@ -20,9 +20,25 @@
 #include <limits>
 #include <vector>
 
-// Before the pragma, so its template code stays baseline (see
-// poisson_impl.h).
+// Every header poisson_impl.h uses, before the pragma: their inline
+// functions and templates are emitted as weak symbols wherever they are not
+// inlined, and the linker keeps one copy for the whole program. Defined
+// under the pragma, that copy could be AVX2 code that the scalar path runs
+// on a CPU without AVX2 (RandomRotation3 was, by include order).
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "sampler/batch_writer.h"
+#include "sampler/box.h"
+#include "sampler/box_distance.h"
+#include "sampler/cover_stencil.h"
+#include "sampler/directions.h"
+#include "sampler/gap_pieces.h"
 #include "sampler/huge_pages.h"
+#include "sampler/obstacles.h"
+#include "sampler/region.h"
+#include "sampler/rng.h"
+#include "sampler/rotation.h"
+#include "sampler/sampler.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2")

@@ -1,0 +1,45 @@
+#!/bin/bash
+# Usage: check_avx2_weak_symbols.sh LIBRARY.a
+#
+# The AVX2 paths are whole translation units compiled under
+# `#pragma GCC target("avx2")` (the members whose names contain "avx2").
+# A weak symbol such a unit defines (an inline function or template that
+# was not inlined) is shared with every other unit that defines it, and the
+# linker keeps one copy: if that copy is AVX2 code, the scalar path runs it
+# too, and a CPU without AVX2 stops on an illegal instruction. So: no weak
+# symbol of an AVX2 unit, other than the AVX2 kernels themselves (Avx2Ops,
+# only reached after the CPU check), may hold a VEX instruction.
+set -euo pipefail
+
+lib=$(realpath "$1")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+members=$(ar t "$lib" | grep avx2 || true)
+if [ -z "$members" ]; then
+  echo "no AVX2 members in $lib (a build without the AVX2 path): nothing to check"
+  exit 0
+fi
+
+failed=0
+checked=0
+for member in $members; do
+  ar x "$lib" "$member"
+  while read -r symbol; do
+    demangled=$(c++filt "$symbol")
+    case "$demangled" in
+      *Avx2Ops::*) continue ;;
+    esac
+    checked=$((checked + 1))
+    # Instructions are the third tab-separated field of objdump's lines.
+    vex=$(objdump -d --no-show-raw-insn --disassemble="$symbol" "$member" |
+          awk -F'\t' 'NF >= 2 && $2 ~ /^v[a-z]/ {n++} END {print n + 0}')
+    if [ "$vex" -gt 0 ]; then
+      echo "FAIL: $member defines weak $demangled with $vex VEX instructions"
+      failed=1
+    fi
+  done < <(nm --defined-only "$member" | awk '$2 == "W" {print $3}')
+done
+echo "checked $checked weak symbols of:" $members
+exit $failed
