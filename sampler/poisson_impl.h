@@ -688,32 +688,6 @@ class PoissonRun {
     }
   }
 
-  // A point uniform in the shell 1 <= |v| < 2 (annulus in 2D): the first
-  // draw of the cube [-2, 2)^D that lands in it, with 32 random bits per
-  // coordinate (candidates need no finer grain). Draws are taken two at a
-  // time and the first good one selected without a branch, since whether a
-  // draw lands is a coin flip a branch predictor cannot learn (41% miss in
-  // 2D); the result is the same as drawing one at a time.
-  static void UnitShellPoint(CounterRng* rng, double* v) {
-    for (;;) {
-      double a[4], b[4];
-      rng->SignedPair(&a[0], &a[1]);
-      if constexpr (D == 3) rng->SignedPair(&a[2], &a[3]);
-      rng->SignedPair(&b[0], &b[1]);
-      if constexpr (D == 3) rng->SignedPair(&b[2], &b[3]);
-      double sa = a[0] * a[0] + a[1] * a[1];
-      double sb = b[0] * b[0] + b[1] * b[1];
-      if constexpr (D == 3) {
-        sa += a[2] * a[2];
-        sb += b[2] * b[2];
-      }
-      const bool ok_a = sa >= 0.25 && sa < 1;
-      const bool ok_b = sb >= 0.25 && sb < 1;
-      for (int i = 0; i < D; ++i) v[i] = 2 * (ok_a ? a[i] : b[i]);
-      if (ok_a || ok_b) return;
-    }
-  }
-
   // Classic: candidates uniform in the annulus (shell) [r, 2r], by
   // rejection from the cube [-2r, 2r]^D. A visit ends at the first accepted
   // candidate and the point stays active; it retires after a visit of k
@@ -727,7 +701,7 @@ class PoissonRun {
       for (int i = 0; i < attempts_ && !accepted; ++i) {
         CounterRng rng(visit_key, static_cast<std::uint64_t>(i) << kBlockShift);
         double v[D];
-        UnitShellPoint(&rng, v);
+        UnitShellPoint<D>(&rng, v);
         for (int a = 0; a < D; ++a) c[a] = p[a] + r_ * v[a];
         accepted = TryCandidate(c);
         if (!halt_.ok()) return;

@@ -927,22 +927,6 @@ class VariableRun {
     }
   }
 
-  // A point uniform in the shell 1 <= |v| < 2 (annulus in 2D), by rejection
-  // from the cube [-2, 2)^D with 32 random bits per coordinate.
-  static void UnitShellPoint(CounterRng* rng, double* v) {
-    for (;;) {
-      double a[4];
-      rng->SignedPair(&a[0], &a[1]);
-      if constexpr (D == 3) rng->SignedPair(&a[2], &a[3]);
-      double s = 0;
-      for (int i = 0; i < D; ++i) s += a[i] * a[i];
-      if (s >= 0.25 && s < 1) {
-        for (int i = 0; i < D; ++i) v[i] = 2 * a[i];
-        return;
-      }
-    }
-  }
-
   // Classic: candidates uniform in the annulus (shell) [r_p, 2 r_p]. A visit
   // ends at its first accepted candidate and the point stays active; it
   // retires after a visit of k failures. One gather serves every visit
@@ -960,7 +944,7 @@ class VariableRun {
         Poll();
         CounterRng rng(visit_key, static_cast<std::uint64_t>(i) << kBlockShift);
         double v[D];
-        UnitShellPoint(&rng, v);
+        UnitShellPoint<D>(&rng, v);
         double c[D];
         for (int a = 0; a < D; ++a) c[a] = p[a] + r * v[a];
         accepted = TryCandidate(c, interior, nullptr, r, 0, nullptr, 0);
