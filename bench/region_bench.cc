@@ -169,39 +169,40 @@ void SampleIn(benchmark::State& state, const Region& region) {
       static_cast<double>(points), benchmark::Counter::kIsRate);
 }
 
-void BM_SampleCoastPolygon(benchmark::State& state) {
-  absl::StatusOr<Region> coast = Region::Polygons(Coast());
-  if (!coast.ok()) {
-    state.SkipWithError(coast.status().ToString().c_str());
+void SamplePolygon(benchmark::State& state, const std::vector<Ring>& rings) {
+  absl::StatusOr<Region> region = Region::Polygons(rings);
+  if (!region.ok()) {
+    state.SkipWithError(region.status().ToString().c_str());
     return;
   }
-  SampleIn(state, *coast);
+  SampleIn(state, *region);
+}
+
+void SampleBoxOfTheArea(benchmark::State& state,
+                        const std::vector<Ring>& rings) {
+  double area = 0;
+  for (const Ring& ring : rings) area += RingArea(ring);
+  const double side = std::sqrt(area);
+  SampleIn(state, Region::FromBox(*Box::Create(2, {0, 0, 0}, {side, side, 0})));
+}
+
+void BM_SampleCoastPolygon(benchmark::State& state) {
+  SamplePolygon(state, Coast());
 }
 BENCHMARK(BM_SampleCoastPolygon)->Unit(benchmark::kMillisecond);
 
 void BM_SampleBoxOfTheSameArea(benchmark::State& state) {
-  double area = 0;
-  for (const Ring& ring : Coast()) area += RingArea(ring);
-  const double side = std::sqrt(area);
-  SampleIn(state, Region::FromBox(*Box::Create(2, {0, 0, 0}, {side, side, 0})));
+  SampleBoxOfTheArea(state, Coast());
 }
 BENCHMARK(BM_SampleBoxOfTheSameArea)->Unit(benchmark::kMillisecond);
 
 void BM_SampleFractalCoastPolygon(benchmark::State& state) {
-  absl::StatusOr<Region> coast = Region::Polygons(FractalCoast());
-  if (!coast.ok()) {
-    state.SkipWithError(coast.status().ToString().c_str());
-    return;
-  }
-  SampleIn(state, *coast);
+  SamplePolygon(state, FractalCoast());
 }
 BENCHMARK(BM_SampleFractalCoastPolygon)->Unit(benchmark::kMillisecond);
 
 void BM_SampleBoxOfTheFractalCoastsArea(benchmark::State& state) {
-  double area = 0;
-  for (const Ring& ring : FractalCoast()) area += RingArea(ring);
-  const double side = std::sqrt(area);
-  SampleIn(state, Region::FromBox(*Box::Create(2, {0, 0, 0}, {side, side, 0})));
+  SampleBoxOfTheArea(state, FractalCoast());
 }
 BENCHMARK(BM_SampleBoxOfTheFractalCoastsArea)->Unit(benchmark::kMillisecond);
 

@@ -136,18 +136,7 @@ class DensityBounds {
            ((i1 >> k) - (i0 >> k) > 3 || (j1 >> k) - (j0 >> k) > 3)) {
       ++k;
     }
-    const Level& level = levels_[k];
-    float mn = 2, mx = -1;
-    for (std::int64_t j = j0 >> k; j <= j1 >> k; ++j) {
-      for (std::int64_t i = i0 >> k; i <= i1 >> k; ++i) {
-        const std::size_t c =
-            static_cast<std::size_t>(j) * level.w + static_cast<std::size_t>(i);
-        mn = std::min(mn, level.lo[c]);
-        mx = std::max(mx, level.hi[c]);
-      }
-    }
-    *lo = mn;
-    *hi = mx;
+    BlockBounds(k, i0, i1, j0, j1, lo, hi);
   }
 
   // Bounds that hold as Bounds' do but may be wider: from the level where
@@ -162,6 +151,15 @@ class DensityBounds {
     std::size_t k = 0;
     while ((span >> k) != 0) ++k;
     k = std::min(k, levels_.size() - 1);
+    BlockBounds(k, i0, i1, j0, j1, lo, hi);
+  }
+
+ private:
+  // The least and greatest pixel over the blocks of level k that hold the
+  // pixels [i0, i1] x [j0, j1].
+  void BlockBounds(std::size_t k, std::int64_t i0, std::int64_t i1,
+                   std::int64_t j0, std::int64_t j1, double* lo,
+                   double* hi) const {
     const Level& level = levels_[k];
     float mn = 2, mx = -1;
     for (std::int64_t j = j0 >> k; j <= j1 >> k; ++j) {
@@ -176,7 +174,6 @@ class DensityBounds {
     *hi = mx;
   }
 
- private:
   // The pixels whose bilinear support meets [x0, x1] x [y0, y1], one more on
   // each side against rounding, clamped to the raster.
   [[gnu::always_inline]] void PixelRange(double x0, double y0, double x1,

@@ -136,16 +136,23 @@ TEST(RegionTest, StarPolygonMatchesBruteForceWindingEverywhere) {
                           20000);
 }
 
-TEST(RegionTest, ManyIslandsWithLakesMatchBruteForceInBothRules) {
-  // A coastline-like case: 12 islands of 300-900 vertices, each with a lake
-  // running the other way, and one island overlapping another.
+// `count` islands of 300 + 50 i vertices, `columns` to a row 30 apart,
+// each with a lake running the other way.
+std::vector<Ring> IslandsWithLakes(int count, int columns) {
   std::vector<Ring> rings;
-  for (int i = 0; i < 12; ++i) {
-    const double cx = 30.0 * (i % 4);
-    const double cy = 30.0 * (i / 4);
+  for (int i = 0; i < count; ++i) {
+    const double cx = 30.0 * (i % columns);
+    const double cy = 30.0 * (i / columns);
     rings.push_back(Star(cx, cy, 8, 14, 300 + 50 * i, 10 + i));
     rings.push_back(Star(cx, cy, 2, 4, 60, 100 + i, /*clockwise=*/true));
   }
+  return rings;
+}
+
+TEST(RegionTest, ManyIslandsWithLakesMatchBruteForceInBothRules) {
+  // A coastline-like case: 12 islands of 300-850 vertices with lakes, and
+  // one island overlapping another.
+  std::vector<Ring> rings = IslandsWithLakes(12, 4);
   rings.push_back(Star(15, 15, 5, 9, 400, 77));
   ExpectMatchesBruteForce(rings, FillRule::kEvenOdd, 5000);
   ExpectMatchesBruteForce(rings, FillRule::kNonZero, 5000);
@@ -167,13 +174,7 @@ TEST(RegionTest, TwentyThousandVerticesWithFiftyHolesWork) {
 // with the brute-force winding at a grid of places in the box (corners and
 // edges included), and boxes a vertex sits on are never certain.
 TEST(RegionTest, ClassifyIsCertainWhenItSaysInsideOrOutside) {
-  std::vector<Ring> rings;
-  for (int i = 0; i < 6; ++i) {
-    const double cx = 30.0 * (i % 3);
-    const double cy = 30.0 * (i / 3);
-    rings.push_back(Star(cx, cy, 8, 14, 300 + 50 * i, 10 + i));
-    rings.push_back(Star(cx, cy, 2, 4, 60, 100 + i, /*clockwise=*/true));
-  }
+  const std::vector<Ring> rings = IslandsWithLakes(6, 3);
   for (FillRule rule : {FillRule::kEvenOdd, FillRule::kNonZero}) {
     absl::StatusOr<Region> region = Region::Polygons(rings, rule);
     ASSERT_TRUE(region.ok()) << region.status();
