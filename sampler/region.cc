@@ -149,11 +149,17 @@ class PolygonIndex {
   // false no would give a wrong answer. Separating axes, without a
   // division: the segment misses the rectangle when their x or y extents
   // are apart, or when all four corners lie strictly on one side of its
-  // line. (Rounding in those signs is far below the hair.)
+  // line. The hair is relative to the box and to its coordinates (a small
+  // box far from the origin), so it stays well above the rounding in
+  // those signs.
   static bool SegmentTouchesRect(const std::array<double, 4>& e, double xmin,
                                  double xmax, double ymin, double ymax) {
-    const double mx = (xmax - xmin) * 1e-9;
-    const double my = (ymax - ymin) * 1e-9;
+    const double mx = (xmax - xmin) * 1e-9 + (std::abs(xmin) + std::abs(xmax) +
+                                              std::abs(e[0]) + std::abs(e[2])) *
+                                                 0x1.0p-40;
+    const double my = (ymax - ymin) * 1e-9 + (std::abs(ymin) + std::abs(ymax) +
+                                              std::abs(e[1]) + std::abs(e[3])) *
+                                                 0x1.0p-40;
     xmin -= mx;
     xmax += mx;
     ymin -= my;

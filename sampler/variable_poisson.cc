@@ -448,8 +448,9 @@ class VariableRun {
 
   // Calls f(q) for every stored point q (D coordinates, then its radius)
   // that may lie within reach(r_q) of the box [b0, b1]: the cells of every
-  // level that meet the box grown by w_l = reach(the level's largest
-  // radius). `reach` must not fall as the radius grows. The level's block
+  // level that meet the box grown by w_l = reach(the largest radius the
+  // level can hold there; see below). `reach` must not fall as the radius
+  // grows. The level's block
   // bits come first, so a wide window over a fine level where no point is
   // near (a big point over small ones) costs a few words.
   //
@@ -474,6 +475,10 @@ class VariableRun {
         e1[a] = b1[a] + w;
       }
       LooseRadiusBounds(e0, e1, &r_lo, &r_hi);
+      // Bilinear sampling may round a hair past the pixels it blends;
+      // widen the bounds far past that.
+      r_lo *= 1 - 1e-9;
+      r_hi *= 1 + 1e-9;
     }
     for (const Level& level : levels_) {
       if (level.count == 0 || level.max_r < r_lo || level.min_r > r_hi) {

@@ -85,11 +85,15 @@ TEST(ServiceTimingTest, MaxCallDurationCutsOffAClientThatStoppedReading) {
 }
 
 // The last of the three numbers in a tcp_rmem / tcp_wmem file: the most a
-// socket's buffer may grow to.
-std::size_t SysctlMax(const char* path) {
+// socket's buffer may grow to; `fallback` (Linux's default) when the file
+// cannot be read.
+std::size_t SysctlMax(const char* path, std::size_t fallback) {
   std::ifstream file(path);
   std::size_t min = 0, initial = 0, max = 0;
-  file >> min >> initial >> max;
+  if (!(file >> min >> initial >> max) || max == 0) {
+    std::printf("%s unreadable: taking %zu\n", path, fallback);
+    return fallback;
+  }
   return max;
 }
 
@@ -132,9 +136,10 @@ TEST(ServiceTimingTest, SlowReaderSlowsTheSamplerAndMemoryStaysFlat) {
   // timing moves this figure. The bound is what those can hold together
   // with a 4 MiB window; the server's own queue is max_backlog above, and
   // points_sent below shows the sampler was held back.
-  const std::size_t transport_bytes = (std::size_t{4} << 20) +
-                                      SysctlMax("/proc/sys/net/ipv4/tcp_rmem") +
-                                      SysctlMax("/proc/sys/net/ipv4/tcp_wmem");
+  const std::size_t transport_bytes =
+      (std::size_t{4} << 20) +
+      SysctlMax("/proc/sys/net/ipv4/tcp_rmem", std::size_t{6} << 20) +
+      SysctlMax("/proc/sys/net/ipv4/tcp_wmem", std::size_t{4} << 20);
   const std::size_t bound = transport_bytes / response.ByteSizeLong();
   std::printf("batches held by the transport at most: %d (bound %d)\n",
               static_cast<int>(worst_ahead), static_cast<int>(bound));
