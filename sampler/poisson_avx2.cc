@@ -9,44 +9,14 @@
 
 #if SCATTER_HAVE_AVX2_PATH
 
-#include <immintrin.h>
-
-#include <algorithm>
-#include <array>
-#include <cassert>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <vector>
-
-// Every header poisson_impl.h uses, before the pragma: their inline
-// functions and templates are emitted as weak symbols wherever they are not
-// inlined, and the linker keeps one copy for the whole program. Defined
-// under the pragma, that copy could be AVX2 code that the scalar path runs
-// on a CPU without AVX2 (RandomRotation3 was, by include order).
-#include "absl/functional/function_ref.h"
-#include "absl/status/status.h"
-#include "sampler/batch_writer.h"
-#include "sampler/box.h"
-#include "sampler/box_distance.h"
-#include "sampler/cover_stencil.h"
-#include "sampler/directions.h"
-#include "sampler/gap_pieces.h"
-#include "sampler/huge_pages.h"
-#include "sampler/obstacles.h"
-#include "sampler/region.h"
-#include "sampler/rng.h"
-#include "sampler/rotation.h"
-#include "sampler/sampler.h"
-
-#pragma GCC push_options
-#pragma GCC target("avx2")
+// poisson_impl.h sets the AVX2 target for its own code, after its
+// includes.
+#define SCATTER_POISSON_AVX2 1
 #include "sampler/poisson_impl.h"
-#include "sampler/simd_ops_avx2.h"
 
 namespace scatter::sampler::internal {
 
+// Baseline code: it only makes and runs the AVX2 class.
 absl::Status RunPoissonAvx2(const Region& region,
                             const ObstacleIndex& obstacles,
                             const SamplerOptions& options, BatchWriter* out,
@@ -58,7 +28,5 @@ absl::Status RunPoissonAvx2(const Region& region,
 }
 
 }  // namespace scatter::sampler::internal
-
-#pragma GCC pop_options
 
 #endif  // SCATTER_HAVE_AVX2_PATH

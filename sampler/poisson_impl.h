@@ -1,10 +1,16 @@
 // Internal: the Poisson sampler, as a class template over the SIMD
 // operations it uses. Included by poisson.cc (ScalarOps, baseline ISA) and
-// by poisson_avx2.cc (Avx2Ops, inside #pragma GCC target("avx2")), so each
+// by poisson_avx2.cc (Avx2Ops; it defines SCATTER_POISSON_AVX2), so each
 // translation unit compiles the whole hot loop for its own target with the
-// kernels inlined. Everything here has internal linkage, so the two copies
-// never meet at link time; include it after every other header so library
-// templates keep their baseline code.
+// kernels inlined. Everything below the includes has internal linkage, so
+// the two copies never meet at link time.
+//
+// The AVX2 target is set here, after every header this file includes:
+// their inline functions and templates are emitted as weak symbols where
+// they are not inlined, and the linker keeps one copy for the program, so
+// one defined under the pragma could be AVX2 code that the scalar path
+// runs on a CPU without it (tests/sampler/check_avx2_weak_symbols.sh).
+// Include this file after every other header.
 //
 // Bridson Poisson-disk sampling in 2D and 3D, in two packings, with maximal
 // gap filling. Speed comes from three choices:
@@ -49,6 +55,14 @@
 #include "sampler/rng.h"
 #include "sampler/rotation.h"
 #include "sampler/sampler.h"
+#include "sampler/simd_ops.h"
+
+#ifdef SCATTER_POISSON_AVX2
+#include <immintrin.h>
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#include "sampler/simd_ops_avx2.h"
+#endif
 
 #if defined(__GNUC__) || defined(__clang__)
 #define SCATTER_ALWAYS_INLINE __attribute__((always_inline)) inline
@@ -1248,5 +1262,9 @@ class PoissonRun {
 
 }  // namespace
 }  // namespace scatter::sampler::internal
+
+#ifdef SCATTER_POISSON_AVX2
+#pragma GCC pop_options
+#endif
 
 #endif  // SCATTER_SAMPLER_POISSON_IMPL_H_

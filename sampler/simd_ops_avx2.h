@@ -2,7 +2,7 @@
 #define SCATTER_SAMPLER_SIMD_OPS_AVX2_H_
 
 // Internal: the AVX2 distance kernels. Include only inside
-// #pragma GCC target("avx2") (see poisson_avx2.cc and simd_avx2.cc), and run
+// #pragma GCC target("avx2") (see poisson_impl.h and simd_avx2.cc), and run
 // only after the CPU said it has AVX2.
 
 #include <immintrin.h>
