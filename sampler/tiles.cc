@@ -666,6 +666,12 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
     std::lock_guard<std::mutex> lock(mu);
     return quit || !failed.ok();
   };
+  // Generator u: made in this chunk (done, when it is asked for) or held
+  // from before.
+  auto generator = [&](TileCoord u) {
+    auto it = index.find(u);
+    return it != index.end() ? made[it->second].get() : have.at(u).get();
+  };
   ChunkResult result;
   absl::Status status;  // How the sender ended, when it ended early.
   bool sender_done = false;
@@ -694,10 +700,8 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
     std::array<const GeneratedPoints*, 9> sources;
     for (std::int64_t dy = -1, s = 0; dy <= 1; ++dy) {
       for (std::int64_t dx = -1; dx <= 1; ++dx, ++s) {
-        const TileCoord u{chunk[k].x + dx, chunk[k].y + dy};
-        auto it = index.find(u);
         sources[static_cast<std::size_t>(s)] =
-            it != index.end() ? made[it->second].get() : have.at(u).get();
+            generator({chunk[k].x + dx, chunk[k].y + dy});
       }
     }
     lock.unlock();
@@ -741,9 +745,7 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
       lock.unlock();
       std::vector<const GeneratedPoints*> lower;
       for (TileCoord v : LowerNeighbours(list[i])) {
-        auto it = index.find(v);
-        lower.push_back(it != index.end() ? made[it->second].get()
-                                          : have.at(v).get());
+        lower.push_back(generator(v));
       }
       absl::StatusOr<std::shared_ptr<const GeneratedPoints>> g =
           Generate(list[i], lower, stopped);
