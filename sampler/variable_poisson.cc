@@ -962,8 +962,7 @@ class VariableRun {
                     double* r_hi) const {
     double d_lo, d_hi;
     density_bounds_.Bounds(lo[0], lo[1], hi[0], hi[1], &d_lo, &d_hi);
-    *r_lo = std::max(field_.r_min, field_.FromDensity(d_hi) * (1 - 1e-12));
-    *r_hi = std::min(field_.r_max, field_.FromDensity(d_lo) * (1 + 1e-12));
+    RadiiOf(d_lo, d_hi, r_lo, r_hi);
   }
 
   // RadiusBounds from DensityBounds::LooseBounds: wider, and cheaper.
@@ -971,6 +970,11 @@ class VariableRun {
                          double* r_hi) const {
     double d_lo, d_hi;
     density_bounds_.LooseBounds(lo[0], lo[1], hi[0], hi[1], &d_lo, &d_hi);
+    RadiiOf(d_lo, d_hi, r_lo, r_hi);
+  }
+
+  // The radius bounds of density bounds (radius falls as density rises).
+  void RadiiOf(double d_lo, double d_hi, double* r_lo, double* r_hi) const {
     *r_lo = std::max(field_.r_min, field_.FromDensity(d_hi) * (1 - 1e-12));
     *r_hi = std::min(field_.r_max, field_.FromDensity(d_lo) * (1 + 1e-12));
   }
