@@ -16,6 +16,14 @@
 //
 // Memory still comes from operator new, so heap accounting (the benches'
 // heap_bytes_per_point) sees it; smaller blocks are plain operator new.
+//
+// Blocks from kScratchMinBytes up to kHugePageBytes are scratch: a thread
+// that frees one keeps it (up to kScratchMaxBlocks blocks and
+// kScratchMaxBytes in all) for its next allocation of the same size. Tile
+// generators run one small sampler after another with the same grid sizes,
+// and malloc returned each grid to the kernel only to fault it in again:
+// a seventh of a cold tile block's time on the guest bench/README.md
+// describes ("Tiles").
 
 #ifndef SCATTER_SAMPLER_HUGE_PAGES_H_
 #define SCATTER_SAMPLER_HUGE_PAGES_H_
@@ -29,7 +37,19 @@ namespace scatter::sampler::internal {
 inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 
 // Advises [p, p + bytes) for huge pages, rounded inward to whole huge pages.
+inline constexpr std::size_t kScratchMinBytes = std::size_t{64} << 10;
+inline constexpr std::size_t kScratchMaxBytes = std::size_t{16} << 20;
+inline constexpr int kScratchMaxBlocks = 16;
+
 void AdviseHugePages(void* p, std::size_t bytes);
+
+// A block of `bytes` (kScratchMinBytes <= bytes < kHugePageBytes): one this
+// thread freed with that size, else operator new.
+void* AllocateScratch(std::size_t bytes);
+// Keeps p for this thread's next AllocateScratch(bytes), or deletes it.
+void FreeScratch(void* p, std::size_t bytes);
+// Blocks and bytes this thread keeps (for tests).
+std::size_t ScratchBlocksHeld();
 
 template <class T>
 class HugePageAllocator {
@@ -42,8 +62,11 @@ class HugePageAllocator {
 
   T* allocate(std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
-    if (bytes < kHugePageBytes) {
+    if (bytes < kScratchMinBytes) {
       return static_cast<T*>(::operator new(bytes));
+    }
+    if (bytes < kHugePageBytes) {
+      return static_cast<T*>(AllocateScratch(bytes));
     }
     void* p = ::operator new(bytes, std::align_val_t{kHugePageBytes});
     AdviseHugePages(p, bytes);
@@ -52,8 +75,10 @@ class HugePageAllocator {
 
   void deallocate(T* p, std::size_t n) {
     const std::size_t bytes = n * sizeof(T);
-    if (bytes < kHugePageBytes) {
+    if (bytes < kScratchMinBytes) {
       ::operator delete(p, bytes);
+    } else if (bytes < kHugePageBytes) {
+      FreeScratch(p, bytes);
     } else {
       ::operator delete(p, bytes, std::align_val_t{kHugePageBytes});
     }

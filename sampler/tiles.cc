@@ -97,12 +97,25 @@ std::size_t GeneratedPoints::bytes() const {
 }
 
 void GeneratedPoints::Reserve(std::size_t n) {
+  // Geometric growth: a run appends batch after batch, and room for just
+  // one more batch would copy every array again for each.
+  if (n <= id.capacity()) return;
+  n = std::max(n, 2 * id.capacity());
   coords.reserve(n * static_cast<std::size_t>(dims));
   radius.reserve(n);
   layer.reserve(n);
   id.reserve(n);
   yaw.reserve(n);
   scale.reserve(n);
+}
+
+void GeneratedPoints::ShrinkToFit() {
+  coords.shrink_to_fit();
+  radius.shrink_to_fit();
+  layer.shrink_to_fit();
+  id.shrink_to_fit();
+  yaw.shrink_to_fit();
+  scale.shrink_to_fit();
 }
 
 void GeneratedPoints::AppendFrom(const GeneratedPoints& from,
@@ -552,6 +565,8 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
         [](const double*, std::uint64_t) { return true; }, out.get());
     if (!status.ok()) return status;
   }
+  // The cache counts capacity: give back what growth left over.
+  out->ShrinkToFit();
   GroupByTile(out.get());
   return out;
 }

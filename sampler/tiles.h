@@ -113,8 +113,10 @@ struct GeneratedPoints {
   std::size_t size() const { return radius.size(); }
   // Heap bytes held, for the cache budget.
   std::size_t bytes() const;
-  // Room for n points in every array.
+  // Room for n points in every array, growing geometrically.
   void Reserve(std::size_t n);
+  // Capacity down to size.
+  void ShrinkToFit();
   // Appends the points of `from` that `indices` names, in that order.
   void AppendFrom(const GeneratedPoints& from,
                   absl::Span<const std::uint32_t> indices);

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -61,6 +63,60 @@ TEST(HugePagesTest, LargeBlocksAreAdvisedForHugePages) {
   ASSERT_FALSE(flags.empty()) << "no smaps entry holds the block";
   // "hg": the range carries MADV_HUGEPAGE.
   EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
+}
+
+TEST(HugePagesTest, AThreadReusesTheScratchBlocksItFrees) {
+  // Run on a thread of its own, so its cache starts empty.
+  std::thread([] {
+    const std::size_t n = (kScratchMinBytes + 4096) / sizeof(double);
+    const double* first = nullptr;
+    {
+      HugePageVector<double> v(n, 1.0);
+      first = v.data();
+      EXPECT_EQ(ScratchBlocksHeld(), 0u);
+    }
+    EXPECT_EQ(ScratchBlocksHeld(), 1u);
+    {
+      // Another size does not take it.
+      HugePageVector<double> other(n + 512, 2.0);
+      EXPECT_NE(other.data(), first);
+      // The same size does, and the values are the new ones.
+      HugePageVector<double> again(n, 3.0);
+      EXPECT_EQ(again.data(), first);
+      EXPECT_EQ(again[n - 1], 3.0);
+      EXPECT_EQ(ScratchBlocksHeld(), 0u);
+    }
+    EXPECT_EQ(ScratchBlocksHeld(), 2u);
+    // Below the scratch size, and from the huge page size on, nothing is
+    // kept.
+    { HugePageVector<std::uint8_t> small(kScratchMinBytes - 1, 0); }
+    { HugePageVector<std::uint8_t> huge(kHugePageBytes, 0); }
+    EXPECT_EQ(ScratchBlocksHeld(), 2u);
+  }).join();
+}
+
+TEST(HugePagesTest, TheScratchCacheIsBounded) {
+  std::thread([] {
+    // More blocks than it keeps, freed one after another: it keeps the
+    // newest kScratchMaxBlocks, within kScratchMaxBytes.
+    std::vector<HugePageVector<std::uint8_t>> blocks;
+    for (int i = 0; i < 2 * kScratchMaxBlocks; ++i) {
+      blocks.emplace_back(kScratchMinBytes + 4096 * static_cast<std::size_t>(i),
+                          std::uint8_t{1});
+    }
+    blocks.clear();
+    EXPECT_EQ(ScratchBlocksHeld(), static_cast<std::size_t>(kScratchMaxBlocks));
+    // Blocks near the huge page size: the byte bound holds first.
+    std::vector<HugePageVector<std::uint8_t>> big;
+    for (int i = 0; i < kScratchMaxBlocks; ++i) {
+      big.emplace_back(kHugePageBytes - 4096 * static_cast<std::size_t>(i + 1),
+                       std::uint8_t{1});
+    }
+    big.clear();
+    EXPECT_LE(ScratchBlocksHeld() * (kHugePageBytes - 4096 * kScratchMaxBlocks),
+              kScratchMaxBytes);
+    EXPECT_GE(ScratchBlocksHeld(), 1u);
+  }).join();
 }
 
 }  // namespace
