@@ -1,6 +1,7 @@
 #include "sampler/huge_pages.h"
 
 #include <cstdint>
+#include <mutex>
 #include <new>
 
 #if defined(__linux__)
@@ -28,76 +29,88 @@ void AdviseHugePages(void* p, std::size_t bytes) {
 
 namespace {
 
-// One thread's kept blocks, oldest first.
+// The kept blocks, oldest first. One cache for the process, so that what
+// it holds is bounded however many threads sample (a server's handler
+// threads come and go); a generator takes and returns a few blocks, so the
+// lock is cheap.
 struct ScratchCache {
   struct Block {
     void* p;
     std::size_t bytes;
   };
+  std::mutex mu;
   Block blocks[kScratchMaxBlocks];
   int count = 0;
   std::size_t held = 0;
 
-  ~ScratchCache();
-
-  void Drop(int i) {
-    ::operator delete(blocks[i].p, blocks[i].bytes);
+  // Removes block i (mu held) and returns it.
+  void* Take(int i) {
+    void* p = blocks[i].p;
     held -= blocks[i].bytes;
     for (int j = i + 1; j < count; ++j) blocks[j - 1] = blocks[j];
     --count;
+    return p;
   }
 };
 
-// Set once this thread's cache is destroyed: blocks freed later (by other
-// thread-local objects) go straight back to the heap.
-thread_local bool t_cache_gone = false;
-
+// Never destroyed: blocks freed during static destruction still find it,
+// and what it holds stays reachable.
 ScratchCache& Cache() {
-  thread_local ScratchCache cache;
-  return cache;
-}
-
-ScratchCache::~ScratchCache() {
-  while (count > 0) Drop(count - 1);
-  t_cache_gone = true;
+  static ScratchCache* const cache = new ScratchCache;
+  return *cache;
 }
 
 }  // namespace
 
 void* AllocateScratch(std::size_t bytes) {
-  if (!t_cache_gone) {
-    ScratchCache& cache = Cache();
-    // Newest first: the block most likely still in the caches.
+  ScratchCache& cache = Cache();
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    // Newest first: the block most likely still in a CPU cache.
     for (int i = cache.count - 1; i >= 0; --i) {
-      if (cache.blocks[i].bytes != bytes) continue;
-      void* p = cache.blocks[i].p;
-      cache.held -= bytes;
-      for (int j = i + 1; j < cache.count; ++j) {
-        cache.blocks[j - 1] = cache.blocks[j];
-      }
-      --cache.count;
-      return p;
+      if (cache.blocks[i].bytes == bytes) return cache.Take(i);
     }
   }
   return ::operator new(bytes);
 }
 
 void FreeScratch(void* p, std::size_t bytes) {
-  if (t_cache_gone || bytes > kScratchMaxBytes) {
+  if (bytes > kScratchMaxBytes) {
     ::operator delete(p, bytes);
     return;
   }
   ScratchCache& cache = Cache();
-  while (cache.count > 0 && (cache.count == kScratchMaxBlocks ||
-                             cache.held + bytes > kScratchMaxBytes)) {
-    cache.Drop(0);
+  void* evicted[kScratchMaxBlocks];
+  std::size_t evicted_bytes[kScratchMaxBlocks];
+  int n_evicted = 0;
+  {
+    std::lock_guard<std::mutex> lock(cache.mu);
+    while (cache.count > 0 && (cache.count == kScratchMaxBlocks ||
+                               cache.held + bytes > kScratchMaxBytes)) {
+      evicted_bytes[n_evicted] = cache.blocks[0].bytes;
+      evicted[n_evicted++] = cache.Take(0);
+    }
+    cache.blocks[cache.count++] = {p, bytes};
+    cache.held += bytes;
   }
-  cache.blocks[cache.count++] = {p, bytes};
-  cache.held += bytes;
+  for (int i = 0; i < n_evicted; ++i) {
+    ::operator delete(evicted[i], evicted_bytes[i]);
+  }
 }
 
 std::size_t ScratchBlocksHeld() {
-  return t_cache_gone ? 0 : static_cast<std::size_t>(Cache().count);
+  ScratchCache& cache = Cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  return static_cast<std::size_t>(cache.count);
+}
+
+void ReleaseScratch() {
+  ScratchCache& cache = Cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  while (cache.count > 0) {
+    const std::size_t bytes = cache.blocks[cache.count - 1].bytes;
+    ::operator delete(cache.Take(cache.count - 1), bytes);
+  }
 }
 
 }  // namespace scatter::sampler::internal

@@ -17,13 +17,12 @@
 // Memory still comes from operator new, so heap accounting (the benches'
 // heap_bytes_per_point) sees it; smaller blocks are plain operator new.
 //
-// Blocks from kScratchMinBytes up to kHugePageBytes are scratch: a thread
-// that frees one keeps it (up to kScratchMaxBlocks blocks and
-// kScratchMaxBytes in all) for its next allocation of the same size. Tile
-// generators run one small sampler after another with the same grid sizes,
-// and malloc returned each grid to the kernel only to fault it in again:
-// a seventh of a cold tile block's time on the guest bench/README.md
-// describes ("Tiles").
+// Blocks from kScratchMinBytes up to kHugePageBytes are scratch: a freed
+// one is kept (up to kScratchMaxBlocks blocks and kScratchMaxBytes for the
+// whole process) for the next allocation of the same size. Tile generators
+// run one small sampler after another with the same grid sizes, and malloc
+// handed each grid back to the kernel only to fault it in again (a fifth
+// fewer page faults in a cold tile block; bench/README.md, "Tiles").
 
 #ifndef SCATTER_SAMPLER_HUGE_PAGES_H_
 #define SCATTER_SAMPLER_HUGE_PAGES_H_
@@ -39,17 +38,20 @@ inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 // Advises [p, p + bytes) for huge pages, rounded inward to whole huge pages.
 inline constexpr std::size_t kScratchMinBytes = std::size_t{64} << 10;
 inline constexpr std::size_t kScratchMaxBytes = std::size_t{16} << 20;
-inline constexpr int kScratchMaxBlocks = 16;
+inline constexpr int kScratchMaxBlocks = 32;
 
 void AdviseHugePages(void* p, std::size_t bytes);
 
-// A block of `bytes` (kScratchMinBytes <= bytes < kHugePageBytes): one this
-// thread freed with that size, else operator new.
+// A block of `bytes` (kScratchMinBytes <= bytes < kHugePageBytes): a kept
+// one of that size, else operator new. Thread-safe.
 void* AllocateScratch(std::size_t bytes);
-// Keeps p for this thread's next AllocateScratch(bytes), or deletes it.
+// Keeps p for a later AllocateScratch(bytes), dropping the oldest kept
+// blocks to stay within the bounds. Thread-safe.
 void FreeScratch(void* p, std::size_t bytes);
-// Blocks and bytes this thread keeps (for tests).
+// How many blocks are kept.
 std::size_t ScratchBlocksHeld();
+// Deletes every kept block.
+void ReleaseScratch();
 
 template <class T>
 class HugePageAllocator {

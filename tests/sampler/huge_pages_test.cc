@@ -65,58 +65,85 @@ TEST(HugePagesTest, LargeBlocksAreAdvisedForHugePages) {
   EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;
 }
 
-TEST(HugePagesTest, AThreadReusesTheScratchBlocksItFrees) {
-  // Run on a thread of its own, so its cache starts empty.
-  std::thread([] {
-    const std::size_t n = (kScratchMinBytes + 4096) / sizeof(double);
-    const double* first = nullptr;
-    {
-      HugePageVector<double> v(n, 1.0);
-      first = v.data();
-      EXPECT_EQ(ScratchBlocksHeld(), 0u);
-    }
-    EXPECT_EQ(ScratchBlocksHeld(), 1u);
-    {
-      // Another size does not take it.
-      HugePageVector<double> other(n + 512, 2.0);
-      EXPECT_NE(other.data(), first);
-      // The same size does, and the values are the new ones.
-      HugePageVector<double> again(n, 3.0);
-      EXPECT_EQ(again.data(), first);
-      EXPECT_EQ(again[n - 1], 3.0);
-      EXPECT_EQ(ScratchBlocksHeld(), 0u);
-    }
-    EXPECT_EQ(ScratchBlocksHeld(), 2u);
-    // Below the scratch size, and from the huge page size on, nothing is
-    // kept.
-    { HugePageVector<std::uint8_t> small(kScratchMinBytes - 1, 0); }
-    { HugePageVector<std::uint8_t> huge(kHugePageBytes, 0); }
-    EXPECT_EQ(ScratchBlocksHeld(), 2u);
-  }).join();
+TEST(HugePagesTest, ScratchBlocksAreReusedBySize) {
+  ReleaseScratch();
+  const std::size_t n = (kScratchMinBytes + 4096) / sizeof(double);
+  const double* first = nullptr;
+  {
+    HugePageVector<double> v(n, 1.0);
+    first = v.data();
+    EXPECT_EQ(ScratchBlocksHeld(), 0u);
+  }
+  EXPECT_EQ(ScratchBlocksHeld(), 1u);
+  {
+    // Another size does not take it.
+    HugePageVector<double> other(n + 512, 2.0);
+    EXPECT_NE(other.data(), first);
+    // The same size does, and holds the new values.
+    HugePageVector<double> again(n, 3.0);
+    EXPECT_EQ(again.data(), first);
+    EXPECT_EQ(again[n - 1], 3.0);
+    EXPECT_EQ(ScratchBlocksHeld(), 0u);
+  }
+  EXPECT_EQ(ScratchBlocksHeld(), 2u);
+  // Below the scratch size, and from the huge page size on, nothing is
+  // kept.
+  { HugePageVector<std::uint8_t> small(kScratchMinBytes - 1, 0); }
+  { HugePageVector<std::uint8_t> huge(kHugePageBytes, 0); }
+  EXPECT_EQ(ScratchBlocksHeld(), 2u);
+  ReleaseScratch();
+  EXPECT_EQ(ScratchBlocksHeld(), 0u);
 }
 
 TEST(HugePagesTest, TheScratchCacheIsBounded) {
-  std::thread([] {
-    // More blocks than it keeps, freed one after another: it keeps the
-    // newest kScratchMaxBlocks, within kScratchMaxBytes.
-    std::vector<HugePageVector<std::uint8_t>> blocks;
-    for (int i = 0; i < 2 * kScratchMaxBlocks; ++i) {
-      blocks.emplace_back(kScratchMinBytes + 4096 * static_cast<std::size_t>(i),
-                          std::uint8_t{1});
-    }
-    blocks.clear();
-    EXPECT_EQ(ScratchBlocksHeld(), static_cast<std::size_t>(kScratchMaxBlocks));
-    // Blocks near the huge page size: the byte bound holds first.
-    std::vector<HugePageVector<std::uint8_t>> big;
-    for (int i = 0; i < kScratchMaxBlocks; ++i) {
-      big.emplace_back(kHugePageBytes - 4096 * static_cast<std::size_t>(i + 1),
-                       std::uint8_t{1});
-    }
-    big.clear();
-    EXPECT_LE(ScratchBlocksHeld() * (kHugePageBytes - 4096 * kScratchMaxBlocks),
-              kScratchMaxBytes);
-    EXPECT_GE(ScratchBlocksHeld(), 1u);
+  ReleaseScratch();
+  // More blocks than it keeps, freed one after another: it keeps the
+  // newest kScratchMaxBlocks.
+  std::vector<HugePageVector<std::uint8_t>> blocks;
+  for (int i = 0; i < 2 * kScratchMaxBlocks; ++i) {
+    blocks.emplace_back(kScratchMinBytes + 4096 * static_cast<std::size_t>(i),
+                        std::uint8_t{1});
+  }
+  blocks.clear();
+  EXPECT_EQ(ScratchBlocksHeld(), static_cast<std::size_t>(kScratchMaxBlocks));
+  // Blocks near the huge page size: the byte bound holds first.
+  const std::size_t big_bytes = kHugePageBytes - 4096;
+  std::vector<HugePageVector<std::uint8_t>> big;
+  for (int i = 0; i < kScratchMaxBlocks; ++i) {
+    big.emplace_back(big_bytes, std::uint8_t{1});
+  }
+  big.clear();
+  EXPECT_EQ(ScratchBlocksHeld(), kScratchMaxBytes / big_bytes);
+  ReleaseScratch();
+}
+
+TEST(HugePagesTest, ThreadsShareTheScratchCache) {
+  ReleaseScratch();
+  const std::size_t n = kScratchMinBytes + 8192;
+  const std::uint8_t* freed = nullptr;
+  std::thread([&] {
+    HugePageVector<std::uint8_t> v(n, 7);
+    freed = v.data();
   }).join();
+  EXPECT_EQ(ScratchBlocksHeld(), 1u);
+  // Another thread's block of the same size comes back here; concurrent
+  // use keeps every block whole (ASan and TSan builds check the rest).
+  HugePageVector<std::uint8_t> mine(n, 9);
+  EXPECT_EQ(mine.data(), freed);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([n] {
+      for (int i = 0; i < 200; ++i) {
+        HugePageVector<std::uint8_t> v(n + 4096 * static_cast<std::size_t>(i % 3),
+                                       static_cast<std::uint8_t>(i));
+        ASSERT_EQ(v.front(), static_cast<std::uint8_t>(i));
+        ASSERT_EQ(v.back(), static_cast<std::uint8_t>(i));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_LE(ScratchBlocksHeld(), static_cast<std::size_t>(kScratchMaxBlocks));
+  ReleaseScratch();
 }
 
 }  // namespace
