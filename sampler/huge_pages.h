@@ -22,7 +22,8 @@
 // whole process) for the next allocation of the same size. Tile generators
 // run one small sampler after another with the same grid sizes, and malloc
 // handed each grid back to the kernel only to fault it in again (a fifth
-// fewer page faults in a cold tile block; bench/README.md, "Tiles").
+// to a quarter fewer page faults in a cold tile block; bench/README.md,
+// "Tiles"). A kept block is still live to heap accounting.
 
 #ifndef SCATTER_SAMPLER_HUGE_PAGES_H_
 #define SCATTER_SAMPLER_HUGE_PAGES_H_
@@ -35,11 +36,12 @@ namespace scatter::sampler::internal {
 
 inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 
-// Advises [p, p + bytes) for huge pages, rounded inward to whole huge pages.
+// Scratch blocks: their size range, and what the process keeps at most.
 inline constexpr std::size_t kScratchMinBytes = std::size_t{64} << 10;
 inline constexpr std::size_t kScratchMaxBytes = std::size_t{16} << 20;
 inline constexpr int kScratchMaxBlocks = 32;
 
+// Advises [p, p + bytes) for huge pages, rounded inward to whole huge pages.
 void AdviseHugePages(void* p, std::size_t bytes);
 
 // A block of `bytes` (kScratchMinBytes <= bytes < kHugePageBytes): a kept
