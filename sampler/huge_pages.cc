@@ -75,10 +75,8 @@ void* AllocateScratch(std::size_t bytes) {
 }
 
 void FreeScratch(void* p, std::size_t bytes) {
-  if (bytes > kScratchMaxBytes) {
-    ::operator delete(p, bytes);
-    return;
-  }
+  static_assert(kHugePageBytes <= kScratchMaxBytes,
+                "any scratch block must fit in the cache");
   ScratchCache& cache = Cache();
   void* evicted[kScratchMaxBlocks];
   std::size_t evicted_bytes[kScratchMaxBlocks];
