@@ -3,9 +3,11 @@
 #include <fstream>
 #include <iterator>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace scatter::client {
@@ -71,10 +73,11 @@ absl::StatusOr<Request> ResolveInto(Request request, const v1::Job& job,
 }
 
 template <typename Request>
-absl::StatusOr<Request> UploadInto(Request request, Client& client) {
+absl::StatusOr<Request> UploadInto(Request request, Client& client,
+                                  const CallOptions& call) {
   auto upload = [&](const std::string& field, v1::RasterInput* input) -> absl::Status {
     if (input->source_case() != v1::RasterInput::kData) return absl::OkStatus();
-    absl::StatusOr<v1::RasterRef> ref = client.PutRaster(input->data());
+    absl::StatusOr<v1::RasterRef> ref = client.PutRaster(input->data(), call);
     if (!ref.ok()) {
       return absl::Status(ref.status().code(),
                           absl::StrCat(field, ": ", ref.status().message()));
@@ -105,8 +108,16 @@ absl::StatusOr<v1::Job> LoadJob(const std::string& path) {
   options.ignore_unknown_fields = false;
   const auto status = google::protobuf::util::JsonStringToMessage(*text, &job, options);
   if (!status.ok()) {
+    // The parser's message can run over several lines (the text, a caret
+    // under it); errors here are one line.
+    const std::string message = status.message().as_string();
+    absl::string_view first;
+    for (absl::string_view line : absl::StrSplit(message, '\n')) {
+      first = absl::StripAsciiWhitespace(line);
+      if (!first.empty()) break;
+    }
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a scatter job: ", status.message().as_string()));
+        absl::StrCat(path, ": not a scatter job: ", first));
   }
   if (job.has_request() && job.has_world()) {
     return absl::InvalidArgumentError(
@@ -126,13 +137,14 @@ absl::StatusOr<v1::ScatterTilesRequest> ResolveWorldRasters(
 }
 
 absl::StatusOr<v1::ScatterRequest> UploadRasters(v1::ScatterRequest request,
-                                                 Client& client) {
-  return UploadInto(std::move(request), client);
+                                                 Client& client,
+                                                 const CallOptions& call) {
+  return UploadInto(std::move(request), client, call);
 }
 
 absl::StatusOr<v1::ScatterTilesRequest> UploadRasters(
-    v1::ScatterTilesRequest request, Client& client) {
-  return UploadInto(std::move(request), client);
+    v1::ScatterTilesRequest request, Client& client, const CallOptions& call) {
+  return UploadInto(std::move(request), client, call);
 }
 
 }  // namespace scatter::client

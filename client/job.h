@@ -27,11 +27,14 @@ absl::StatusOr<v1::ScatterTilesRequest> ResolveWorldRasters(
 
 // The request with every inline raster uploaded with PutRaster and named
 // by the digest the server returns (the client keeps the data for its
-// inline resend). Errors name the raster's field.
+// inline resend). Errors name the raster's field. Each upload is one call
+// with `call`'s deadline.
 absl::StatusOr<v1::ScatterRequest> UploadRasters(v1::ScatterRequest request,
-                                                 Client& client);
+                                                 Client& client,
+                                                 const CallOptions& call = {});
 absl::StatusOr<v1::ScatterTilesRequest> UploadRasters(
-    v1::ScatterTilesRequest request, Client& client);
+    v1::ScatterTilesRequest request, Client& client,
+    const CallOptions& call = {});
 
 }  // namespace scatter::client
 

@@ -4,7 +4,7 @@
 //                        [--out=FILE] [--seed=N] [--report] [--timeout=DUR]
 //   scatter tiles JOB.json --tiles=x0:x1,y0:y1 [--shard=i/n] --out=DIR
 //                          [--server=ADDR | --local] [--format=...] [--threads=N]
-//   scatter health [--server=ADDR]
+//   scatter health [--server=ADDR] [--timeout=DUR]
 //
 // Errors are one line on stderr and a non-zero exit code.
 
@@ -23,6 +23,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -58,7 +59,8 @@ ABSL_FLAG(bool, report, false,
           "coverage, rho and speed on stderr");
 ABSL_FLAG(std::string, preview, "", "also write a picture of the result to this PNG");
 ABSL_FLAG(int, preview_size, 1024, "pixels on the preview's longer side");
-ABSL_FLAG(absl::Duration, timeout, absl::ZeroDuration(), "call deadline; 0 = none");
+ABSL_FLAG(absl::Duration, timeout, absl::ZeroDuration(),
+          "deadline of each call (raster uploads too); 0 = none (health: 5s)");
 ABSL_FLAG(std::string, tls_ca, "", "PEM CA file of the server (enables TLS)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate (mutual TLS)");
 ABSL_FLAG(std::string, tls_key, "", "PEM client key (mutual TLS)");
@@ -80,6 +82,13 @@ int Fail(const absl::Status& status) {
                                  status.message()));
 }
 
+// A failed connect: a bad TLS flag is named as flags are, without a code.
+int FailConnect(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kInvalidArgument
+             ? Fail(std::string(status.message()))
+             : Fail(status);
+}
+
 absl::StatusOr<std::string> ReadText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
@@ -87,20 +96,66 @@ absl::StatusOr<std::string> ReadText(const std::string& path) {
                      std::istreambuf_iterator<char>());
 }
 
+// The contents of a PEM file named by --`flag`, which must hold a block
+// whose label contains `label` ("CERTIFICATE", "PRIVATE KEY").
+absl::StatusOr<std::string> ReadPem(const std::string& flag,
+                                    const std::string& path,
+                                    const std::string& label) {
+  absl::StatusOr<std::string> pem = ReadText(path);
+  if (!pem.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, ": ", pem.status().message()));
+  }
+  const std::size_t begin = pem->find("-----BEGIN ");
+  if (begin == std::string::npos ||
+      pem->find(label, begin) == std::string::npos ||
+      pem->find("-----END ", begin) == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, ": ", path, " holds no PEM ", label, " block"));
+  }
+  return pem;
+}
+
 absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags() {
   ClientOptions options;
   options.address = absl::GetFlag(FLAGS_server);
   options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
-  for (const auto& [flag, out] :
-       {std::pair{absl::GetFlag(FLAGS_tls_ca), &options.tls_ca_pem},
-        std::pair{absl::GetFlag(FLAGS_tls_cert), &options.tls_cert_pem},
-        std::pair{absl::GetFlag(FLAGS_tls_key), &options.tls_key_pem}}) {
-    if (flag.empty()) continue;
-    absl::StatusOr<std::string> pem = ReadText(flag);
+  const std::string ca = absl::GetFlag(FLAGS_tls_ca);
+  const std::string cert = absl::GetFlag(FLAGS_tls_cert);
+  const std::string key = absl::GetFlag(FLAGS_tls_key);
+  // Half a TLS setup would otherwise connect in plaintext, or fail later
+  // as a connection problem.
+  if (cert.empty() != key.empty()) {
+    return absl::InvalidArgumentError(
+        cert.empty() ? "--tls_key: needs --tls_cert (mutual TLS takes both)"
+                     : "--tls_cert: needs --tls_key (mutual TLS takes both)");
+  }
+  if (ca.empty() && (!cert.empty() || !absl::GetFlag(FLAGS_tls_server_name).empty())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        cert.empty() ? "--tls_server_name" : "--tls_cert and --tls_key",
+        ": need --tls_ca, which turns TLS on"));
+  }
+  if (!ca.empty()) {
+    absl::StatusOr<std::string> pem = ReadPem("tls_ca", ca, "CERTIFICATE");
     if (!pem.ok()) return pem.status();
-    *out = *std::move(pem);
+    options.tls_ca_pem = *std::move(pem);
+  }
+  if (!cert.empty()) {
+    absl::StatusOr<std::string> pem = ReadPem("tls_cert", cert, "CERTIFICATE");
+    if (!pem.ok()) return pem.status();
+    options.tls_cert_pem = *std::move(pem);
+    pem = ReadPem("tls_key", key, "PRIVATE KEY");
+    if (!pem.ok()) return pem.status();
+    options.tls_key_pem = *std::move(pem);
   }
   return Client::Connect(options);
+}
+
+// --timeout as call options: each call (uploads included) gets it.
+CallOptions CallFromFlags() {
+  CallOptions call;
+  call.timeout = absl::GetFlag(FLAGS_timeout);
+  return call;
 }
 
 // No client for a local run.
@@ -142,9 +197,13 @@ int Run(const std::string& job_path) {
 
   const bool local = absl::GetFlag(FLAGS_local);
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectUnlessLocal(local);
-  if (!client.ok()) return Fail(client.status());
+  if (!client.ok()) return FailConnect(client.status());
   const bool report = absl::GetFlag(FLAGS_report);
   const std::string preview = absl::GetFlag(FLAGS_preview);
+  if (!preview.empty()) {
+    const absl::Status size_ok = CheckPreviewSize(absl::GetFlag(FLAGS_preview_size));
+    if (!size_ok.ok()) return Fail(std::string(size_ok.message()));
+  }
   // The rasters are read once: inline for a local run, the report and the
   // preview; uploaded from there for the server.
   absl::StatusOr<v1::ScatterRequest> inline_request = ResolveRasters(*job, base_dir);
@@ -154,7 +213,7 @@ int Run(const std::string& job_path) {
   const v1::ScatterRequest* request = &*inline_request;
   absl::StatusOr<v1::ScatterRequest> uploaded;
   if (!local) {
-    uploaded = UploadRasters(*inline_request, **client);
+    uploaded = UploadRasters(*inline_request, **client, CallFromFlags());
     if (!uploaded.ok()) return Fail(uploaded.status());
     request = &*uploaded;
   }
@@ -185,10 +244,9 @@ int Run(const std::string& job_path) {
     }
     return true;
   };
-  CallOptions call;
-  call.timeout = absl::GetFlag(FLAGS_timeout);
   absl::StatusOr<v1::Summary> summary =
-      local ? RunLocal(*request, handler) : (*client)->Scatter(*request, handler, call);
+      local ? RunLocal(*request, handler)
+            : (*client)->Scatter(*request, handler, CallFromFlags());
   if (progress) std::fprintf(stderr, "\n");
   if (!write_status.ok()) return Fail(write_status);
   if (!summary.ok()) return Fail(summary.status());
@@ -375,12 +433,17 @@ int Tiles(const std::string& job_path) {
   if (per_call < 1) {
     return Fail(absl::StrCat("--tiles_per_call: must be >= 1, got ", per_call));
   }
+  if (absl::GetFlag(FLAGS_threads) < 0) {
+    return Fail(absl::StrCat("--threads: must be >= 0 (0 = one per core), got ",
+                             absl::GetFlag(FLAGS_threads)));
+  }
 
   const bool local = absl::GetFlag(FLAGS_local);
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectUnlessLocal(local);
-  if (!client.ok()) return Fail(client.status());
+  if (!client.ok()) return FailConnect(client.status());
   if (!local) {
-    absl::StatusOr<v1::ScatterTilesRequest> uploaded = UploadRasters(*request, **client);
+    absl::StatusOr<v1::ScatterTilesRequest> uploaded =
+        UploadRasters(*request, **client, CallFromFlags());
     if (!uploaded.ok()) return Fail(uploaded.status());
     request = *std::move(uploaded);
   }
@@ -406,7 +469,10 @@ int Tiles(const std::string& job_path) {
     return true;
   };
   absl::Status status;
-  if (local) {
+  if (local && !request->has_rect() && request->tiles_size() == 0) {
+    // An empty band (--shard=i/n with more shards than tiles): nothing to
+    // make, as against a server.
+  } else if (local) {
     LocalTilesOptions options;
     options.threads = absl::GetFlag(FLAGS_threads);
     options.cache_bytes = absl::GetFlag(FLAGS_tile_cache_bytes);
@@ -414,8 +480,7 @@ int Tiles(const std::string& job_path) {
     status = summary.status();
     if (summary.ok()) generated = summary->generators_computed();
   } else {
-    CallOptions call;
-    call.timeout = absl::GetFlag(FLAGS_timeout);
+    const CallOptions call = CallFromFlags();
     for (const v1::ScatterTilesRequest& one : SplitCalls(*std::move(request), per_call)) {
       absl::StatusOr<v1::TilesSummary> summary = (*client)->ScatterTiles(one, handler, call);
       status = summary.status();
@@ -436,8 +501,11 @@ int Tiles(const std::string& job_path) {
 
 int Health() {
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectFromFlags();
-  if (!client.ok()) return Fail(client.status());
-  const absl::Status status = (*client)->Health();
+  if (!client.ok()) return FailConnect(client.status());
+  const absl::Duration timeout = absl::GetFlag(FLAGS_timeout);
+  const absl::Status status = timeout > absl::ZeroDuration()
+                                  ? (*client)->Health(timeout)
+                                  : (*client)->Health();
   if (!status.ok()) return Fail(status);
   std::printf("SERVING\n");
   return 0;
@@ -450,11 +518,19 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "the Scatter client.\n"
       "  scatter run JOB.json [--server=ADDR | --local] [--format=csv|jsonl|ply|raw]\n"
-      "                       [--out=FILE] [--seed=N] [--report] [--timeout=30s]\n"
+      "                       [--out=FILE] [--seed=N] [--report] [--timeout=DUR]\n"
       "  scatter tiles JOB.json --tiles=x0:x1,y0:y1 [--shard=i/n] --out=DIR\n"
       "                         [--server=ADDR | --local] [--format=csv|jsonl|ply|raw]\n"
       "                         [--threads=N]\n"
-      "  scatter health [--server=ADDR]");
+      "  scatter health [--server=ADDR] [--timeout=DUR] (default 5s)");
+  // --help lists the flags of this file (Abseil's default looks for a file
+  // named after the program).
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "client/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   if (args.size() == 3 && std::string(args[1]) == "run") {
     return scatter::client::Run(args[2]);

@@ -96,12 +96,18 @@ Rgb Mix(Rgb a, Rgb b, double t) {
 
 }  // namespace
 
-absl::Status WritePreview(const std::string& path, const v1::ScatterRequest& request,
-                          const v1::PointBatch& points, int size) {
+absl::Status CheckPreviewSize(int size) {
   if (size < 16 || size > 8192) {
     return absl::InvalidArgumentError(
         absl::StrCat("--preview_size: expected 16 to 8192, got ", size));
   }
+  return absl::OkStatus();
+}
+
+absl::Status WritePreview(const std::string& path, const v1::ScatterRequest& request,
+                          const v1::PointBatch& points, int size) {
+  const absl::Status size_ok = CheckPreviewSize(size);
+  if (!size_ok.ok()) return size_ok;
   absl::StatusOr<server::ScatterJob> job = LocalJob(request);
   if (!job.ok()) return job.status();
   const sampler::Region& region = job->region;

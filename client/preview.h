@@ -15,6 +15,9 @@
 
 namespace scatter::client {
 
+// InvalidArgument naming --preview_size unless 16 <= size <= 8192.
+absl::Status CheckPreviewSize(int size);
+
 // `request` must have its rasters inline (not by digest). The longer side
 // of the picture is `size` pixels (16 to 8192).
 absl::Status WritePreview(const std::string& path, const v1::ScatterRequest& request,

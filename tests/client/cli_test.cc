@@ -1,7 +1,11 @@
 // The `scatter` command end to end: every example against a live scatterd
 // and with --local, output formats, previews, health and errors.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <png.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -9,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "client/client.h"
 #include "client/job.h"
 #include "client/output.h"
@@ -31,6 +36,7 @@ using testing::Scatter;
 using testing::Slurp;
 using testing::Temp;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // The examples' requests as the sampler sees them.
 v1::ScatterRequest InlineRequest(const std::string& example) {
@@ -202,8 +208,27 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
                       "layers": [{"spacing": 0.1}]},
           "rasterFiles": [{"target": "region.mask", "path": "nowhere.png",
                            "x1": 1, "y1": 1}]})");
+  // The JSON parser's own message runs over three lines (text, caret).
+  const std::string truncated = write(Temp("truncated.json"), R"({"request": {"seed": 1,)");
+  const std::string empty = write(Temp("empty.json"), "");
+  const std::string not_pem = write(Temp("not_pem.txt"), "hello\n");
+  const std::string three = kExamples + "/three_layers.json";
   const std::vector<Case> cases = {
       {{"run", bad_field, server}, "bad_field.json: not a scatter job"},
+      {{"run", truncated, "--local"},
+       "truncated.json: not a scatter job: Unexpected end of string"},
+      {{"run", empty, "--local"}, "empty.json: not a scatter job: Unexpected"},
+      {{"run", three, server, "--tls_ca=" + not_pem},
+       "--tls_ca: " + not_pem + " holds no PEM CERTIFICATE block"},
+      {{"run", three, server, "--tls_ca=" + Temp("nowhere.pem")},
+       "--tls_ca: cannot read"},
+      {{"health", server, "--tls_key=" + not_pem},
+       "--tls_key: needs --tls_cert"},
+      {{"health", server, "--tls_cert=" + not_pem, "--tls_key=" + not_pem},
+       "--tls_cert and --tls_key: need --tls_ca"},
+      {{"run", three, "--local", "--preview=" + Temp("never.png"),
+        "--preview_size=0"},
+       "--preview_size: expected 16 to 8192, got 0"},
       {{"run", bad_field, server}, "seeed"},
       {{"run", bad_spacing, server}, "INVALID_ARGUMENT: layers[0].spacing"},
       {{"run", bad_spacing, "--local"}, "INVALID_ARGUMENT: layers[0].spacing"},
@@ -224,6 +249,41 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
     EXPECT_THAT(result.err, HasSubstr(c.message));
     EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
   }
+}
+
+TEST(CliTest, HelpListsTheFlags) {
+  CommandResult help = Scatter({"--help"});
+  EXPECT_THAT(help.err + help.out, HasSubstr("--tls_ca"));
+  EXPECT_THAT(help.err + help.out, HasSubstr("--shard"));
+  EXPECT_THAT(help.err + help.out, Not(HasSubstr("No flags matched")));
+}
+
+// A listener that accepts connections and never answers: every call must
+// end at --timeout, raster uploads included.
+TEST(CliTest, TimeoutBoundsEveryCallToAServerThatNeverAnswers) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 16), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string server = absl::StrCat("--server=127.0.0.1:", ntohs(addr.sin_port));
+  // forest.json uploads a density raster before it scatters.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", kExamples + "/forest.json", server,
+                                 "--timeout=1s", "--out=" + Temp("never.csv")},
+        std::vector<std::string>{"health", server, "--timeout=1s"}}) {
+    SCOPED_TRACE(args[0]);
+    const absl::Time start = absl::Now();
+    CommandResult result = Scatter(args);
+    EXPECT_NE(result.exit_code, 0);
+    EXPECT_THAT(result.err, HasSubstr("DEADLINE_EXCEEDED"));
+    EXPECT_LT(absl::Now() - start, absl::Seconds(6)) << result.err;
+  }
+  close(listener);
 }
 
 TEST(ClientTest, UnknownDigestIsResentInline) {

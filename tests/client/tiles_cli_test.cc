@@ -226,6 +226,22 @@ TEST(TilesCliTest, FourShardsAddUpToTheAreaEachTileOnce) {
     EXPECT_TRUE(single.at(name) == bytes) << name;
 }
 
+// More shards than tiles: some bands are empty, and an empty band is
+// done at once, with no files, locally as against a server.
+TEST(TilesCliTest, AnEmptyShardWritesNothingAndSucceeds) {
+  Scatterd scatterd({});
+  const std::string server = absl::StrCat("--server=127.0.0.1:", scatterd.port());
+  for (const std::string& where : {std::string("--local"), server}) {
+    SCOPED_TRACE(where);
+    const std::string dir = Temp("empty_band" + std::to_string(where.size()));
+    CommandResult shard = Scatter({"tiles", WorldJob(), "--tiles=0:2,0:1",
+                                   "--shard=0/3", where, "--out=" + dir});
+    EXPECT_EQ(shard.exit_code, 0) << shard.err;
+    EXPECT_THAT(shard.err, HasSubstr("0 tiles, 0 points"));
+    EXPECT_TRUE(Files(dir).empty());
+  }
+}
+
 TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
   const std::string world = WorldJob();
   const std::string out = "--out=" + Temp("errors");
@@ -276,6 +292,8 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
        "cannot reach scatterd at 127.0.0.1:1"},
       {{"tiles", world, "--tiles=0:1,0:1", "--local", "--out=/proc/nope"},
        "cannot create the directory /proc/nope"},
+      {{"tiles", world, "--tiles=0:1,0:1", "--local", "--threads=-3", out},
+       "--threads: must be >= 0"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(absl::StrCat(c.args[0], " ", c.args[1], " ",
