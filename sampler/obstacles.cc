@@ -26,6 +26,7 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
     if (o.same_layer && grid != nullptr && grid->Contains(o.center.data())) {
       for (int a = 0; a < 3; ++a) same_centers_.push_back(o.center[a]);
       same_radius_.push_back(o.radius);
+      same_wake_.push_back(o.wake_generation);
       continue;
     }
     // Same layer: max(radius, own), fixed when the run's radius is.

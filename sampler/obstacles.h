@@ -19,10 +19,14 @@ namespace scatter::sampler::internal {
 inline constexpr double kWakeRadius = 3;
 // A woken point of a dense run tries this many times the run's k
 // directions: it grows into the irregular gaps of a pattern that is not
-// its own, where the run's own k miss most openings. On tile borders (10
-// seeds, 4 x 4 blocks of 64 r) 3x took the power at 1/T from 0.28 to 0.08
-// (untiled: 0.02) with the density bins as before; 2x gave 0.12, 4x 0.08.
-inline constexpr int kWokenDirections = 3;
+// its own, where the run's own k miss most openings. On tile borders, with
+// tiles growing from their lower neighbours' edges (tiles.cc, FrontWakes;
+// 30 seeds, 4 x 4 blocks of 64 r), the largest on-axis power at m / T over
+// its bound (untiled mean + 3 sigma) was: 1x 0.104 against 0.071 (m = 6),
+// 2x none over (0.071 against 0.078 at m = 8 the closest), 3x 0.112
+// against 0.082 (m = 1): too few directions leave the border thin, too
+// many pack it.
+inline constexpr int kWokenDirections = 2;
 
 // Calls f(i) for every set bit i in [begin, end) of `bits`, in order, a
 // word at a time (dormant points are rare, so most words are 0).
@@ -94,13 +98,13 @@ class ObstacleIndex {
     }
   }
 
-  // Calls f(center, radius) for every same-layer obstacle left out of the
-  // index because it lies in the grid bounds, in the order given: the run
-  // must hold each of them itself.
+  // Calls f(center, radius, wake_generation) for every same-layer obstacle
+  // left out of the index because it lies in the grid bounds, in the order
+  // given: the run must hold each of them itself.
   template <class F>
   void ForEachSameLayer(F f) const {
     for (std::size_t k = 0; k < same_radius_.size(); ++k) {
-      f(&same_centers_[k * 3], same_radius_[k]);
+      f(&same_centers_[k * 3], same_radius_[k], same_wake_[k]);
     }
   }
 
@@ -117,6 +121,7 @@ class ObstacleIndex {
   std::vector<double> takes_own_;     // 1 for a same-layer point, else 0.
   std::vector<double> same_centers_;  // Left to the run: 3 per point.
   std::vector<double> same_radius_;
+  std::vector<std::int32_t> same_wake_;
   bool takes_own_radius_ = false;
   double origin_[3] = {0, 0, 0};
   double inv_cell_ = 1;

@@ -24,6 +24,7 @@ enum class Purpose : std::uint64_t {
   kBorderCandidates = 7,
   kBorderGapFill = 8,
   kTileKeep = 9,
+  kTileFronts = 10,  // Where a tile's fronts from opposite sides meet.
 };
 
 // SplitMix64's finaliser: a bijection on 64 bits with full avalanche.

@@ -144,6 +144,14 @@ absl::Status ValidateObstacles(int dims, SamplerOptions* o) {
             ob.radius));
       }
     }
+    if (ob.wake_generation < -1 ||
+        (ob.wake_generation >= 0 && !ob.same_layer)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "obstacles[", k,
+          "].wake_generation must be -1, or >= 0 for a same-layer obstacle, "
+          "got ",
+          ob.wake_generation));
+    }
   }
   if (!std::isfinite(o->footprint) || o->footprint < 0) {
     return absl::InvalidArgumentError(

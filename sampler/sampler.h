@@ -53,10 +53,21 @@ struct Obstacle {
   // `radius` is that point's spacing radius, and a new point of radius r
   // keeps max(radius, r) from it and counts a place within that as covered,
   // exactly as two points of one run do; the Poisson methods also grow
-  // from it (it is an active point before the gap scan starts) when it lies
-  // in the region's bounds, so the run continues the existing pattern
-  // rather than meeting it as a wall. radius_is_clearance is ignored.
+  // from it when it lies in the region's bounds (it wakes as an active
+  // point once a new point lands within 3 radii of it), so the run
+  // continues the existing pattern rather than meeting it as a wall.
+  // radius_is_clearance is ignored.
   bool same_layer = false;
+  // A same-layer point may also wake on a schedule: with wake_generation
+  // >= 0, the run first grows from the scheduled points with the smallest
+  // value, before it looks for any gap, and wakes each other scheduled one
+  // when its growth has gone that many generations further (a generation:
+  // the points made by the visits of the one before), whether or not a new
+  // point came near. Tiled worlds use it to choose where fronts from
+  // opposite sides meet. -1 (the default): it wakes only when a new point
+  // lands near it. Any other value, or >= 0 without same_layer, is
+  // InvalidArgument.
+  std::int32_t wake_generation = -1;
 };
 
 struct SamplerOptions {

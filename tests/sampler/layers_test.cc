@@ -155,7 +155,7 @@ TEST(LayersTest, BadLayersAreInvalidArgumentNamingTheLayer) {
 namespace scatter::sampler {
 namespace {
 
-// Golden digests for algorithm_version 1 beyond the box: a polygon with a
+// Golden digests for algorithm_version 2 (the same as 1) beyond the box: a polygon with a
 // lake, islands with obstacles, a ball, and three layers. Like the box
 // goldens in sampler_test.cc they change only with a version bump; a
 // mismatch prints the actual values.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -317,6 +318,87 @@ TEST(ObstacleTest, BadObstaclesAreInvalidArgument) {
   options.footprint = -0.5;
   EXPECT_EQ(Sampler::Create(box, options).status().code(),
             absl::StatusCode::kInvalidArgument);
+  options.footprint = 0;
+  for (const bool same_layer : {true, false}) {
+    Obstacle scheduled{{0.5, 0.5, 0}, 0.1};
+    scheduled.same_layer = same_layer;
+    scheduled.wake_generation = same_layer ? -2 : 3;
+    options.obstacles = {scheduled};
+    absl::StatusOr<Sampler> bad = Sampler::Create(box, options);
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(bad.status().message().find("obstacles[0].wake_generation"),
+              std::string::npos)
+        << bad.status();
+  }
+}
+
+// Same-layer points on a wake schedule: growth starts from those due first
+// and the others wake when it has gone their number of generations. In a
+// strip 120 r long with a column of points at each end, the two fronts meet
+// in the middle when both wake at once, and farther from the side that
+// waits when one does. Where they meet shows in the order points come
+// out: there the last ones of the growth (the gap fill adds a few after).
+TEST(ObstacleTest, ScheduledSameLayerPointsChooseWhereFrontsMeet) {
+  const double length = 120, width = 12;
+  const Box box = *Box::Create(2, {0, 0, 0}, {length, width, 0});
+  // A uniform density raster makes the variable-radius engine run.
+  std::vector<std::uint8_t> one(4);
+  const float full = 1;
+  std::memcpy(one.data(), &full, 4);
+  const auto raster = std::make_shared<const Raster>(*Raster::FromRaw(
+      RasterFormat::kF32, 1, 1, one, RasterRect{0, 0, length, width}, 1 << 20));
+  for (const bool variable : {false, true}) {
+    for (const Method method : {Method::kPoissonDense, Method::kPoissonClassic}) {
+      SCOPED_TRACE(std::string(MethodName(method)) +
+                   (variable ? " variable" : " constant"));
+      // Where the fronts meet: the 10 r bin whose points came out last on
+      // average.
+      auto meeting = [&](std::int32_t right_wake) {
+        SamplerOptions o;
+        o.method = method;
+        o.seed = 8;
+        o.radius = 1;
+        if (variable) {
+          o.density = raster;
+          o.radius_min = 1;
+          o.radius_max = 1;
+        }
+        for (int j = 0; j < 11; ++j) {
+          for (const double x : {0.5, length - 0.5}) {
+            Obstacle ob{{x, 0.5 + 1.05 * j, 0}, 1};
+            ob.same_layer = true;
+            ob.wake_generation = x < 1 ? 0 : right_wake;
+            o.obstacles.push_back(ob);
+          }
+        }
+        absl::StatusOr<Sampler> s = Sampler::Create(box, o);
+        EXPECT_TRUE(s.ok()) << s.status();
+        const PointSet points = Collect(*s);
+        EXPECT_GT(points.size(), 900u);
+        absl::StatusOr<MinDistanceReport> md =
+            CheckMinDistance(points.coords, 2, 1);
+        EXPECT_TRUE(md.ok() && md->violations == 0);
+        std::vector<double> order(12, 0), count(12, 0);
+        for (std::size_t i = 0; i < points.size(); ++i) {
+          const int bin = static_cast<int>(points.coords[2 * i] / 10);
+          order[bin] += static_cast<double>(i);
+          count[bin] += 1;
+        }
+        int last = 0;
+        for (int b = 0; b < 12; ++b) {
+          if (order[b] / count[b] > order[last] / count[last]) last = b;
+        }
+        return 10 * last + 5;
+      };
+      const int together = meeting(0);
+      EXPECT_GE(together, 40);
+      EXPECT_LE(together, 80);
+      // Waiting 40 generations moves the meeting 20 fronts' steps (19 r
+      // dense, 32 r classic) towards the side that waits.
+      const int late_right = meeting(40);
+      EXPECT_GE(late_right, together + 10);
+    }
+  }
 }
 
 }  // namespace

@@ -238,9 +238,9 @@ TEST(TilesGuaranteeTest, GoldenTiles) {
   const Served served = ServeFresh(spec, {{0, 0}, {-1, 2}, {5, -3}, {1, 1}}, 2);
   std::map<std::pair<std::int64_t, std::int64_t>, std::uint64_t> want = {
       {{0, 0}, 0x9a7c81eb5f6b93d8ULL},
-      {{-1, 2}, 0x126bdb6d879196adULL},
-      {{5, -3}, 0xa4da778c683b2c4bULL},
-      {{1, 1}, 0xf63acb44bb83afa9ULL},
+      {{-1, 2}, 0xd48102e55620c64aULL},
+      {{5, -3}, 0x91acb9b78c87ad33ULL},
+      {{1, 1}, 0xa4028616c140c0c0ULL},
   };
   for (const auto& [t, digest] : want) {
     const GeneratedPoints& p = served.at({t.first, t.second});
@@ -467,7 +467,7 @@ TEST(TilesTest, AWorldRegionBoundsThePoints) {
   EXPECT_LE(cov->uncovered_fraction(), 1e-5) << cov->uncovered;
 }
 
-// Guarantee 3: no seam artefacts. Over 10 seeds, a 4 x 4 block of tiles of
+// Guarantee 3: no seam artefacts. Over 30 seeds, a 4 x 4 block of tiles of
 // the default side 64 r against an untiled run over the same square (run in
 // a larger box and cropped, so neither has an edge of its own):
 //  - point density in 0.5 r bins across +-4 r of the inner tile borders
@@ -476,19 +476,17 @@ TEST(TilesTest, AWorldRegionBoundsThePoints) {
 //    untiled one;
 //  - the periodogram on the axes at m / T, m = 1..8, stays within the
 //    untiled mean + 3 sigma.
-// Classic packing meets all three. Dense packing does not (see bench/README
-// "Tiles"): two dense patterns meeting lose a little density where they
-// meet (3.9 % in the worst bin), and the dense control has so little
-// low-frequency power (0.02 at 1/T) that this shows: 0.08 at 1/T, 0.10 at
-// most (m = 5). For dense the test holds the measured levels, so they
-// cannot get worse unnoticed: bins within 5 %, rho within 1 %, on-axis
-// power <= 0.15.
+// Both packings meet all three. Dense needs the fronts' schedule
+// (FrontWakes in tiles.cc): where two dense patterns meet they lose a
+// little density, and the dense control has so little low-frequency power
+// (0.02 at 1/T) that meetings in the same place in every tile showed (0.10
+// at 1/T with 30 seeds, against a bound of 0.08). 30 seeds rather than 10:
+// sigma over 10 seeds came out at 0.012 at 1/T, over 30 at 0.020.
 class SeamTest : public testing::TestWithParam<Method> {};
 
 TEST_P(SeamTest, NoSeamArtefactsAgainstAnUntiledControl) {
-  const bool dense = GetParam() == Method::kPoissonDense;
   const double r = 1, t = 64, w = 4 * t;
-  const int seeds = 10, bins = 16, harmonics = 8;
+  const int seeds = 30, bins = 16, harmonics = 8;
   struct Measures {
     std::vector<double> bin_count = std::vector<double>(16, 0);
     double window_count = 0;
@@ -565,7 +563,7 @@ TEST_P(SeamTest, NoSeamArtefactsAgainstAnUntiledControl) {
       const double ratio = m->bin_count[b] / bin_area / bulk;
       std::printf(" %.3f", ratio);
       if (m == &tiled) {
-        EXPECT_NEAR(ratio, 1.0, dense ? 0.05 : 0.03)
+        EXPECT_NEAR(ratio, 1.0, 0.03)
             << "bin " << b << " at " << -4 + 0.5 * b << " r from a border";
       }
     }
@@ -585,11 +583,7 @@ TEST_P(SeamTest, NoSeamArtefactsAgainstAnUntiledControl) {
     }
     std::printf("P(%d/T): tiled %.4f, untiled %.4f +- %.4f\n", h + 1, mean_t,
                 mean_u, std::sqrt(var_u));
-    if (dense) {
-      EXPECT_LE(mean_t, 0.15) << "m = " << h + 1;
-    } else {
-      EXPECT_LE(mean_t, mean_u + 3 * std::sqrt(var_u)) << "m = " << h + 1;
-    }
+    EXPECT_LE(mean_t, mean_u + 3 * std::sqrt(var_u)) << "m = " << h + 1;
   }
 }
 
