@@ -50,6 +50,9 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
     builder.AddListeningPort(options.address, credentials, &self->port_);
   }
   builder.RegisterService(self->service_.get());
+  // gRPC sets SO_REUSEPORT by default, so a second scatterd on a port in use
+  // would start and share (or steal) the first one's connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.max_request_bytes);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, Millis(options.keepalive_time));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,

@@ -344,6 +344,18 @@ TEST(ServiceTest, ShutdownEndsAStreamInFlightWithAStatus) {
   EXPECT_THAT(status.error_message(), HasSubstr("points sent"));
 }
 
+TEST(ServiceTest, ASecondServerOnAPortInUseDoesNotStart) {
+  LoopbackServer first;
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.address = first.target();
+  auto second = ScatterServer::Start(options);
+  ASSERT_FALSE(second.ok()) << "a second server bound " << options.address;
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second.status().message(), HasSubstr("address in use"));
+  // The first server still has its port to itself.
+  EXPECT_TRUE(Collect(*first.TcpStub(), BoxRequest(1, 0.1)).status.ok());
+}
+
 // Reflection is asked from Python (python_client_test.py): the C++ reflection
 // messages live inside grpc++_reflection.
 TEST(ServiceTest, HealthAnswers) {
