@@ -15,6 +15,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "sampler/simd.h"
@@ -54,7 +55,8 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain file (enables TLS)")
 ABSL_FLAG(std::string, tls_key, "", "PEM private key file");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA file: when set, clients must present a certificate it signed");
-ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+ABSL_FLAG(std::string, log_level, "info",
+          "trace, debug, info, warn, error, critical or off (any case)");
 
 namespace {
 
@@ -62,6 +64,16 @@ bool ReadFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
   out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return true;
+}
+
+// spdlog's from_str() gives `off` for a name it does not know, which would
+// silence the server over a typo, so the name is checked first.
+bool ParseLogLevel(const std::string& name, spdlog::level::level_enum* out) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  const spdlog::level::level_enum level = spdlog::level::from_str(lower);
+  if (level == spdlog::level::off && lower != "off") return false;
+  *out = level;
   return true;
 }
 
@@ -74,7 +86,15 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   // Logs go to stderr; stdout carries only the line with the ports.
   spdlog::set_default_logger(spdlog::stderr_color_mt("scatterd"));
-  spdlog::set_level(spdlog::level::from_str(absl::GetFlag(FLAGS_log_level)));
+  spdlog::level::level_enum log_level = spdlog::level::info;
+  if (!ParseLogLevel(absl::GetFlag(FLAGS_log_level), &log_level)) {
+    spdlog::error(
+        "--log_level must be trace, debug, info, warn, error, critical or off, "
+        "got '{}'",
+        absl::GetFlag(FLAGS_log_level));
+    return 2;
+  }
+  spdlog::set_level(log_level);
 
   // Signals are taken by sigwait below, not by whichever thread they hit.
   sigset_t signals;
@@ -100,6 +120,12 @@ int main(int argc, char** argv) {
   options.grace_period = absl::GetFlag(FLAGS_grace_period);
   options.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
   options.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
+  const absl::Status checked = scatter::server::CheckOptions(options);
+  if (!checked.ok()) {
+    // The option names are the flag names.
+    spdlog::error("--{}", std::string(checked.message()));
+    return 2;
+  }
   for (const auto& [flag, path, out] :
        {std::tuple{"tls_cert", absl::GetFlag(FLAGS_tls_cert), &options.tls_cert_pem},
         std::tuple{"tls_key", absl::GetFlag(FLAGS_tls_key), &options.tls_key_pem},
@@ -108,6 +134,27 @@ int main(int argc, char** argv) {
     if (!path.empty() && !ReadFile(path, out)) {
       spdlog::error("--{}: cannot read {}", flag, path);
       return 2;
+    }
+  }
+  // gRPC would take bad files and then only fail to listen: name the file.
+  if (!options.tls_cert_pem.empty() && !options.tls_key_pem.empty()) {
+    for (const absl::Status& status :
+         {scatter::server::CheckPemCertificate(
+              absl::StrCat("--tls_cert=", absl::GetFlag(FLAGS_tls_cert)),
+              options.tls_cert_pem),
+          scatter::server::CheckPemKey(
+              absl::StrCat("--tls_key=", absl::GetFlag(FLAGS_tls_key)),
+              options.tls_key_pem, options.tls_cert_pem),
+          options.tls_client_ca_pem.empty()
+              ? absl::OkStatus()
+              : scatter::server::CheckPemCertificate(
+                    absl::StrCat("--tls_client_ca=",
+                                 absl::GetFlag(FLAGS_tls_client_ca)),
+                    options.tls_client_ca_pem)}) {
+      if (!status.ok()) {
+        spdlog::error("{}", std::string(status.message()));
+        return 2;
+      }
     }
   }
 

@@ -1,5 +1,9 @@
 #include "server/server.h"
 
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
 #include <chrono>
 #include <utility>
 
@@ -16,15 +20,124 @@ int Millis(absl::Duration d) {
                                                  std::int64_t{1} << 30));
 }
 
+template <typename T>
+absl::Status AtLeast(const char* name, T value, T least) {
+  if (value >= least) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " must be >= ", least, ", got ", value));
+}
+
+absl::Status Positive(const char* name, absl::Duration value) {
+  if (value > absl::ZeroDuration()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " must be > 0, got ", absl::FormatDuration(value)));
+}
+
+absl::Status NotNegative(const char* name, absl::Duration value) {
+  if (value >= absl::ZeroDuration()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " must be >= 0, got ", absl::FormatDuration(value)));
+}
+
+// The first certificate in `pem`, or nullptr.
+X509* ReadCertificate(absl::string_view pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  BIO_free(bio);
+  ERR_clear_error();
+  return cert;
+}
+
+// Each stream holds up to two threads (see the resource quota below), and
+// the quota's count is an int.
+constexpr int kMostStreams = 100'000;
+
 }  // namespace
+
+absl::Status CheckOptions(const ServerOptions& options) {
+  const ServiceOptions& service = options.service;
+  const Limits& limits = service.limits;
+  if (service.max_streams < 1 || service.max_streams > kMostStreams) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_streams must be in [1, ", kMostStreams, "], got ",
+                     service.max_streams));
+  }
+  for (const absl::Status& status : {
+           AtLeast<std::uint64_t>("max_points", limits.max_points, 1),
+           AtLeast<std::size_t>("max_raster_bytes", limits.max_raster_bytes, 4),
+           AtLeast<std::size_t>("max_tiles_per_request",
+                                limits.max_tiles_per_request, 1),
+           AtLeast("threads", service.threads, 0),
+           AtLeast("max_request_bytes", options.max_request_bytes, 1),
+           Positive("max_call_duration", service.max_call_duration),
+           NotNegative("grace_period", options.grace_period),
+           Positive("keepalive_time", options.keepalive_time),
+           Positive("keepalive_timeout", options.keepalive_timeout),
+           Positive("max_connection_age", options.max_connection_age),
+           NotNegative("max_connection_age_grace",
+                       options.max_connection_age_grace),
+       }) {
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPemCertificate(absl::string_view what,
+                                 absl::string_view pem) {
+  X509* cert = ReadCertificate(pem);
+  if (cert == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": no PEM certificate in it"));
+  }
+  X509_free(cert);
+  return absl::OkStatus();
+}
+
+absl::Status CheckPemKey(absl::string_view what, absl::string_view key_pem,
+                         absl::string_view cert_pem) {
+  BIO* bio = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
+  // No passphrase: OpenSSL would otherwise ask for one on the terminal.
+  EVP_PKEY* key = PEM_read_bio_PrivateKey(
+      bio, nullptr, [](char*, int, int, void*) { return 0; }, nullptr);
+  BIO_free(bio);
+  ERR_clear_error();
+  if (key == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": no PEM private key in it (or one behind a passphrase)"));
+  }
+  X509* cert = ReadCertificate(cert_pem);
+  const bool matches =
+      cert != nullptr && X509_check_private_key(cert, key) == 1;
+  ERR_clear_error();
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  if (!matches) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": the key does not belong to the certificate"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
     ServerOptions options) {
+  absl::Status checked = CheckOptions(options);
+  if (!checked.ok()) return checked;
   std::unique_ptr<ScatterServer> self(new ScatterServer());
   if (options.logger == nullptr) options.logger = spdlog::default_logger();
   if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
     return absl::InvalidArgumentError(
         "tls: a certificate needs its key and a key its certificate");
+  }
+  if (!options.tls_cert_pem.empty()) {
+    for (const absl::Status& status :
+         {CheckPemCertificate("tls_cert_pem", options.tls_cert_pem),
+          CheckPemKey("tls_key_pem", options.tls_key_pem, options.tls_cert_pem),
+          options.tls_client_ca_pem.empty()
+              ? absl::OkStatus()
+              : CheckPemCertificate("tls_client_ca_pem",
+                                    options.tls_client_ca_pem)}) {
+      if (!status.ok()) return status;
+    }
   }
   self->options_ = options;
   self->registry_ = std::make_shared<prometheus::Registry>();

@@ -8,7 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/exposer.h"
@@ -48,12 +50,28 @@ struct ServerOptions {
   std::shared_ptr<spdlog::logger> logger;  // nullptr: spdlog's default.
 };
 
+// InvalidArgument when a limit or duration is out of range: a count or size
+// that must be positive is not, or a duration is negative. The message
+// starts with the option's name, which is also scatterd's flag name
+// ("max_streams must be in [1, 100000], got 0").
+absl::Status CheckOptions(const ServerOptions& options);
+
+// TLS material, checked before it reaches gRPC (which would only fail to
+// listen). InvalidArgument naming `what` ("tls_cert_pem", or a flag and its
+// file) unless `pem` holds a PEM certificate.
+absl::Status CheckPemCertificate(absl::string_view what, absl::string_view pem);
+// InvalidArgument naming `what` unless `key_pem` is an unencrypted PEM
+// private key for the first certificate in `cert_pem`.
+absl::Status CheckPemKey(absl::string_view what, absl::string_view key_pem,
+                         absl::string_view cert_pem);
+
 // The health service reports this name (and "") as SERVING until shutdown.
 inline constexpr char kServiceName[] = "scatter.v1.ScatterService";
 
 class ScatterServer {
  public:
-  // Starts serving. InvalidArgument for a bad address or TLS material,
+  // Starts serving. InvalidArgument for options CheckOptions() refuses or
+  // bad TLS material,
   // Unavailable when the port cannot be bound.
   static absl::StatusOr<std::unique_ptr<ScatterServer>> Start(
       ServerOptions options);

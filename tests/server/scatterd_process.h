@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/server/service_test_util.h"
 
@@ -75,14 +76,16 @@ class Scatterd {
   FILE* stdout_ = nullptr;
 };
 
-// Runs a command to completion; its stdout and stderr are collected.
+// Runs a command to completion, or kills it after `limit` (exit_code is
+// then 128 + SIGKILL); its stdout and stderr are collected.
 struct CommandResult {
   int exit_code = -1;
   std::string out;
   std::string err;
 };
 
-inline CommandResult RunCommand(std::vector<std::string> args) {
+inline CommandResult RunCommand(std::vector<std::string> args,
+                                absl::Duration limit = absl::Seconds(60)) {
   static int serial = 0;
   const std::string base = absl::StrCat(::testing::TempDir(), "/cmd_", getpid(), "_",
                                         serial++);
@@ -99,7 +102,15 @@ inline CommandResult RunCommand(std::vector<std::string> args) {
   pid_t pid = 0;
   if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) {
     int status = 0;
-    waitpid(pid, &status, 0);
+    const absl::Time give_up = absl::Now() + limit;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      if (absl::Now() > give_up) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(5));
+    }
     result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   posix_spawn_file_actions_destroy(&actions);

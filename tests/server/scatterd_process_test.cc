@@ -5,19 +5,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/server/scatterd_process.h"
 
-
 namespace scatter::server::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(ScatterdTest, ServesAndPrintsItsPort) {
   Scatterd scatterd({});
@@ -54,6 +58,92 @@ TEST(ScatterdTest, SigtermEndsAStreamInFlightWithAStatus) {
   const int exit = scatterd.Wait();
   EXPECT_TRUE(WIFEXITED(exit) && WEXITSTATUS(exit) == 0);
   EXPECT_LT(absl::Now() - stopped, absl::Seconds(2)) << "slow to exit";
+}
+
+// scatterd with `flags` on 127.0.0.1:0; one that starts anyway is killed
+// after a few seconds.
+CommandResult RunScatterd(std::vector<std::string> flags) {
+  std::vector<std::string> args = {SCATTERD_PATH, "--address=127.0.0.1:0",
+                                   "--metrics_address="};
+  args.insert(args.end(), flags.begin(), flags.end());
+  return RunCommand(args, absl::Seconds(3));
+}
+
+TEST(ScatterdTest, UnknownLogLevelIsRefusedNamingTheFlag) {
+  const CommandResult got = RunScatterd({"--log_level=verbose"});
+  EXPECT_EQ(got.exit_code, 2) << got.err;
+  EXPECT_THAT(got.err, HasSubstr("--log_level must be trace, debug, info"));
+  EXPECT_THAT(got.err, HasSubstr("got 'verbose'"));
+  EXPECT_EQ(got.out, "");
+}
+
+TEST(ScatterdTest, LogLevelIsAcceptedInUpperCase) {
+  Scatterd scatterd({"--log_level=DEBUG"});
+  EXPECT_GT(scatterd.port(), 0);
+}
+
+TEST(ScatterdTest, OutOfRangeLimitFlagsAreRefusedNamingTheFlag) {
+  for (const auto& [flag, message] : {
+           std::pair{"--max_streams=0", "--max_streams must be in [1, "},
+           std::pair{"--max_streams=-3", "--max_streams must be in [1, "},
+           std::pair{"--max_call_duration=0s",
+                     "--max_call_duration must be > 0"},
+           std::pair{"--max_call_duration=-1s",
+                     "--max_call_duration must be > 0"},
+           std::pair{"--max_points=0", "--max_points must be >= 1, got 0"},
+           std::pair{"--max_request_bytes=0",
+                     "--max_request_bytes must be >= 1"},
+           std::pair{"--max_request_bytes=-5",
+                     "--max_request_bytes must be >= 1"},
+           std::pair{"--grace_period=-1s", "--grace_period must be >= 0"},
+           std::pair{"--max_tiles_per_request=0",
+                     "--max_tiles_per_request must be >= 1"},
+           std::pair{"--threads=-1", "--threads must be >= 0"},
+           std::pair{"--keepalive_time=0s", "--keepalive_time must be > 0"},
+       }) {
+    SCOPED_TRACE(flag);
+    const CommandResult got = RunScatterd({flag});
+    EXPECT_EQ(got.exit_code, 2) << got.err;
+    EXPECT_THAT(got.err, HasSubstr(message));
+    // One line: the error, nothing about listening.
+    EXPECT_EQ(std::count(got.err.begin(), got.err.end(), '\n'), 1) << got.err;
+  }
+}
+
+TEST(ScatterdTest, TlsFilesThatAreNotPemAreNamed) {
+  const std::string junk =
+      absl::StrCat(::testing::TempDir(), "/junk_", getpid(), ".pem");
+  {
+    std::ofstream out(junk);
+    out << "not a certificate\n";
+  }
+  const CommandResult got =
+      RunScatterd({"--tls_cert=" + junk, "--tls_key=" + junk});
+  EXPECT_EQ(got.exit_code, 2) << got.err;
+  EXPECT_THAT(got.err,
+              HasSubstr("--tls_cert=" + junk + ": no PEM certificate in it"));
+  EXPECT_THAT(got.err, Not(HasSubstr("address in use")));
+  std::remove(junk.c_str());
+}
+
+TEST(ScatterdTest, CheckOptionsNamesTheOptionAndTheRule) {
+  EXPECT_TRUE(CheckOptions(ServerOptions()).ok());
+  ServerOptions options;
+  options.service.max_streams = 0;
+  absl::Status status = CheckOptions(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("max_streams must be in [1, "));
+  options = ServerOptions();
+  options.service.limits.max_points = 0;
+  EXPECT_THAT(CheckOptions(options).message(),
+              HasSubstr("max_points must be >= 1, got 0"));
+  options = ServerOptions();
+  options.grace_period = absl::Seconds(-1);
+  EXPECT_THAT(CheckOptions(options).message(),
+              HasSubstr("grace_period must be >= 0, got -1s"));
+  // Start() refuses them too.
+  EXPECT_EQ(ScatterServer::Start(options).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -234,6 +234,41 @@ TEST(TlsTest, KeyWithoutCertificateIsRefusedAtStart) {
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(TlsTest, BadCertificateOrKeyIsInvalidArgumentAtStartNamingIt) {
+  const Pem pem = SelfSigned();
+  const Pem other = SelfSigned();
+  struct Case {
+    const char* name;
+    std::string cert;
+    std::string key;
+    std::string message;
+  };
+  for (const Case& c : {
+           Case{"not PEM", "hello", pem.key,
+                "tls_cert_pem: no PEM certificate"},
+           Case{"key not PEM", pem.cert, "hello",
+                "tls_key_pem: no PEM private key"},
+           Case{"swapped", pem.key, pem.cert,
+                "tls_cert_pem: no PEM certificate"},
+           Case{"someone else's key", pem.cert, other.key,
+                "tls_key_pem: the key does not belong to the certificate"},
+       }) {
+    SCOPED_TRACE(c.name);
+    ServerOptions options = LoopbackServer::DefaultOptions();
+    options.tls_cert_pem = c.cert;
+    options.tls_key_pem = c.key;
+    auto server = ScatterServer::Start(options);
+    EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(server.status().message(), HasSubstr(c.message));
+  }
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.tls_cert_pem = pem.cert;
+  options.tls_key_pem = pem.key;
+  options.tls_client_ca_pem = "not a bundle";
+  EXPECT_THAT(ScatterServer::Start(options).status().message(),
+              HasSubstr("tls_client_ca_pem: no PEM certificate"));
+}
+
 // GET /metrics over a plain socket.
 std::string HttpGet(int port, const std::string& path) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
