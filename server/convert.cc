@@ -6,11 +6,13 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "sampler/spline.h"
@@ -381,6 +383,48 @@ double EstimatePoints(const sampler::SamplerOptions& o, int dims,
   return 0;
 }
 
+// A point estimate for a message. Past 2^64 converting to an integer is
+// undefined, so large figures are given in floating point.
+std::string PointFigure(double n) {
+  if (n >= 0 && n < 0x1p64) {
+    return absl::StrCat(static_cast<std::uint64_t>(n));
+  }
+  if (std::isinf(n)) return "more than 1.8e308";
+  return absl::StrCat(n);
+}
+
+// How EstimatePoints() counted, for the methods of `layers`.
+std::string EstimateRule(const std::vector<sampler::LayerSpec>& layers,
+                         int dims) {
+  bool poisson = false, grid = false, uniform = false;
+  for (const sampler::LayerSpec& layer : layers) {
+    switch (layer.options.method) {
+      case Method::kPoissonDense:
+      case Method::kPoissonClassic:
+        poisson = true;
+        break;
+      case Method::kJitteredGrid:
+        grid = true;
+        break;
+      case Method::kUniform:
+        uniform = true;
+        break;
+    }
+  }
+  std::vector<std::string> rules;
+  if (poisson) {
+    rules.push_back(dims == 2
+                        ? "2 / (sqrt(3) r^2) per unit area for Poisson layers"
+                        : "sqrt(2) / r^3 per unit volume for Poisson layers");
+  }
+  if (grid) {
+    rules.push_back(absl::StrCat("one per cell (cell_size^", dims,
+                                 ") for jittered-grid layers"));
+  }
+  if (uniform) rules.push_back("count for uniform layers");
+  return absl::StrJoin(rules, ", ");
+}
+
 template <typename T>
 void Append(google::protobuf::RepeatedField<T>* field,
             absl::Span<const T> values, std::size_t n) {
@@ -583,10 +627,17 @@ absl::StatusOr<std::vector<sampler::TileCoord>> ToTiles(
       return Invalid("rect.y1", absl::StrCat("must be > rect.y0 = ", r.y0(),
                                              " (half-open), got ", r.y1()));
     }
-    // Both sides are at most 2^32, so the product fits in 64 bits.
-    const auto count = static_cast<std::uint64_t>(r.x1() - r.x0()) *
-                       static_cast<std::uint64_t>(r.y1() - r.y0());
-    if (count > most) {
+    // Each side is at most 2^32, so the product of two full sides (2^64)
+    // does not fit in 64 bits: compare by division instead.
+    const std::uint64_t wide =
+        static_cast<std::uint64_t>(static_cast<std::int64_t>(r.x1()) - r.x0());
+    const std::uint64_t high =
+        static_cast<std::uint64_t>(static_cast<std::int64_t>(r.y1()) - r.y0());
+    if (wide > most || high > most / wide) {
+      const std::string count =
+          high <= std::numeric_limits<std::uint64_t>::max() / wide
+              ? absl::StrCat(wide * high)
+              : absl::StrCat(wide, " x ", high);
       return absl::ResourceExhaustedError(absl::StrCat(
           "rect: ", count,
           " tiles, over the limit max_tiles_per_request = ", most));
@@ -646,13 +697,13 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
   for (const sampler::LayerSpec& layer : job.layers) {
     job.estimated_points += EstimatePoints(layer.options, dims, cells);
   }
-  if (job.estimated_points > static_cast<double>(limits.max_points)) {
+  // Compared in double (a NaN estimate is refused too); see PointFigure().
+  if (!(job.estimated_points <= static_cast<double>(limits.max_points))) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the request would make up to ",
-        static_cast<std::uint64_t>(job.estimated_points),
-        " points (2 / (sqrt(3) r^2) per unit area over the region, per layer), "
-        "over the limit max_points = ",
-        limits.max_points));
+        "the request could make ", PointFigure(job.estimated_points),
+        " points (over the region, summed over layers: ",
+        EstimateRule(job.layers, dims),
+        "), over the limit max_points = ", limits.max_points));
   }
   job.point_cap = limits.max_points;
   if (request.max_points() != 0) {
@@ -688,13 +739,14 @@ absl::Status CheckTilesEstimate(const TilesJob& job,
       }
       estimate += measure * PackingDensity(r, job.dims);
     }
-    if (estimate > static_cast<double>(limits.max_points)) break;
+    if (!(estimate <= static_cast<double>(limits.max_points))) break;
   }
-  if (estimate > static_cast<double>(limits.max_points)) {
+  if (!(estimate <= static_cast<double>(limits.max_points))) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the tiles could hold at least ", static_cast<std::uint64_t>(estimate),
-        " points (2 / (sqrt(3) r^2) per unit area over each tile, per "
-        "layer), over the limit max_points = ",
+        "the tiles could hold ", PointFigure(estimate), " points (",
+        job.dims == 2 ? "2 / (sqrt(3) r^2) per unit area"
+                      : "sqrt(2) / r^3 per unit volume",
+        " over each tile, per layer), over the limit max_points = ",
         limits.max_points));
   }
   return absl::OkStatus();

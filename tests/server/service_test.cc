@@ -21,6 +21,7 @@ namespace scatter::server::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 void ExpectMinDistance(const Received& got, double spacing) {
   auto report = sampler::CheckMinDistance(got.coords, got.dims, spacing);
@@ -304,6 +305,51 @@ TEST(ServiceTest, ServerPointLimitIsAHardCapToo) {
   EXPECT_EQ(got.size(), 0u);
 }
 
+TEST(ServiceTest, EstimatesPast2To64AreGivenAsFiguresWithTheirMethodsRule) {
+  LoopbackServer server;
+  auto stub = server.InProcessStub();
+  struct Case {
+    const char* name;
+    v1::ScatterRequest request;
+    std::vector<std::string> message;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"tiny spacing",
+                   BoxRequest(1, 1e-300),
+                   {"could make more than 1.8e308 points",
+                    "2 / (sqrt(3) r^2) per unit area for Poisson layers"}});
+  {
+    v1::ScatterRequest r = BoxRequest(1, 0.1);
+    r.mutable_layers(0)->set_method(v1::METHOD_UNIFORM);
+    r.mutable_layers(0)->set_count(~std::uint64_t{0});
+    cases.push_back({"uniform count near 2^64",
+                     r,
+                     {"could make 1.84467e+19 points",
+                      "summed over layers: count for uniform layers)"}});
+  }
+  {
+    v1::ScatterRequest r = BoxRequest(1, 0.1);
+    r.mutable_layers(0)->set_method(v1::METHOD_JITTERED_GRID);
+    r.mutable_layers(0)->set_cell_size(1e-12);
+    cases.push_back({"tiny grid cells",
+                     r,
+                     {"could make 1e+24 points",
+                      "one per cell (cell_size^2) for jittered-grid layers)"}});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Received got = Collect(*stub, c.request);
+    EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    for (const std::string& part : c.message) {
+      EXPECT_THAT(got.status.error_message(), HasSubstr(part));
+    }
+    EXPECT_THAT(got.status.error_message(),
+                HasSubstr("over the limit max_points = 200000000"));
+    if (c.request.layers(0).method() != v1::METHOD_POISSON_DENSE) {
+      EXPECT_THAT(got.status.error_message(), Not(HasSubstr("Poisson")));
+    }
+  }
+}
 
 TEST(ServiceTest, ConcurrencyLimitRefusesTheExtraStream) {
   ServerOptions options = LoopbackServer::DefaultOptions();

@@ -278,6 +278,25 @@ TEST(TilesServiceTest, ErrorsHaveTheirCodesAndNameTheField) {
        grpc::StatusCode::RESOURCE_EXHAUSTED,
        "rect: 16 tiles, over the limit max_tiles_per_request = 10"});
   {
+    // 2^32 x 2^32 tiles: the count does not fit in 64 bits.
+    const std::int64_t most = std::int64_t{1} << 31;
+    cases.push_back({"the whole plane", Rect(World(), -most, most, -most, most),
+                     grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     "rect: 4294967296 x 4294967296 tiles, over the limit "
+                     "max_tiles_per_request = 10"});
+    cases.push_back({"a full row", Rect(World(), -most, most, 0, 1),
+                     grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     "rect: 4294967296 tiles, over the limit "
+                     "max_tiles_per_request = 10"});
+  }
+  {
+    // 5.8e24 points in one tile, past 2^64: a figure, not 0.
+    v1::ScatterTilesRequest r = Rect(World(), 0, 1, 0, 1);
+    r.set_tile_size(1e12);
+    cases.push_back({"a huge tile", r, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     "the tiles could hold 5.7735e+24 points"});
+  }
+  {
     v1::ScatterTilesRequest r = World();
     for (int i = 0; i < 11; ++i) r.add_tiles();
     cases.push_back(
