@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "sampler/layers.h"
 #include "sampler/tiles.h"
 #include "sampler/version.h"
@@ -168,6 +169,12 @@ grpc::Status CheckVersion(std::uint32_t asked) {
 // deadline passed, the server's max_call_duration passed, or the server is
 // stopping. ShouldStop() is safe from any thread (atomics and the clock), so
 // it can be the stop predicate of pool threads.
+//
+// Past max_call_duration the work stops and the handler returns
+// DEADLINE_EXCEEDED. Cancelling the call would also unblock a Write held up
+// by a client that stopped reading, but the client would then see CANCELLED
+// and not that status; so a watchdog thread cancels only when the handler
+// has not returned kWriteGrace later.
 class CallControl {
  public:
   CallControl(grpc::ServerContext* context, absl::Time start,
@@ -178,7 +185,16 @@ class CallControl {
         // stops at its next poll rather than when the writer next looks.
         deadline_(absl::FromChrono(context->deadline())),
         give_up_at_(start + max_call_duration),
-        stopping_(stopping) {}
+        stopping_(stopping) {
+    watchdog_ = std::thread([this] { Watch(); });
+  }
+  // The handler is returning: the watchdog stands down.
+  ~CallControl() {
+    finished_.Notify();
+    watchdog_.join();
+  }
+  CallControl(const CallControl&) = delete;
+  CallControl& operator=(const CallControl&) = delete;
 
   bool ShouldStop() {
     return stop_.load(std::memory_order_relaxed) ||
@@ -194,12 +210,25 @@ class CallControl {
   bool stopping() const { return stopping_.load(); }
 
  private:
-  // Past the maximum duration the call is cancelled outright, which also
-  // unblocks a Write held up by a client that stopped reading.
+  // How long a Write in progress at max_call_duration may take before the
+  // call is cancelled: a slow reader gets its status, one that stopped
+  // reading does not hold a handler thread for ever.
+  static constexpr absl::Duration kWriteGrace = absl::Milliseconds(500);
+
   bool Expired() {
     if (absl::Now() < give_up_at_) return false;
-    if (!timed_out_.exchange(true)) context_->TryCancel();
+    timed_out_.store(true);
     return true;
+  }
+
+  void Watch() {
+    if (finished_.WaitForNotificationWithDeadline(give_up_at_)) return;
+    // The writer stops at its next look even when the sampler is done.
+    timed_out_.store(true);
+    if (finished_.WaitForNotificationWithDeadline(give_up_at_ + kWriteGrace)) {
+      return;
+    }
+    context_->TryCancel();
   }
 
   grpc::ServerContext* const context_;
@@ -208,6 +237,8 @@ class CallControl {
   const std::atomic<bool>& stopping_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> timed_out_{false};
+  absl::Notification finished_;
+  std::thread watchdog_;  // Last: it starts once the rest is built.
 };
 
 // Writes queued messages until the producer is done. When the call is
@@ -222,6 +253,9 @@ bool WriteQueued(grpc::ServerContext* context,
   std::uint64_t count = 0;
   bool client_gone = false;
   for (;;) {
+    // Past max_call_duration what is queued is dropped and the producer
+    // stops; the call ends with its status, not a cancellation.
+    if (control.timed_out()) queue.ConsumerGone();
     typename BatchQueue<Response>::Message message;
     const auto got = queue.Pop(absl::Milliseconds(5), &message);
     if (got == BatchQueue<Response>::Got::kDone) break;

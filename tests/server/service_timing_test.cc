@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -15,6 +16,8 @@
 
 namespace scatter::server::testing {
 namespace {
+
+using ::testing::HasSubstr;
 
 // Time limits are the product's in optimised builds; sanitizers and -O0
 // slow everything down by about this factor.
@@ -65,6 +68,24 @@ TEST(ServiceTimingTest, DeadlineStopsTheSamplerPromptly) {
   const double cpu = CpuSeconds();
   absl::SleepFor(absl::Milliseconds(200));
   EXPECT_LT(CpuSeconds() - cpu, kSlowdown * 0.020);
+}
+
+TEST(ServiceTimingTest, MaxCallDurationEndsAStreamWithDeadlineExceeded) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.max_call_duration = absl::Milliseconds(300);
+  LoopbackServer server(options);
+  const absl::Time start = absl::Now();
+  // Runs for many seconds; the client reads as fast as it can.
+  const Received got = Collect(*server.TcpStub(), LongRequest());
+  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+      << got.status.error_message();
+  EXPECT_THAT(got.status.error_message(),
+              HasSubstr("max_call_duration = 300ms reached after"));
+  EXPECT_THAT(got.status.error_message(),
+              HasSubstr(absl::StrCat(got.size(), " points sent")));
+  EXPECT_GT(got.size(), 0u);
+  EXPECT_FALSE(got.has_summary);
+  EXPECT_LT(absl::Now() - start, kSlowdown * absl::Seconds(2));
 }
 
 TEST(ServiceTimingTest, MaxCallDurationCutsOffAClientThatStoppedReading) {
