@@ -28,7 +28,8 @@ ABSL_FLAG(std::string, address, "127.0.0.1:50051",
           "host:port to serve gRPC on; port 0 picks a free port");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
           "host:port of the Prometheus /metrics endpoint; empty turns it off");
-ABSL_FLAG(int, max_streams, 16, "Scatter streams running at once");
+ABSL_FLAG(int, max_streams, 16,
+          "Scatter, ScatterTiles and PutRaster calls running at once");
 ABSL_FLAG(std::uint64_t, max_points, 200'000'000,
           "points per request: estimated before sampling, and a hard cap");
 ABSL_FLAG(std::uint64_t, max_raster_bytes, std::uint64_t{256} << 20,

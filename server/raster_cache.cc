@@ -18,6 +18,24 @@ void AppendLittleEndian(T value, std::string* out) {
   }
 }
 
+// Width and height from a PNG's IHDR chunk (which the format puts first),
+// big-endian right after the 8-byte signature and the chunk's length and
+// type; false when the bytes do not start like a PNG.
+bool PngSize(absl::string_view png, std::uint32_t* width,
+             std::uint32_t* height) {
+  if (png.size() < 24 || png.substr(12, 4) != "IHDR") return false;
+  auto be32 = [&](std::size_t at) {
+    std::uint32_t v = 0;
+    for (std::size_t i = 0; i < 4; ++i) {
+      v = (v << 8) | static_cast<std::uint8_t>(png[at + i]);
+    }
+    return v;
+  };
+  *width = be32(16);
+  *height = be32(20);
+  return true;
+}
+
 }  // namespace
 
 std::string Sha256Hex(absl::string_view head, absl::string_view tail) {
@@ -52,9 +70,12 @@ absl::StatusOr<sampler::Raster> DecodeRaster(absl::string_view field,
   const auto bytes = absl::MakeConstSpan(
       reinterpret_cast<const std::uint8_t*>(pixels.data()), pixels.size());
   const sampler::RasterRect unit;
-  // The limit is on decoded pixels, 4 bytes each, whatever the format.
-  if (format != v1::RASTER_FORMAT_PNG &&
-      static_cast<std::uint64_t>(width) * height > max_bytes / 4) {
+  // The limit is on decoded pixels, 4 bytes each, whatever the format; a
+  // PNG's size is in its header.
+  if (format == v1::RASTER_FORMAT_PNG && !PngSize(pixels, &width, &height)) {
+    width = height = 0;  // Not a PNG: FromPng says so.
+  }
+  if (static_cast<std::uint64_t>(width) * height > max_bytes / 4) {
     return absl::ResourceExhaustedError(absl::StrCat(
         field, ": ", width, " x ", height,
         " pixels decode to more bytes (4 per pixel) than the limit "
@@ -76,8 +97,11 @@ absl::StatusOr<sampler::Raster> DecodeRaster(absl::string_view field,
                                         height, bytes, unit, max_bytes);
       break;
     case v1::RASTER_FORMAT_PNG:
-      // libpng's limit counts pixels at the file's depth (1 or 2 bytes).
-      raster = sampler::Raster::FromPng(bytes, unit, max_bytes / 4);
+      // FromPng's limit counts pixels at the file's depth (1 or 2 bytes).
+      // The header's size passed the check above, so this only guards a
+      // file whose header disagrees with its data; give 16-bit files the
+      // same pixel count as 8-bit ones.
+      raster = sampler::Raster::FromPng(bytes, unit, max_bytes / 4 * 2);
       break;
     default:
       return absl::InvalidArgumentError(

@@ -333,7 +333,7 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
                          "Points written to Scatter and ScatterTiles streams")),
       in_flight_gauge_(
           NewGauge(registry, "scatter_streams_in_flight",
-                   "Scatter and ScatterTiles streams running now")),
+                   "Scatter, ScatterTiles and PutRaster calls running now")),
       cache_bytes_(NewGauge(registry, "scatter_raster_cache_bytes",
                             "Decoded raster bytes held for digests")),
       seconds_(
@@ -633,10 +633,9 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   return grpc::Status::OK;
 }
 
-grpc::Status ScatterServiceImpl::PutRaster(
+grpc::Status ScatterServiceImpl::Upload(
     grpc::ServerContext* context, grpc::ServerReader<v1::RasterChunk>* reader,
-    v1::RasterRef* response) {
-  const absl::Time start = absl::Now();
+    v1::RasterRef* response, std::size_t* bytes) {
   grpc::Status status;
   v1::RasterChunk chunk;
   std::string pixels;
@@ -679,10 +678,23 @@ grpc::Status ScatterServiceImpl::PutRaster(
       response->set_height(entry->raster->height());
     }
   }
+  *bytes = pixels.size();
+  return status;
+}
+
+grpc::Status ScatterServiceImpl::PutRaster(
+    grpc::ServerContext* context, grpc::ServerReader<v1::RasterChunk>* reader,
+    v1::RasterRef* response) {
+  const absl::Time start = absl::Now();
+  std::size_t bytes = 0;
+  // An upload holds a handler thread and up to max_upload_bytes while it
+  // runs, so it counts against max_streams like a stream.
+  const grpc::Status status =
+      Admit([&] { return Upload(context, reader, response, &bytes); });
   const absl::Duration elapsed = absl::Now() - start;
   Record("PutRaster", status, elapsed);
   logger_->info("PutRaster peer={} bytes={} code={} elapsed_ms={:.1f}{}{}",
-                context->peer(), pixels.size(), CodeName(status.error_code()),
+                context->peer(), bytes, CodeName(status.error_code()),
                 absl::ToDoubleMilliseconds(elapsed),
                 status.ok() ? " digest=" : " message=",
                 status.ok() ? response->digest() : status.error_message());

@@ -27,7 +27,8 @@ namespace scatter::server {
 
 struct ServiceOptions {
   Limits limits;
-  // Scatter streams running at once; more get RESOURCE_EXHAUSTED.
+  // Scatter, ScatterTiles and PutRaster calls running at once; more get
+  // RESOURCE_EXHAUSTED naming max_streams.
   int max_streams = 16;
   // Batches the sampler may run ahead of the writer.
   std::size_t queue_batches = 4;
@@ -91,7 +92,8 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   sampler::GeneratorCache& tile_cache() { return tile_cache_; }
 
  private:
-  // Runs `stream` unless the server is draining or max_streams are running.
+  // Runs `stream` unless the server is draining (UNAVAILABLE) or
+  // max_streams calls are running (RESOURCE_EXHAUSTED).
   grpc::Status Admit(absl::FunctionRef<grpc::Status()> stream);
   grpc::Status Stream(grpc::ServerContext* context,
                       const v1::ScatterRequest& request,
@@ -101,6 +103,9 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
                            const v1::ScatterTilesRequest& request,
                            grpc::ServerWriter<v1::TileResponse>* writer,
                            TilesTally* tally);
+  grpc::Status Upload(grpc::ServerContext* context,
+                      grpc::ServerReader<v1::RasterChunk>* reader,
+                      v1::RasterRef* response, std::size_t* bytes);
   void Record(const char* method, const grpc::Status& status,
               absl::Duration elapsed);
 

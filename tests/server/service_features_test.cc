@@ -3,11 +3,13 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <openssl/evp.h>
+#include <png.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -159,6 +161,100 @@ TEST(RasterTest, BadUploadsGetTheirCodes) {
   Upload(*stub, v1::RASTER_FORMAT_U8, 101, 100, std::string(10100, 'x'), &status);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(status.error_message(), HasSubstr("max_raster_bytes = 40000"));
+}
+
+TEST(RasterTest, UploadsWhileDrainingAreTurnedAway) {
+  LoopbackServer server;
+  auto stub = server.InProcessStub();
+  server.server().service().StartDraining();
+  grpc::Status status;
+  Upload(*stub, v1::RASTER_FORMAT_U8, 8, 8, std::string(64, 'd'), &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("server shutting down"));
+}
+
+TEST(RasterTest, ConcurrentUploadsCountAgainstMaxStreams) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.max_streams = 1;
+  LoopbackServer server(options);
+  auto stub = server.TcpStub();
+  // An upload in progress: one chunk sent, more to come.
+  grpc::ClientContext context;
+  v1::RasterRef ref;
+  auto writer = stub->PutRaster(&context, &ref);
+  v1::RasterChunk chunk;
+  chunk.set_format(v1::RASTER_FORMAT_U8);
+  chunk.set_width(8);
+  chunk.set_height(8);
+  chunk.set_pixels(std::string(32, 'u'));
+  ASSERT_TRUE(writer->Write(chunk));
+  const absl::Time give_up = absl::Now() + absl::Seconds(5);
+  while (server.server().stats().in_flight.load() == 0 &&
+         absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_EQ(server.server().stats().in_flight.load(), 1);
+
+  grpc::Status status;
+  Upload(*stub, v1::RASTER_FORMAT_U8, 8, 8, std::string(64, 'v'), &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("max_streams = 1"));
+  const Received scatter = Collect(*stub, BoxRequest(1, 0.1));
+  EXPECT_EQ(scatter.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  // The first upload completes, and frees its slot.
+  v1::RasterChunk rest;
+  rest.set_pixels(std::string(32, 'u'));
+  ASSERT_TRUE(writer->Write(rest));
+  writer->WritesDone();
+  const grpc::Status first = writer->Finish();
+  EXPECT_TRUE(first.ok()) << first.error_message();
+  WaitIdle(server.server(), absl::Seconds(5));
+  Upload(*stub, v1::RASTER_FORMAT_U8, 8, 8, std::string(64, 'v'), &status);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+// A gray PNG of `width` x `height` at `depth` bits, every pixel mid-gray.
+std::string GrayPng(std::uint32_t width, std::uint32_t height, int depth) {
+  std::string out;
+  png_structp png =
+      png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(png);
+  png_set_write_fn(
+      png, &out,
+      [](png_structp p, png_bytep data, png_size_t n) {
+        static_cast<std::string*>(png_get_io_ptr(p))
+            ->append(reinterpret_cast<const char*>(data), n);
+      },
+      nullptr);
+  png_set_IHDR(png, info, width, height, depth, PNG_COLOR_TYPE_GRAY,
+               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  std::vector<png_byte> row(static_cast<std::size_t>(width) * (depth / 8),
+                            0x80);
+  for (std::uint32_t j = 0; j < height; ++j) png_write_row(png, row.data());
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+  return out;
+}
+
+TEST(RasterTest, PngLimitIsOnDecodedPixelsAtAnyDepth) {
+  // Room for 100 decoded pixels (4 bytes each).
+  constexpr std::size_t kLimit = 4 * 100;
+  for (const int depth : {8, 16}) {
+    SCOPED_TRACE(absl::StrCat(depth, "-bit"));
+    auto fits = DecodeRaster("mask", v1::RASTER_FORMAT_PNG, 0, 0,
+                             GrayPng(10, 10, depth), kLimit);
+    ASSERT_TRUE(fits.ok()) << fits.status();
+    EXPECT_EQ(fits->width(), 10u);
+    auto over = DecodeRaster("mask", v1::RASTER_FORMAT_PNG, 0, 0,
+                             GrayPng(10, 11, depth), kLimit);
+    EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_EQ(over.status().message(),
+              "mask: 10 x 11 pixels decode to more bytes (4 per pixel) than "
+              "the limit max_raster_bytes = 400");
+  }
 }
 
 TEST(LimitsTest, OversizedRequestMessageIsRefused) {
