@@ -15,7 +15,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "sampler/simd.h"
@@ -84,6 +86,14 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "The Scatter gRPC service: Poisson-disk placement streamed to clients.\n"
       "Usage: scatterd [--address=127.0.0.1:50051] [flags]");
+  // Abseil's --help lists only flags from a file named after the program
+  // (scatterd.cc); ours are in server/main.cc.
+  absl::FlagsUsageConfig usage;
+  usage.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "server/main.cc");
+  };
+  usage.contains_helpshort_flags = usage.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage);
   absl::ParseCommandLine(argc, argv);
   // Logs go to stderr; stdout carries only the line with the ports.
   spdlog::set_default_logger(spdlog::stderr_color_mt("scatterd"));

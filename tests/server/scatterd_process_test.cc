@@ -126,6 +126,15 @@ TEST(ScatterdTest, TlsFilesThatAreNotPemAreNamed) {
   std::remove(junk.c_str());
 }
 
+TEST(ScatterdTest, HelpListsTheFlags) {
+  const CommandResult got = RunCommand({SCATTERD_PATH, "--help"}, absl::Seconds(3));
+  // Abseil's usage flags exit 1 after printing.
+  EXPECT_EQ(got.exit_code, 1) << got.err;
+  EXPECT_THAT(got.out, HasSubstr("--max_streams"));
+  EXPECT_THAT(got.out, HasSubstr("--log_level"));
+  EXPECT_THAT(got.out, Not(HasSubstr("No flags matched")));
+}
+
 TEST(ScatterdTest, CheckOptionsNamesTheOptionAndTheRule) {
   EXPECT_TRUE(CheckOptions(ServerOptions()).ok());
   ServerOptions options;
