@@ -85,7 +85,7 @@ struct CommandResult {
 };
 
 inline CommandResult RunCommand(std::vector<std::string> args,
-                                absl::Duration limit = absl::Seconds(60)) {
+                                absl::Duration limit = absl::Seconds(300)) {
   static int serial = 0;
   const std::string base = absl::StrCat(::testing::TempDir(), "/cmd_", getpid(), "_",
                                         serial++);
