@@ -4,6 +4,8 @@
 // Internal: obstacles indexed for the questions every method asks — is this
 // place too close to one, and does one cover or reach this box?
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -27,6 +29,66 @@ inline constexpr double kWakeRadius = 3;
 // against 0.082 (m = 1): too few directions leave the border thin, too
 // many pack it.
 inline constexpr int kWokenDirections = 2;
+
+// The generations of a Poisson run's first-in, first-out growth, and the
+// same-layer points that wake on a schedule (Obstacle::wake_generation).
+// `Item` names a dormant point in the run's grid. A generation is the
+// points made by the visits of the one before, so the queue's entries
+// [head, end of generation) are the rest of the current one.
+template <class Item>
+class WakeSchedule {
+ public:
+  void Add(std::int64_t wake, Item item) { items_.push_back({wake, item}); }
+  bool empty() const { return items_.empty(); }
+
+  // Starts the growth at the earliest wake generation: wake(item) for each
+  // item due (it appends the point to the queue, if still dormant); the
+  // queue then holds `size` entries.
+  template <class Wake, class Size>
+  void Start(Wake wake, Size size) {
+    std::stable_sort(items_.begin(), items_.end(),
+                     [](const Entry& a, const Entry& b) { return a.wake < b.wake; });
+    generation_ = items_.front().wake;
+    WakeDue(wake);
+    generation_end_ = size();
+  }
+
+  // Call before taking the queue's entry at `head`. When a generation ends
+  // there, the next begins, and the points due by then wake; with nothing
+  // left in the queue, growth goes on from the next scheduled point.
+  // Returns false when the queue is empty and nothing is scheduled.
+  template <class Wake, class Size>
+  bool Next(std::size_t head, Wake wake, Size size) {
+    if (head != generation_end_) return true;
+    ++generation_;
+    if (head == size() && next_ < items_.size()) {
+      generation_ = std::max(generation_, items_[next_].wake);
+    }
+    WakeDue(wake);
+    generation_end_ = size();
+    return head != generation_end_;
+  }
+
+  // The queue dropped its first n entries (all of them before head).
+  void Dropped(std::size_t n) { generation_end_ -= n; }
+
+ private:
+  struct Entry {
+    std::int64_t wake;
+    Item item;
+  };
+  template <class Wake>
+  void WakeDue(Wake wake) {
+    while (next_ < items_.size() && items_[next_].wake <= generation_) {
+      wake(items_[next_++].item);
+    }
+  }
+
+  std::vector<Entry> items_;
+  std::size_t next_ = 0;
+  std::int64_t generation_ = 0;
+  std::size_t generation_end_ = 0;
+};
 
 // Calls f(i) for every set bit i in [begin, end) of `bits`, in order, a
 // word at a time (dormant points are rare, so most words are 0).

@@ -212,18 +212,14 @@ class PoissonRun {
       SetBit(&dormant_, cell);
       ++dormant_in_block_[DormantBlock(cell)];
       ++dormant_left_;
-      if (wake >= 0) scheduled_.push_back({wake, cell});
+      if (wake >= 0) schedule_.Add(wake, cell);
     });
     if (crowded) return CrowdedError();
-    if (!scheduled_.empty()) {
+    if (!schedule_.empty()) {
       // Growth starts from the points due first; Drain wakes the others as
       // the generations pass.
-      std::stable_sort(
-          scheduled_.begin(), scheduled_.end(),
-          [](const Scheduled& a, const Scheduled& b) { return a.wake < b.wake; });
-      generation_ = scheduled_.front().wake;
-      WakeDue();
-      gen_end_ = active_.size();
+      schedule_.Start([this](std::uint64_t c) { WakeScheduled(c); },
+                      [this] { return active_.size(); });
       absl::Status status = Drain();
       if (!status.ok()) return status;
     }
@@ -410,17 +406,13 @@ class PoissonRun {
     }
   }
 
-  // Wakes the scheduled points due by generation_, in schedule order.
-  void WakeDue() {
-    while (next_scheduled_ < scheduled_.size() &&
-           scheduled_[next_scheduled_].wake <= generation_) {
-      const std::uint64_t c = scheduled_[next_scheduled_++].cell;
-      if (((dormant_[c >> 6] >> (c & 63)) & 1) == 0) continue;  // Woken.
-      dormant_[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
-      --dormant_in_block_[DormantBlock(c)];
-      --dormant_left_;
-      active_.push_back({c, next_index_++ | (dense_ ? kWokenBit : 0)});
-    }
+  // Wakes the scheduled point in cell c, unless it is awake already.
+  void WakeScheduled(std::uint64_t c) {
+    if (((dormant_[c >> 6] >> (c & 63)) & 1) == 0) return;
+    dormant_[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
+    --dormant_in_block_[DormantBlock(c)];
+    --dormant_left_;
+    active_.push_back({c, next_index_++ | (dense_ ? kWokenBit : 0)});
   }
 
   // Marks the half-cells (quarters in 2D, octants in 3D) that p's disk
@@ -753,19 +745,10 @@ class PoissonRun {
 
   // Processes active points until none is left, or the run halts.
   absl::Status Drain() {
-    while (halt_.ok()) {
-      if (head_ == gen_end_) {
-        // A generation is done; the points it made are the next one. With
-        // none, growth goes on from the points scheduled next, if any.
-        ++generation_;
-        if (head_ == active_.size() && next_scheduled_ < scheduled_.size()) {
-          generation_ =
-              std::max(generation_, scheduled_[next_scheduled_].wake);
-        }
-        WakeDue();
-        gen_end_ = active_.size();
-        if (head_ == gen_end_) break;
-      }
+    while (halt_.ok() &&
+           schedule_.Next(
+               head_, [this](std::uint64_t c) { WakeScheduled(c); },
+               [this] { return active_.size(); })) {
       const Active e = active_[head_++];
       double p[D];
       for (int a = 0; a < D; ++a) p[a] = grid_[e.cell * D + a];
@@ -799,7 +782,7 @@ class PoissonRun {
       if (head_ >= 4096 && head_ * 2 >= active_.size()) {
         active_.erase(active_.begin(),
                       active_.begin() + static_cast<std::ptrdiff_t>(head_));
-        gen_end_ -= head_;
+        schedule_.Dropped(head_);
         head_ = 0;
       }
     }
@@ -1265,16 +1248,8 @@ class PoissonRun {
   std::vector<std::uint32_t> dormant_in_block_;
   std::uint64_t dormant_left_ = 0;
   std::size_t head_ = 0;
-  // Generations: active_[head_, gen_end_) is the rest of the current one.
-  std::size_t gen_end_ = 0;
-  std::int64_t generation_ = 0;
-  // Same-layer points that wake on a schedule, by generation.
-  struct Scheduled {
-    std::int64_t wake;
-    std::uint64_t cell;
-  };
-  std::vector<Scheduled> scheduled_;
-  std::size_t next_scheduled_ = 0;
+  // The generations of active_, and dormant points (cells) woken by them.
+  WakeSchedule<std::uint64_t> schedule_;
   std::uint64_t next_index_ = 0;
   std::uint64_t since_poll_ = 0;
   absl::Status halt_;  // Not OK once the run must end.

@@ -13,7 +13,14 @@
 //   1. samples its tile grown by 5 R (R = TileWorld::r_max()), with every
 //      point of its lower-colour neighbours' generators and its own earlier
 //      layers as fixed obstacles (same-layer points conflict by
-//      max(r_a, r_b), others by footprint_a + footprint_b or the override);
+//      max(r_a, r_b), others by footprint_a + footprint_b or the override).
+//      Growth starts from the lower neighbours' same-layer points within R
+//      of the tile, on a schedule (Obstacle::wake_generation): where the
+//      neighbours on opposite sides are both lower, one side waits so that
+//      the two fronts meet at a place uniform over the tile, drawn from
+//      the stream (seed, layer, tile, kTileFronts). (DESIGN.md grows from
+//      a seed inside; fronts then met the same border of every tile, a
+//      density dip repeated every T: see bench/README.md, Seams.)
 //   2. keeps the points inside its tile, and those at L-infinity distance
 //      d <= 3 R beyond its border with probability (3 R - d) / (3 R), drawn
 //      from the stream (seed, layer, tile, kTileKeep) at the point's id;

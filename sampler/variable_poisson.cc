@@ -337,7 +337,7 @@ class VariableRun {
       level.dormant[cell >> 6] |= std::uint64_t{1} << (cell & 63);
       ++level.dormant_left;
       ++dormant_left_;
-      if (wake >= 0) scheduled_.push_back({wake, cell, l});
+      if (wake >= 0) schedule_.Add(wake, {cell, l});
       seeded = true;
     });
     if (crowded) {
@@ -345,15 +345,11 @@ class VariableRun {
           "obstacles: two same-layer obstacles are closer than their radii, "
           "as points of one layer never are");
     }
-    if (!scheduled_.empty()) {
+    if (!schedule_.empty()) {
       // Growth starts from the points due first; Drain wakes the others as
       // the generations pass.
-      std::stable_sort(
-          scheduled_.begin(), scheduled_.end(),
-          [](const Scheduled& a, const Scheduled& b) { return a.wake < b.wake; });
-      generation_ = scheduled_.front().wake;
-      WakeDue();
-      gen_end_ = active_.size();
+      schedule_.Start([this](const DormantAt& at) { WakeScheduled(at); },
+                      [this] { return active_.size(); });
       absl::Status status = Drain();
       if (!status.ok()) return status;
     }
@@ -995,35 +991,28 @@ class VariableRun {
 
   // Processes active points first in, first out until none is left, or the
   // run halts.
-  // Wakes the scheduled points due by generation_, in schedule order.
-  void WakeDue() {
-    while (next_scheduled_ < scheduled_.size() &&
-           scheduled_[next_scheduled_].wake <= generation_) {
-      const Scheduled& s = scheduled_[next_scheduled_++];
-      Level& level = levels_[static_cast<std::size_t>(s.level)];
-      const std::uint64_t c = s.cell;
-      if (((level.dormant[c >> 6] >> (c & 63)) & 1) == 0) continue;  // Woken.
-      level.dormant[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
-      --level.dormant_left;
-      --dormant_left_;
-      active_.push_back({c, next_index_++, s.level});
-    }
+  // A dormant point: its cell in its level.
+  struct DormantAt {
+    std::uint64_t cell;
+    int level;
+  };
+
+  // Wakes the scheduled point at `at`, unless it is awake already.
+  void WakeScheduled(const DormantAt& at) {
+    Level& level = levels_[static_cast<std::size_t>(at.level)];
+    const std::uint64_t c = at.cell;
+    if (((level.dormant[c >> 6] >> (c & 63)) & 1) == 0) return;
+    level.dormant[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
+    --level.dormant_left;
+    --dormant_left_;
+    active_.push_back({c, next_index_++, at.level});
   }
 
   absl::Status Drain() {
-    while (halt_.ok()) {
-      if (head_ == gen_end_) {
-        // A generation is done; the points it made are the next one. With
-        // none, growth goes on from the points scheduled next, if any.
-        ++generation_;
-        if (head_ == active_.size() && next_scheduled_ < scheduled_.size()) {
-          generation_ =
-              std::max(generation_, scheduled_[next_scheduled_].wake);
-        }
-        WakeDue();
-        gen_end_ = active_.size();
-        if (head_ == gen_end_) break;
-      }
+    while (halt_.ok() &&
+           schedule_.Next(
+               head_, [this](const DormantAt& at) { WakeScheduled(at); },
+               [this] { return active_.size(); })) {
       const Active e = active_[head_++];
       double p[D];
       const double* q =
@@ -1040,7 +1029,7 @@ class VariableRun {
       if (head_ >= 4096 && head_ * 2 >= active_.size()) {
         active_.erase(active_.begin(),
                       active_.begin() + static_cast<std::ptrdiff_t>(head_));
-        gen_end_ -= head_;
+        schedule_.Dropped(head_);
         head_ = 0;
       }
     }
@@ -1355,17 +1344,8 @@ class VariableRun {
   std::vector<Active> active_;
   std::uint64_t next_index_ = 0;
   std::size_t head_ = 0;
-  // Generations: active_[head_, gen_end_) is the rest of the current one.
-  std::size_t gen_end_ = 0;
-  std::int64_t generation_ = 0;
-  // Same-layer points that wake on a schedule, by generation.
-  struct Scheduled {
-    std::int64_t wake;
-    std::uint64_t cell;  // In its level.
-    int level;
-  };
-  std::vector<Scheduled> scheduled_;
-  std::size_t next_scheduled_ = 0;
+  // The generations of active_, and dormant points woken by them.
+  WakeSchedule<DormantAt> schedule_;
   std::uint64_t since_poll_ = 0;
   absl::Status halt_;
 
