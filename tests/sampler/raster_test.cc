@@ -8,54 +8,15 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/sampler/png_encode.h"
 
 namespace scatter::sampler {
 namespace {
 
+using test::EncodePng;
+
 constexpr std::size_t kLimit = 1 << 20;
 const RasterRect kUnit = {0, 0, 1, 1};
-
-// An in-memory PNG of the given pixels (row-major from the top), written
-// with libpng: gray at 8 or 16 bits, or RGB at 8 for the wrong-type case.
-std::vector<std::uint8_t> EncodePng(std::uint32_t width, std::uint32_t height,
-                                    int depth, int color,
-                                    const std::vector<std::uint16_t>& values) {
-  std::vector<std::uint8_t> out;
-  png_structp png =
-      png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png_create_info_struct(png);
-  png_set_write_fn(
-      png, &out,
-      [](png_structp p, png_bytep data, png_size_t n) {
-        auto* v = static_cast<std::vector<std::uint8_t>*>(png_get_io_ptr(p));
-        v->insert(v->end(), data, data + n);
-      },
-      nullptr);
-  png_set_IHDR(png, info, width, height, depth, color, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  const int channels = color == PNG_COLOR_TYPE_RGB ? 3 : 1;
-  const int bytes = depth / 8;
-  std::vector<std::uint8_t> row(width * channels * bytes);
-  for (std::uint32_t j = 0; j < height; ++j) {
-    for (std::uint32_t i = 0; i < width; ++i) {
-      const std::uint16_t v = values[j * width + i];
-      for (int c = 0; c < channels; ++c) {
-        std::uint8_t* px = &row[(i * channels + c) * bytes];
-        if (bytes == 2) {
-          px[0] = static_cast<std::uint8_t>(v >> 8);  // PNG is big-endian.
-          px[1] = static_cast<std::uint8_t>(v & 0xff);
-        } else {
-          px[0] = static_cast<std::uint8_t>(v);
-        }
-      }
-    }
-    png_write_row(png, row.data());
-  }
-  png_write_end(png, nullptr);
-  png_destroy_write_struct(&png, &info);
-  return out;
-}
 
 TEST(RasterTest, RawU8PixelsSampleAtTheirCentres) {
   // 2 x 2, top row first: 0 64 / 128 255.

@@ -18,6 +18,7 @@
 #include "server/raster_cache.h"
 #include "tests/server/service_test_util.h"
 #include "tests/server/tls_util.h"
+#include "tests/sampler/png_encode.h"
 
 namespace scatter::server::testing {
 namespace {
@@ -216,27 +217,11 @@ TEST(RasterTest, ConcurrentUploadsCountAgainstMaxStreams) {
 
 // A gray PNG of `width` x `height` at `depth` bits, every pixel mid-gray.
 std::string GrayPng(std::uint32_t width, std::uint32_t height, int depth) {
-  std::string out;
-  png_structp png =
-      png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png_create_info_struct(png);
-  png_set_write_fn(
-      png, &out,
-      [](png_structp p, png_bytep data, png_size_t n) {
-        static_cast<std::string*>(png_get_io_ptr(p))
-            ->append(reinterpret_cast<const char*>(data), n);
-      },
-      nullptr);
-  png_set_IHDR(png, info, width, height, depth, PNG_COLOR_TYPE_GRAY,
-               PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-               PNG_FILTER_TYPE_DEFAULT);
-  png_write_info(png, info);
-  std::vector<png_byte> row(static_cast<std::size_t>(width) * (depth / 8),
-                            0x80);
-  for (std::uint32_t j = 0; j < height; ++j) png_write_row(png, row.data());
-  png_write_end(png, nullptr);
-  png_destroy_write_struct(&png, &info);
-  return out;
+  const std::vector<std::uint8_t> png = test::EncodePng(
+      width, height, depth, PNG_COLOR_TYPE_GRAY,
+      std::vector<std::uint16_t>(static_cast<std::size_t>(width) * height,
+                                 depth == 16 ? 0x8080 : 0x80));
+  return std::string(png.begin(), png.end());
 }
 
 TEST(RasterTest, PngLimitIsOnDecodedPixelsAtAnyDepth) {
