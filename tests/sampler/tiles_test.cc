@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "sampler/layers.h"
 #include "sampler/quality.h"
 #include "sampler/raster.h"
 #include "sampler/rng.h"
@@ -317,6 +318,29 @@ TEST(TilesGuaranteeTest, VariableRadiusAcrossManyTiles) {
   EXPECT_GT(right, radii.size() * 6 / 10);
 }
 
+// Guarantee 4 for variable radius: golden digests of two tiles of the world
+// above (colours 1 and 3), which change only with kAlgorithmVersion.
+TEST(TilesGuaranteeTest, GoldenVariableRadiusTiles) {
+  WorldSpec spec = OneLayer(1, 20, 11);
+  spec.layers[0].options.density = Gradient({-60, -60, 60, 60});
+  spec.layers[0].options.radius_min = 0.5;
+  spec.layers[0].options.radius_max = 2;
+  const Served served = ServeFresh(spec, {{1, -2}, {-1, -1}}, 2);
+  const std::map<std::pair<std::int64_t, std::int64_t>, std::uint64_t> want = {
+      {{1, -2}, 0xb7ce66fcbeaa6e0fULL},
+      {{-1, -1}, 0x2e3db3649b708eb1ULL},
+  };
+  for (const auto& [t, digest] : want) {
+    const GeneratedPoints& p = served.at({t.first, t.second});
+    std::printf("tile (%lld, %lld): %zu points, digest 0x%016llxULL\n",
+                static_cast<long long>(t.first),
+                static_cast<long long>(t.second), p.size(),
+                static_cast<unsigned long long>(Digest(p)));
+    EXPECT_GT(p.size(), 50u);
+    EXPECT_EQ(Digest(p), digest) << t.first << "," << t.second;
+  }
+}
+
 struct LayerRule {
   std::uint32_t layer;
   double spacing;
@@ -482,84 +506,130 @@ TEST(TilesTest, AWorldRegionBoundsThePoints) {
 // (0.02 at 1/T) that meetings in the same place in every tile showed (0.10
 // at 1/T with 30 seeds, against a bound of 0.08). 30 seeds rather than 10:
 // sigma over 10 seeds came out at 0.012 at 1/T, over 30 at 0.020.
-class SeamTest : public testing::TestWithParam<Method> {};
+// What the seam tests measure in the square [0, w)^2 of a 4 x 4 block of
+// tiles of side t, over several seeds: points in bins of width `bin` by
+// their signed distance to the nearest inner border (+-8 bins, along the
+// borders' middle: `margin` clear of the square's edge), points in the
+// square less that margin, and each seed's periodogram on the axes at
+// m / t, m = 1..8.
+struct SeamMeasures {
+  static constexpr int kBins = 16, kHarmonics = 8;
+  double t = 64, w = 256, bin = 0.5, margin = 8;
+  std::vector<double> bin_count = std::vector<double>(kBins, 0);
+  double window_count = 0;
+  std::vector<std::vector<double>> power;  // [seed][m - 1]
 
-TEST_P(SeamTest, NoSeamArtefactsAgainstAnUntiledControl) {
-  const double r = 1, t = 64, w = 4 * t;
-  const int seeds = 30, bins = 16, harmonics = 8;
-  struct Measures {
-    std::vector<double> bin_count = std::vector<double>(16, 0);
-    double window_count = 0;
-    std::vector<std::vector<double>> power;  // [seed][m - 1]
-  };
-  auto measure = [&](const std::vector<double>& coords, Measures* m) {
-    // Bins by signed distance to the nearest inner border, both axes,
-    // along the borders' middle (8 r clear of the square's edge).
-    std::vector<double> power(harmonics, 0);
+  void Add(const std::vector<double>& coords) {
+    std::vector<double> p_m(kHarmonics, 0);
     std::size_t n = 0;
+    std::vector<double> re(2 * kHarmonics, 0), im(2 * kHarmonics, 0);
     for (std::size_t k = 0; k < coords.size(); k += 2) {
       const double p[2] = {coords[k], coords[k + 1]};
       if (!(p[0] >= 0 && p[0] < w && p[1] >= 0 && p[1] < w)) continue;
       ++n;
-      const bool clear[2] = {p[0] >= 8 && p[0] < w - 8,
-                             p[1] >= 8 && p[1] < w - 8};
-      if (clear[0] && clear[1]) m->window_count += 1;
+      const bool clear[2] = {p[0] >= margin && p[0] < w - margin,
+                             p[1] >= margin && p[1] < w - margin};
+      if (clear[0] && clear[1]) window_count += 1;
       for (int a = 0; a < 2; ++a) {
+        for (int h = 1; h <= kHarmonics; ++h) {
+          const double phase = 2 * M_PI * h * p[a] / t;
+          re[a * kHarmonics + h - 1] += std::cos(phase);
+          im[a * kHarmonics + h - 1] += std::sin(phase);
+        }
         if (!clear[1 - a]) continue;
         const double border = std::round(p[a] / t) * t;
         if (border <= 0 || border >= w) continue;
-        const double u = p[a] - border;
-        if (u >= -4 * r && u < 4 * r) {
-          m->bin_count[static_cast<int>((u + 4 * r) / (0.5 * r))] += 1;
+        const double u = (p[a] - border) / bin;
+        if (u >= -kBins / 2 && u < kBins / 2) {
+          bin_count[static_cast<int>(u + kBins / 2)] += 1;
         }
       }
     }
-    for (int h = 1; h <= harmonics; ++h) {
+    for (int h = 0; h < kHarmonics; ++h) {
       double sum = 0;
       for (int a = 0; a < 2; ++a) {
-        double re = 0, im = 0;
-        for (std::size_t k = 0; k < coords.size(); k += 2) {
-          const double* p = &coords[k];
-          if (!(p[0] >= 0 && p[0] < w && p[1] >= 0 && p[1] < w)) continue;
-          const double phase = 2 * M_PI * h * p[a] / t;
-          re += std::cos(phase);
-          im += std::sin(phase);
-        }
-        sum += (re * re + im * im) / static_cast<double>(n);
+        const double x = re[a * kHarmonics + h], y = im[a * kHarmonics + h];
+        sum += (x * x + y * y) / static_cast<double>(n);
       }
-      power[h - 1] = sum / 2;
+      p_m[h] = sum / 2;
     }
-    m->power.push_back(power);
-  };
-  Measures tiled, untiled;
+    power.push_back(p_m);
+  }
+};
+
+// Checks the tiled power at each m / t against the untiled control's mean
+// + 3 sigma over seeds, and prints both.
+void ExpectPowerWithinControl(const SeamMeasures& tiled,
+                              const SeamMeasures& untiled) {
+  const auto seeds = static_cast<double>(tiled.power.size());
+  for (int h = 0; h < SeamMeasures::kHarmonics; ++h) {
+    double mean_t = 0, mean_u = 0, var_u = 0;
+    for (std::size_t s = 0; s < tiled.power.size(); ++s) {
+      mean_t += tiled.power[s][h] / seeds;
+      mean_u += untiled.power[s][h] / seeds;
+    }
+    for (std::size_t s = 0; s < tiled.power.size(); ++s) {
+      var_u += std::pow(untiled.power[s][h] - mean_u, 2) / (seeds - 1);
+    }
+    std::printf("P(%d/T): tiled %.4f, untiled %.4f +- %.4f\n", h + 1, mean_t,
+                mean_u, std::sqrt(var_u));
+    EXPECT_LE(mean_t, mean_u + 3 * std::sqrt(var_u)) << "m = " << h + 1;
+  }
+}
+
+// The points of one layer (or all, with layer 0) of an untiled run of the
+// world's layers over [-pad, w + pad)^2, and of its tiles (0..3, 0..3).
+struct SeamRuns {
+  std::map<std::uint32_t, std::vector<double>> tiled, untiled;
+};
+SeamRuns RunTiledAndUntiled(const WorldSpec& spec, double w, double pad) {
+  SeamRuns runs;
+  const Served served = ServeFresh(spec, Block(0, 0, 4, 4), 2);
+  for (const auto& [tile, p] : served) {
+    for (std::size_t k = 0; k < p.size(); ++k) {
+      for (std::uint32_t l : {0u, p.layer[k]}) {
+        runs.tiled[l].push_back(p.coords[2 * k]);
+        runs.tiled[l].push_back(p.coords[2 * k + 1]);
+      }
+    }
+  }
+  absl::StatusOr<LayeredSampler> plain = LayeredSampler::Create(
+      Region::FromBox(XYBox(-pad, -pad, w + pad, w + pad)), spec.layers,
+      spec.shared, spec.overrides);
+  EXPECT_TRUE(plain.ok()) << plain.status();
+  if (!plain.ok()) return runs;
+  const absl::Status status = plain->Run([&](const PointBatch& b) {
+    for (std::size_t k = 0; k < b.id.size(); ++k) {
+      for (std::uint32_t l : {0u, b.layer[k]}) {
+        runs.untiled[l].push_back(b.coords[2 * k]);
+        runs.untiled[l].push_back(b.coords[2 * k + 1]);
+      }
+    }
+    return true;
+  });
+  EXPECT_TRUE(status.ok()) << status;
+  return runs;
+}
+
+class SeamTest : public testing::TestWithParam<Method> {};
+
+TEST_P(SeamTest, NoSeamArtefactsAgainstAnUntiledControl) {
+  const double r = 1, t = 64, w = 4 * t;
+  const int seeds = 30;
+  SeamMeasures tiled, untiled;
   for (int s = 0; s < seeds; ++s) {
-    const WorldSpec spec = OneLayer(r, 0, 100 + s, GetParam());
-    const Served served = ServeFresh(spec, Block(0, 0, 4, 4), 2);
-    measure(Union(served), &tiled);
-    SamplerOptions o;
-    o.radius = r;
-    o.method = GetParam();
-    o.seed = 100 + s;
-    absl::StatusOr<Sampler> plain =
-        Sampler::Create(XYBox(-8, -8, w + 8, w + 8), o);
-    ASSERT_TRUE(plain.ok());
-    std::vector<double> coords;
-    ASSERT_TRUE(plain
-                    ->Run([&](const PointBatch& b) {
-                      coords.insert(coords.end(), b.coords.begin(),
-                                    b.coords.end());
-                      return true;
-                    })
-                    .ok());
-    measure(coords, &untiled);
+    const SeamRuns runs =
+        RunTiledAndUntiled(OneLayer(r, 0, 100 + s, GetParam()), w, 8);
+    tiled.Add(runs.tiled.at(0));
+    untiled.Add(runs.untiled.at(0));
   }
   // Bin area: 0.5 r x (w - 16) along 3 borders per axis, 2 axes, per seed.
   const double window_area = (w - 16) * (w - 16);
   const double bin_area = 0.5 * r * (w - 16) * 3 * 2;
-  for (const Measures* m : {&tiled, &untiled}) {
+  for (const SeamMeasures* m : {&tiled, &untiled}) {
     const double bulk = m->window_count / window_area;
     std::printf("%s: bins / bulk:", m == &tiled ? "tiled  " : "untiled");
-    for (int b = 0; b < bins; ++b) {
+    for (int b = 0; b < SeamMeasures::kBins; ++b) {
       const double ratio = m->bin_count[b] / bin_area / bulk;
       std::printf(" %.3f", ratio);
       if (m == &tiled) {
@@ -572,18 +642,108 @@ TEST_P(SeamTest, NoSeamArtefactsAgainstAnUntiledControl) {
   const double rho_ratio = std::sqrt(tiled.window_count / untiled.window_count);
   std::printf("rho tiled / untiled = %.4f\n", rho_ratio);
   EXPECT_NEAR(rho_ratio, 1.0, 0.01);
-  for (int h = 0; h < harmonics; ++h) {
-    double mean_t = 0, mean_u = 0, var_u = 0;
-    for (int s = 0; s < seeds; ++s) {
-      mean_t += tiled.power[s][h] / seeds;
-      mean_u += untiled.power[s][h] / seeds;
+  ExpectPowerWithinControl(tiled, untiled);
+}
+
+// Guarantee 5 with guarantee 3: a density raster across the block (radii 1
+// to 2, T = 64 r_max) and three layers (T = 32 r_max, smaller so the
+// grass stays a few hundred thousand points a seed). Density is not
+// uniform here, so each 0.5 r_max bin across the borders is compared with
+// the untiled control's own bin (bound 3 %), with the count in the square
+// (1 %) and the on-axis power (untiled + 3 sigma), per layer.
+//
+// NOT MET (issue 6 stays open), so for these the test holds the levels
+// measured on 2026-11-24 (8 seeds), and they cannot get worse unnoticed:
+//  - the first layer (trees) of a layered world: a generator's trees keep
+//    clear of its lower neighbours' rocks and grass, which those placed
+//    after their own trees and kept up to 3 R into this tile; an untiled
+//    run places every tree first. Trees run 20 % short within 4 R of a
+//    border, 3 % short over the square, and the power at 1/T is ~80x the
+//    untiled mean. (Placing all tiles' trees before any tile's rocks would
+//    fix it: generators per (tile, layer).)
+//  - rocks: the power at 1/T to 3/T, about 5x the untiled mean, and bins
+//    down to 3.5 % short;
+//  - variable radius: bins down to 3.7 % short, the square 1.0 % short.
+// The grass layer meets every bound.
+TEST(SeamTest, VariableRadiusAndLayersHaveNoSeamArtefacts) {
+  struct World {
+    const char* name;
+    WorldSpec spec;
+    double r_max;
+    // Per layer: the bounds held, as above (power_cap 0: untiled + 3 sigma).
+    std::map<std::uint32_t, std::array<double, 3>> bins_count_power;
+  };
+  std::vector<World> worlds;
+  {
+    WorldSpec spec = OneLayer(1, 128, 0);
+    spec.layers[0].options.density = Gradient({0, 0, 512, 512});
+    spec.layers[0].options.radius_min = 1;
+    spec.layers[0].options.radius_max = 2;
+    worlds.push_back({"variable radius", spec, 2, {{1, {0.05, 0.015, 0}}}});
+  }
+  {
+    WorldSpec spec;
+    spec.tile_size = 64;
+    for (const LayerRule& r :
+         std::vector<LayerRule>{{1, 2, 0.5}, {2, 1, 0.25}, {3, 0.7, 0.1}}) {
+      LayerSpec l;
+      l.layer = r.layer;
+      l.options.radius = r.spacing;
+      l.options.footprint = r.footprint;
+      spec.layers.push_back(l);
     }
+    worlds.push_back({"layers",
+                      spec,
+                      2,
+                      {{1, {0.25, 0.04, 3.0}},
+                       {2, {0.05, 0.01, 0.3}},
+                       {3, {0.03, 0.01, 0}}}});
+  }
+  const int seeds = 8;
+  for (World& world : worlds) {
+    const double t = world.spec.tile_size, w = 4 * t, R = world.r_max;
+    std::map<std::uint32_t, SeamMeasures> tiled, untiled;
     for (int s = 0; s < seeds; ++s) {
-      var_u += std::pow(untiled.power[s][h] - mean_u, 2) / (seeds - 1);
+      world.spec.shared.seed = 300 + s;
+      const SeamRuns runs = RunTiledAndUntiled(world.spec, w, 8 * R);
+      for (const auto& [layer, coords] : runs.tiled) {
+        if (layer == 0) continue;  // Each layer on its own.
+        for (auto* m : {&tiled[layer], &untiled[layer]}) {
+          m->t = t;
+          m->w = w;
+          m->bin = 0.5 * R;
+          m->margin = 8 * R;
+        }
+        tiled[layer].Add(coords);
+        untiled[layer].Add(runs.untiled.at(layer));
+      }
     }
-    std::printf("P(%d/T): tiled %.4f, untiled %.4f +- %.4f\n", h + 1, mean_t,
-                mean_u, std::sqrt(var_u));
-    EXPECT_LE(mean_t, mean_u + 3 * std::sqrt(var_u)) << "m = " << h + 1;
+    for (const auto& [layer, m] : tiled) {
+      SCOPED_TRACE(std::string(world.name) + ", layer " + std::to_string(layer));
+      const SeamMeasures& control = untiled.at(layer);
+      const auto [bins_tol, count_tol, power_cap] =
+          world.bins_count_power.at(layer);
+      std::printf("%s, layer %u: bins tiled / untiled:", world.name, layer);
+      for (int b = 0; b < SeamMeasures::kBins; ++b) {
+        const double ratio = m.bin_count[b] / control.bin_count[b];
+        std::printf(" %.3f", ratio);
+        EXPECT_NEAR(ratio, 1.0, bins_tol)
+            << "bin " << b << " at " << (-8 + b) * 0.5 << " r_max from a border";
+      }
+      const double count_ratio = m.window_count / control.window_count;
+      std::printf("\ncount tiled / untiled = %.4f\n", count_ratio);
+      EXPECT_NEAR(count_ratio, 1.0, count_tol);
+      if (power_cap == 0) {
+        ExpectPowerWithinControl(m, control);
+        continue;
+      }
+      for (const std::vector<double>& p : m.power) {
+        for (int h = 0; h < SeamMeasures::kHarmonics; ++h) {
+          // Per seed, so the cap is on the worst seed, not the mean.
+          EXPECT_LE(p[h], 2 * power_cap) << "m = " << h + 1;
+        }
+      }
+    }
   }
 }
 
