@@ -188,8 +188,10 @@ class PoissonRun {
     // Same-layer obstacles in the bounds join the grid, dormant (never
     // emitted): each wakes as an active point when a new point lands within
     // kWakeRadius r of it, so the front that reaches them grows on through
-    // their gaps as one front. (Waking them all at once would start fronts from
-    // every side, and a seam where they meet.)
+    // their gaps as one front (waking them all at once would start fronts
+    // from every side, and a seam where they meet), or at its scheduled
+    // generation (Obstacle::wake_generation), which lets tiles choose where
+    // fronts meet.
     bool crowded = false;
     obstacles_.ForEachSameLayer([&](const double* c, double,
                                     std::int32_t wake) {
