@@ -19,9 +19,9 @@ namespace scatter::sampler::internal {
 // an 11 % dip in the density 1 r inside the later tile, 3 leaves 8 %, 5 is
 // no better than 3.
 inline constexpr double kWakeRadius = 3;
-// A woken point of a dense run tries this many times the run's k
-// directions: it grows into the irregular gaps of a pattern that is not
-// its own, where the run's own k miss most openings. On tile borders, with
+// A woken point of a dense run (either engine) tries this many times the
+// run's k directions: it grows into the irregular gaps of a pattern that is
+// not its own, where the run's own k miss most openings. On tile borders, with
 // tiles growing from their lower neighbours' edges (tiles.cc, FrontWakes;
 // 30 seeds, 4 x 4 blocks of 64 r), the largest on-axis power at m / T over
 // its bound (untiled mean + 3 sigma) was: 1x 0.104 against 0.071 (m = 6),

@@ -287,8 +287,10 @@ class VariableRun {
     if (dense_) {
       if constexpr (D == 2) {
         circle_ = CircleDirections(attempts_);
+        woken_circle_ = CircleDirections(kWokenDirections * attempts_);
       } else {
         sphere_ = SphereDirections(attempts_);
+        woken_sphere_ = SphereDirections(kWokenDirections * attempts_);
       }
     }
     max_extra_ = per_point_footprint_ ? field_.r_max / 2 : 0;
@@ -594,7 +596,7 @@ class VariableRun {
                 level.dormant[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
                 --level.dormant_left;
                 --dormant_left_;
-                active_.push_back({c, next_index_++, static_cast<int>(l)});
+                active_.push_back({c, WokenIndex(), static_cast<int>(l)});
               });
         }
       }
@@ -921,15 +923,22 @@ class VariableRun {
     } else {
       RandomRotation3(rng, m);
     }
-    for (int i = 0; i < attempts_; ++i) {
+    // A woken point grows into the gaps of a pattern not its own: more
+    // directions (kWokenDirections, as in the constant-radius run).
+    const bool woken = (index & kWokenBit) != 0;
+    const auto& circle = woken ? woken_circle_ : circle_;
+    const auto& sphere = woken ? woken_sphere_ : sphere_;
+    const int directions = D == 2 ? static_cast<int>(circle.size())
+                                  : static_cast<int>(sphere.size());
+    for (int i = 0; i < directions; ++i) {
       Poll();
       double dir[D];
       for (int a = 0; a < D; ++a) {
         if constexpr (D == 2) {
-          dir[a] = m[a][0] * circle_[i][0] + m[a][1] * circle_[i][1];
+          dir[a] = m[a][0] * circle[i][0] + m[a][1] * circle[i][1];
         } else {
-          dir[a] = m[a][0] * sphere_[i][0] + m[a][1] * sphere_[i][1] +
-                   m[a][2] * sphere_[i][2];
+          dir[a] = m[a][0] * sphere[i][0] + m[a][1] * sphere[i][1] +
+                   m[a][2] * sphere[i][2];
         }
       }
       double c[D];
@@ -991,6 +1000,11 @@ class VariableRun {
 
   // Processes active points first in, first out until none is left, or the
   // run halts.
+  // A woken point's generation index carries this bit in a dense run
+  // (which also keys its candidates apart from any emitted point's).
+  static constexpr std::uint64_t kWokenBit = std::uint64_t{1} << 62;
+  std::uint64_t WokenIndex() { return next_index_++ | (dense_ ? kWokenBit : 0); }
+
   // A dormant point: its cell in its level.
   struct DormantAt {
     std::uint64_t cell;
@@ -1005,7 +1019,7 @@ class VariableRun {
     level.dormant[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
     --level.dormant_left;
     --dormant_left_;
-    active_.push_back({c, next_index_++, at.level});
+    active_.push_back({c, WokenIndex(), at.level});
   }
 
   absl::Status Drain() {
@@ -1332,6 +1346,8 @@ class VariableRun {
   std::uint64_t gap_key_ = 0;
   std::vector<std::array<double, 2>> circle_;
   std::vector<std::array<double, 3>> sphere_;
+  std::vector<std::array<double, 2>> woken_circle_;
+  std::vector<std::array<double, 3>> woken_sphere_;
 
   double lo_[D];
   double hi_[D];

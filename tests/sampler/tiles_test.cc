@@ -335,8 +335,8 @@ TEST(TilesGuaranteeTest, GoldenVariableRadiusTiles) {
   spec.layers[0].options.radius_min = 0.5;
   spec.layers[0].options.radius_max = 2;
   ExpectGoldenTiles(spec, {
-      {{1, -2}, 0xb7ce66fcbeaa6e0fULL},
-      {{-1, -1}, 0x2e3db3649b708eb1ULL},
+      {{1, -2}, 0x127ea01bb700902dULL},
+      {{-1, -1}, 0xcbf7833460c9236eULL},
   });
 }
 
@@ -661,9 +661,10 @@ TEST_P(SeamTest, NoSeamArtefactsAgainstAnUntiledControl) {
 //    untiled mean. (Placing all tiles' trees before any tile's rocks would
 //    fix it: generators per (tile, layer).)
 //  - rocks: the power at 1/T to 3/T, about 5x the untiled mean, and bins
-//    down to 3.5 % short;
-//  - variable radius: bins down to 3.7 % short, the square 1.0 % short.
-// The grass layer meets every bound.
+//    down to 3.5 % short.
+// Variable radius and the grass layer meet every bound. (Variable radius
+// did not until its woken points got kWokenDirections too: bins 4 % and
+// the square 1.0 % short.)
 TEST(SeamTest, VariableRadiusAndLayersHaveNoSeamArtefacts) {
   struct World {
     const char* name;
@@ -678,7 +679,7 @@ TEST(SeamTest, VariableRadiusAndLayersHaveNoSeamArtefacts) {
     spec.layers[0].options.density = Gradient({0, 0, 512, 512});
     spec.layers[0].options.radius_min = 1;
     spec.layers[0].options.radius_max = 2;
-    worlds.push_back({"variable radius", spec, 2, {{1, {0.05, 0.015, 0}}}});
+    worlds.push_back({"variable radius", spec, 2, {{1, {0.03, 0.01, 0}}}});
   }
   {
     WorldSpec spec;
