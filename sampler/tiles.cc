@@ -414,6 +414,10 @@ absl::StatusOr<std::shared_ptr<const TileWorld>> TileWorld::Create(
     static std::atomic<std::uint64_t> next_world{0};
     world->spec_.cache_key = absl::StrCat("world#", next_world.fetch_add(1));
   }
+  for (std::size_t l = 0; l < world->spec_.layers.size(); ++l) {
+    world->cache_keys_.push_back(
+        absl::StrCat(world->spec_.cache_key, "/layer#", l));
+  }
   return std::shared_ptr<const TileWorld>(std::move(world));
 }
 
@@ -434,6 +438,38 @@ Box TileWorld::TileBounds(TileCoord t) const {
       Box::Create(dims_, {x0, y0, z_lo_}, {x0 + tile_, y0 + tile_, z_hi_});
   assert(box.ok());
   return *box;
+}
+
+bool operator<(GeneratorKey a, GeneratorKey b) {
+  if (a.layer != b.layer) return a.layer < b.layer;
+  const int ca = TileColour(a.tile), cb = TileColour(b.tile);
+  if (ca != cb) return ca < cb;
+  return a.tile < b.tile;
+}
+
+std::vector<GeneratorKey> TileWorld::Dependencies(GeneratorKey key) const {
+  std::vector<GeneratorKey> deps;
+  for (TileCoord n : LowerNeighbours(key.tile)) deps.push_back({n, key.layer});
+  if (key.layer > 0) {
+    for (std::int64_t dy = -1; dy <= 1; ++dy) {
+      for (std::int64_t dx = -1; dx <= 1; ++dx) {
+        deps.push_back({{key.tile.x + dx, key.tile.y + dy}, key.layer - 1});
+      }
+    }
+  }
+  return deps;
+}
+
+std::vector<GeneratorKey> TileWorld::Readers(TileCoord t) const {
+  std::vector<GeneratorKey> keys;
+  for (int l = 0; l < static_cast<int>(spec_.layers.size()); ++l) {
+    for (std::int64_t dy = -1; dy <= 1; ++dy) {
+      for (std::int64_t dx = -1; dx <= 1; ++dx) {
+        keys.push_back({{t.x + dx, t.y + dy}, l});
+      }
+    }
+  }
+  return keys;
 }
 
 std::vector<TileCoord> TileWorld::LowerNeighbours(TileCoord t) {
@@ -514,8 +550,11 @@ absl::Status TileWorld::RunLayer(std::size_t layer_index, const Region& region,
 }
 
 absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
-    TileCoord t, absl::Span<const GeneratedPoints* const> lower,
+    GeneratorKey key, absl::Span<const GeneratedPoints* const> lower,
+    absl::Span<const GeneratedPoints* const> earlier,
     absl::FunctionRef<bool()> stop) const {
+  const TileCoord t = key.tile;
+  const auto li = static_cast<std::size_t>(key.layer);
   const double R = r_max_;
   const double x0 = static_cast<double>(t.x) * tile_;
   const double y0 = static_cast<double>(t.y) * tile_;
@@ -572,24 +611,32 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
 
   auto out = std::make_shared<GeneratedPoints>();
   out->tile = t;
+  out->layer_index = key.layer;
   out->dims = dims_;
   if (!first_area.has_value()) return out;  // The world misses this tile.
 
-  // Lower neighbours' points that can matter: those in the sampled area.
-  // (One farther out is more than 2 R from every point kept, which lie
-  // within 3 R of the tile; it could only have blocked points that are
-  // dropped anyway. The sampled area then holds all of them in its grid.)
-  // The border pass keeps all it makes, so it sees every point within R of
-  // its area, the kept one.
+  // Points that can matter: those in the sampled area, of this layer's
+  // lower neighbours and of every earlier layer around. (One farther out is
+  // more than 2 R from every point kept, which lie within 3 R of the tile;
+  // it could only have blocked points that are dropped anyway. The sampled
+  // area then holds all of them in its grid.) The border pass keeps all it
+  // makes, so it sees every point within R of its area, the kept one; none
+  // deep inside the tile reaches it.
   std::vector<std::pair<const GeneratedPoints*, std::size_t>> near;
   std::vector<std::pair<const GeneratedPoints*, std::size_t>> near_border;
   const double g5 = kGrow * R, g4 = (kKeep + 1) * R;
-  for (const GeneratedPoints* g : lower) {
-    for (std::size_t k = 0; k < g->size(); ++k) {
-      const double* p = &g->coords[k * static_cast<std::size_t>(dims_)];
-      if (InXY(p, x0 - g5, x1 + g5, y0 - g5, y1 + g5)) {
+  const double deep = inner + R;
+  for (const bool same_layer : {true, false}) {
+    for (const GeneratedPoints* g : same_layer ? lower : earlier) {
+      for (std::size_t k = 0; k < g->size(); ++k) {
+        const double* p = &g->coords[k * static_cast<std::size_t>(dims_)];
+        if (!InXY(p, x0 - g5, x1 + g5, y0 - g5, y1 + g5)) continue;
         near.emplace_back(g, k);
-        if (InXY(p, x0 - g4, x1 + g4, y0 - g4, y1 + g4)) {
+        // (Same-layer points join the border pass's grid, deep or not, as
+        // they always have; other layers' deep inside cannot matter.)
+        if (InXY(p, x0 - g4, x1 + g4, y0 - g4, y1 + g4) &&
+            (same_layer ||
+             !InXY(p, x0 + deep, x1 - deep, y0 + deep, y1 - deep))) {
           near_border.emplace_back(g, k);
         }
       }
@@ -597,53 +644,46 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
   }
 
   const double keep_band = kKeep * R;
-  for (std::size_t li = 0; li < spec_.layers.size(); ++li) {
-    const SamplerOptions& o = spec_.layers[li].options;
-    std::vector<Obstacle> obstacles = o.obstacles;  // The world's own.
-    obstacles.reserve(obstacles.size() + near.size() + out->size());
-    // Growth starts from the lower neighbours' points at the tile's edge,
-    // on a schedule that puts the meeting of fronts from opposite sides at
-    // a random place in the tile (FrontWakes).
-    const bool poisson = o.method == Method::kPoissonDense ||
-                         o.method == Method::kPoissonClassic;
-    const FrontWakes wakes(spec_.shared.seed, o, t, tile_);
-    for (const auto& [g, k] : near) {
-      obstacles.push_back(ObstacleFor(li, *g, k));
-      Obstacle& ob = obstacles.back();
-      const double* p = &g->coords[k * static_cast<std::size_t>(dims_)];
-      if (poisson && ob.same_layer &&
-          OutsideDistance(p, x0, x1, y0, y1) < R) {
-        ob.wake_generation = wakes.For(g->tile);
-      }
+  const SamplerOptions& o = spec_.layers[li].options;
+  std::vector<Obstacle> obstacles = o.obstacles;  // The world's own.
+  obstacles.reserve(obstacles.size() + near.size());
+  // Growth starts from the lower neighbours' points at the tile's edge, on
+  // a schedule that puts the meeting of fronts from opposite sides at a
+  // random place in the tile (FrontWakes).
+  const bool poisson = o.method == Method::kPoissonDense ||
+                       o.method == Method::kPoissonClassic;
+  const FrontWakes wakes(spec_.shared.seed, o, t, tile_);
+  for (const auto& [g, k] : near) {
+    obstacles.push_back(ObstacleFor(li, *g, k));
+    Obstacle& ob = obstacles.back();
+    const double* p = &g->coords[k * static_cast<std::size_t>(dims_)];
+    if (poisson && ob.same_layer && OutsideDistance(p, x0, x1, y0, y1) < R) {
+      ob.wake_generation = wakes.For(g->tile);
     }
-    for (std::size_t k = 0; k < out->size(); ++k) {
-      obstacles.push_back(ObstacleFor(li, *out, k));
-    }
+  }
 
-    // 1. The grown tile, kept with the soft border's ramp.
-    const std::uint64_t keep_key = StreamKey::OfTile(
-        spec_.shared.seed, o.layer, t.x, t.y, Purpose::kTileKeep);
-    absl::Status status = RunLayer(
-        li, *first_area, t, false, std::move(obstacles), stop,
-        [&](const double* p, std::uint64_t id) {
-          const double d = OutsideDistance(p, x0, x1, y0, y1);
-          if (d == 0) return true;
-          if (d >= keep_band) return false;
-          CounterRng rng(Combine(keep_key, id));
-          return rng.Uniform01() * keep_band < keep_band - d;
-        },
-        out.get());
-    if (!status.ok()) return status;
-    if (!border_area.has_value()) continue;
-
-    // 2. The gaps the ramp left, outside the higher-colour bands: the world's
-    // obstacles, lower neighbours' points near the kept area, and this
-    // generator's points (all layers so far) near the border area.
+  // 1. The grown tile, kept with the soft border's ramp.
+  const std::uint64_t keep_key = StreamKey::OfTile(
+      spec_.shared.seed, o.layer, t.x, t.y, Purpose::kTileKeep);
+  absl::Status status = RunLayer(
+      li, *first_area, t, false, std::move(obstacles), stop,
+      [&](const double* p, std::uint64_t id) {
+        const double d = OutsideDistance(p, x0, x1, y0, y1);
+        if (d == 0) return true;
+        if (d >= keep_band) return false;
+        CounterRng rng(Combine(keep_key, id));
+        return rng.Uniform01() * keep_band < keep_band - d;
+      },
+      out.get());
+  if (!status.ok()) return status;
+  if (border_area.has_value()) {
+    // 2. The gaps the ramp left, outside the higher-colour bands: the
+    // world's obstacles, the points above near the kept area, and this
+    // generator's own near the border area.
     std::vector<Obstacle> border_obstacles = o.obstacles;
     for (const auto& [g, k] : near_border) {
       border_obstacles.push_back(ObstacleFor(li, *g, k));
     }
-    const double deep = inner + R;
     for (std::size_t k = 0; k < out->size(); ++k) {
       const double* p = &out->coords[k * static_cast<std::size_t>(dims_)];
       if (InXY(p, x0 + deep, x1 - deep, y0 + deep, y1 - deep)) continue;
@@ -700,19 +740,19 @@ void TileWorld::GroupByTile(GeneratedPoints* g) const {
 }
 
 absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
-    absl::Span<const TileCoord> chunk, const std::vector<TileCoord>& list,
+    absl::Span<const TileCoord> chunk, const std::vector<GeneratorKey>& list,
     GeneratorMap& have, std::size_t budget, ThreadPool* pool,
     absl::FunctionRef<bool(const TilePoints&)> sink,
     absl::FunctionRef<bool()> stop) const {
-  // Each generator waits for those of its lower neighbours in the list;
-  // the rest it reads are in `have` already.
+  // Each generator waits for those it reads that are in the list; the rest
+  // are in `have` already.
   const std::size_t n = list.size();
-  std::map<TileCoord, std::size_t> index;
+  std::map<GeneratorKey, std::size_t> index;
   for (std::size_t i = 0; i < n; ++i) index[list[i]] = i;
   std::vector<int> waiting(n, 0);
   std::vector<std::vector<std::size_t>> dependents(n);
   for (std::size_t i = 0; i < n; ++i) {
-    for (TileCoord v : LowerNeighbours(list[i])) {
+    for (GeneratorKey v : Dependencies(list[i])) {
       auto it = index.find(v);
       if (it == index.end()) continue;
       ++waiting[i];
@@ -723,8 +763,8 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
   // through a lower neighbour. Ready generators run in that order, so the
   // chunk's first tile is done first rather than with the last.
   std::vector<std::size_t> need(n, chunk.size());
-  // Per tile, how many of its 3 x 3 generators are still to be made, and
-  // per generator, the tiles waiting for it.
+  // Per tile, how many of its 3 x 3 tiles' generators are still to be
+  // made, and per generator, the tiles waiting for it.
   std::vector<int> missing(chunk.size(), 0);
   std::vector<std::vector<std::size_t>> readers(n);
   // Bytes of the generators the chunk holds: those from the cache, and
@@ -732,23 +772,20 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
   std::size_t held = 0;
   for (const auto& entry : have) held += entry.second->bytes();
   for (std::size_t k = 0; k < chunk.size(); ++k) {
-    std::vector<TileCoord> pending;
-    for (std::int64_t dy = -1; dy <= 1; ++dy) {
-      for (std::int64_t dx = -1; dx <= 1; ++dx) {
-        const TileCoord u{chunk[k].x + dx, chunk[k].y + dy};
-        auto it = index.find(u);
-        if (it == index.end()) continue;
-        ++missing[k];
-        readers[it->second].push_back(k);
-        pending.push_back(u);
-      }
+    std::vector<GeneratorKey> pending;
+    for (GeneratorKey u : Readers(chunk[k])) {
+      auto it = index.find(u);
+      if (it == index.end()) continue;
+      ++missing[k];
+      readers[it->second].push_back(k);
+      pending.push_back(u);
     }
     while (!pending.empty()) {
       auto it = index.find(pending.back());
       pending.pop_back();
       if (it == index.end() || need[it->second] <= k) continue;
       need[it->second] = k;
-      for (TileCoord v : LowerNeighbours(list[it->second])) {
+      for (GeneratorKey v : Dependencies(list[it->second])) {
         pending.push_back(v);
       }
     }
@@ -772,7 +809,7 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
   };
   // Generator u: made in this chunk (done, when it is asked for) or held
   // from before.
-  auto generator = [&](TileCoord u) {
+  auto generator = [&](GeneratorKey u) {
     auto it = index.find(u);
     return it != index.end() ? made[it->second].get() : have.at(u).get();
   };
@@ -801,13 +838,8 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
       return false;
     }
     // Made or cached generators stay alive until this function returns.
-    std::array<const GeneratedPoints*, 9> sources;
-    for (std::int64_t dy = -1, s = 0; dy <= 1; ++dy) {
-      for (std::int64_t dx = -1; dx <= 1; ++dx, ++s) {
-        sources[static_cast<std::size_t>(s)] =
-            generator({chunk[k].x + dx, chunk[k].y + dy});
-      }
-    }
+    std::vector<const GeneratedPoints*> sources;
+    for (GeneratorKey u : Readers(chunk[k])) sources.push_back(generator(u));
     lock.unlock();
     absl::Status sent;
     if (stop()) {
@@ -847,12 +879,21 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
       ready.pop();
       ++running;
       lock.unlock();
-      std::vector<const GeneratedPoints*> lower;
-      for (TileCoord v : LowerNeighbours(list[i])) {
-        lower.push_back(generator(v));
+      const GeneratorKey key = list[i];
+      std::vector<const GeneratedPoints*> lower, earlier;
+      for (TileCoord v : LowerNeighbours(key.tile)) {
+        lower.push_back(generator({v, key.layer}));
+      }
+      for (int l = 0; l < key.layer; ++l) {
+        for (std::int64_t dy = -1; dy <= 1; ++dy) {
+          for (std::int64_t dx = -1; dx <= 1; ++dx) {
+            earlier.push_back(
+                generator({{key.tile.x + dx, key.tile.y + dy}, l}));
+          }
+        }
       }
       absl::StatusOr<std::shared_ptr<const GeneratedPoints>> g =
-          Generate(list[i], lower, stopped);
+          Generate(key, lower, earlier, stopped);
       lock.lock();
       --running;
       if (g.ok()) {
@@ -893,10 +934,14 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
 }
 
 TilePoints TileWorld::Collect(
-    TileCoord t, std::array<const GeneratedPoints*, 9> sources) const {
-  // Canonical order: generator colour, then its tile (x, then y).
+    TileCoord t, std::vector<const GeneratedPoints*> sources) const {
+  // Canonical order: layer (placement order), generator colour, then its
+  // tile (x, then y).
   std::sort(sources.begin(), sources.end(),
             [](const GeneratedPoints* a, const GeneratedPoints* b) {
+              if (a->layer_index != b->layer_index) {
+                return a->layer_index < b->layer_index;
+              }
               const int ca = TileColour(a->tile), cb = TileColour(b->tile);
               if (ca != cb) return ca < cb;
               return a->tile.x != b->tile.x ? a->tile.x < b->tile.x
@@ -908,7 +953,7 @@ TilePoints TileWorld::Collect(
   served.points.dims = dims_;
   // Each source's group for t, whole (see GroupByTile).
   std::size_t total = 0;
-  std::array<absl::Span<const std::uint32_t>, 9> groups;
+  std::vector<absl::Span<const std::uint32_t>> groups(sources.size());
   for (std::size_t i = 0; i < sources.size(); ++i) {
     const GeneratedPoints& g = *sources[i];
     const auto j = static_cast<std::size_t>((t.y - g.tile.y + 1) * 3 +
@@ -932,38 +977,36 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
   for (std::size_t begin = 0; begin < tiles.size();) {
     const std::size_t end = std::min(tiles.size(), begin + chunk);
     if (stop()) return absl::CancelledError("tiles stopped by the caller");
-    std::map<TileCoord, std::shared_ptr<const GeneratedPoints>> have;
-    // What to generate, by colour: every generator the chunk's tiles read
-    // that the cache lacks, and what those read in turn.
-    std::set<TileCoord> todo[4];
-    std::vector<TileCoord> pending;
+    GeneratorMap have;
+    // What to generate, by layer and colour: every generator the chunk's
+    // tiles read that the cache lacks, and what those read in turn.
+    std::set<GeneratorKey> todo;
+    std::vector<GeneratorKey> pending;
     for (std::size_t i = begin; i < end; ++i) {
-      for (std::int64_t dy = -1; dy <= 1; ++dy) {
-        for (std::int64_t dx = -1; dx <= 1; ++dx) {
-          pending.push_back({tiles[i].x + dx, tiles[i].y + dy});
-        }
-      }
+      for (GeneratorKey u : Readers(tiles[i])) pending.push_back(u);
     }
     while (!pending.empty()) {
-      const TileCoord u = pending.back();
+      const GeneratorKey u = pending.back();
       pending.pop_back();
-      if (have.count(u) || todo[TileColour(u)].count(u)) continue;
-      if (auto found = cache->Find(spec_.cache_key, u)) {
+      if (have.count(u) || todo.count(u)) continue;
+      if (auto found = cache->Find(cache_keys_[static_cast<std::size_t>(u.layer)],
+                                   u.tile)) {
         have.emplace(u, std::move(found));
         continue;
       }
-      todo[TileColour(u)].insert(u);
-      for (TileCoord v : LowerNeighbours(u)) pending.push_back(v);
+      todo.insert(u);
+      for (GeneratorKey v : Dependencies(u)) pending.push_back(v);
     }
-    std::vector<TileCoord> list;
-    for (const std::set<TileCoord>& c : todo)
-      list.insert(list.end(), c.begin(), c.end());
+    const std::vector<GeneratorKey> list(todo.begin(), todo.end());
     absl::StatusOr<ChunkResult> served =
         ServeChunk(tiles.subspan(begin, end - begin), list, have,
                    cache->budget_bytes(), pool, sink, stop);
-    for (TileCoord u : list) {
+    for (GeneratorKey u : list) {
       auto it = have.find(u);
-      if (it != have.end()) cache->Insert(spec_.cache_key, u, it->second);
+      if (it != have.end()) {
+        cache->Insert(cache_keys_[static_cast<std::size_t>(u.layer)], u.tile,
+                      it->second);
+      }
     }
     if (!served.ok()) return served.status();
     if (served->over_budget) {

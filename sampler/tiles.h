@@ -6,13 +6,17 @@
 //
 // The plane is cut into square tiles of side T: tile (i, j) holds
 // [i T, (i + 1) T) x [j T, (j + 1) T) (in 3D, that column over the world's z
-// extent). Tile colour is (i mod 2) + 2 (j mod 2), floor modulo. The
-// *generator* of a tile is a pure function of the world spec, the tile and
-// the generators of its lower-colour neighbours (of the 8 around it). Per
-// layer, in placement order, a generator
-//   1. samples its tile grown by 5 R (R = TileWorld::r_max()), with every
-//      point of its lower-colour neighbours' generators and its own earlier
-//      layers as fixed obstacles (same-layer points conflict by
+// extent). Tile colour is (i mod 2) + 2 (j mod 2), floor modulo. A
+// *generator* makes one layer of one tile. It is a pure function of the
+// world spec, the tile, the same layer's generators of its lower-colour
+// neighbours (of the 8 around it) and the earlier layers' generators of the
+// 3 x 3 tiles around it: every tile's trees come before any tile's rocks,
+// as in an untiled run, where every tree comes before any rock. (DESIGN.md
+// runs all layers of a tile in one generator; then a tile's trees had to
+// keep clear of its lower neighbours' rocks and grass, and ran 20 % short
+// near borders: see bench/README.md, Seams.) A generator
+//   1. samples its tile grown by 5 R (R = TileWorld::r_max()), with those
+//      generators' points as fixed obstacles (same-layer points conflict by
 //      max(r_a, r_b), others by footprint_a + footprint_b or the override).
 //      Growth starts from the lower neighbours' same-layer points within R
 //      of the tile, on a schedule (Obstacle::wake_generation): where the
@@ -27,11 +31,12 @@
 //   3. fills the gaps left in its tile grown by 3 R, except within 3 R of a
 //      higher-colour neighbour's tile: that neighbour comes later, sees
 //      these points and fills the rest.
-// The points served for a tile are those of its own and its 8 neighbours'
-// generators that lie in the tile's half-open bounds, ordered by (generator
-// colour, generator tile (x, then y), generation index). So every point
-// belongs to exactly one tile, and a tile is bit-identical however, wherever
-// and in whatever company it was computed.
+// The points served for a tile are those of every layer's generators of
+// the tile and its 8 neighbours that lie in the tile's half-open bounds,
+// ordered by (layer in placement order, generator colour, generator tile
+// (x, then y), generation index). So every point belongs to exactly one
+// tile, and a tile is bit-identical however, wherever and in whatever
+// company it was computed.
 
 #include <array>
 #include <atomic>
@@ -74,6 +79,18 @@ struct TileCoord {
   }
 };
 
+// A generator: one layer (its index in placement order) of one tile.
+struct GeneratorKey {
+  TileCoord tile;
+  int layer = 0;
+  friend bool operator==(GeneratorKey a, GeneratorKey b) {
+    return a.tile == b.tile && a.layer == b.layer;
+  }
+  // By layer, then colour, then tile: every generator after those it
+  // reads.
+  friend bool operator<(GeneratorKey a, GeneratorKey b);
+};
+
 // (x mod 2) + 2 (y mod 2) with a floor modulo: 0 to 3, negative tiles too.
 int TileColour(TileCoord t);
 
@@ -103,6 +120,7 @@ struct WorldSpec {
 // arrays (the layout of PointBatch).
 struct GeneratedPoints {
   TileCoord tile;
+  int layer_index = 0;  // In placement order.
   int dims = 2;
   std::vector<double> coords;  // dims per point, interleaved.
   std::vector<double> radius;  // The spacing radius at the point.
@@ -227,12 +245,20 @@ class TileWorld {
   // The tile's bounds (half-open), in 3D over the world's z extent.
   Box TileBounds(TileCoord t) const;
 
-  // The generator of tile t, given those of its lower-colour neighbours in
-  // the order LowerNeighbours(t) lists them. `stop` may be called from
+  // The generator of one layer of a tile, given the same layer's
+  // generators of the tile's lower-colour neighbours, in the order
+  // LowerNeighbours lists them, and the generators of every earlier layer
+  // of the tile and its 8 neighbours (any order). `stop` may be called from
   // this thread only; Cancelled when it says stop.
   absl::StatusOr<std::shared_ptr<const GeneratedPoints>> Generate(
-      TileCoord t, absl::Span<const GeneratedPoints* const> lower,
+      GeneratorKey key, absl::Span<const GeneratedPoints* const> lower,
+      absl::Span<const GeneratedPoints* const> earlier,
       absl::FunctionRef<bool()> stop) const;
+
+  // The generators `key` reads directly: its layer of the lower-colour
+  // neighbours, and the layer before of the 3 x 3 tiles around it (which
+  // read the layers before that).
+  std::vector<GeneratorKey> Dependencies(GeneratorKey key) const;
 
   // The lower-colour tiles among t's 8 neighbours, in a fixed order.
   static std::vector<TileCoord> LowerNeighbours(TileCoord t);
@@ -254,8 +280,8 @@ class TileWorld {
                      absl::FunctionRef<bool(const TilePoints&)> sink,
                      absl::FunctionRef<bool()> stop) const;
 
-  // How many generators were computed (not found in a cache) by Serve, over
-  // this world's life: for benchmarks and tests.
+  // How many generators (layers of tiles) were computed (not found in a
+  // cache) by Serve, over this world's life: for benchmarks and tests.
   std::uint64_t generated() const { return generated_.load(); }
 
  private:
@@ -276,29 +302,33 @@ class TileWorld {
   Obstacle ObstacleFor(std::size_t layer_index, const GeneratedPoints& from,
                        std::size_t k) const;
   using GeneratorMap =
-      std::map<TileCoord, std::shared_ptr<const GeneratedPoints>>;
+      std::map<GeneratorKey, std::shared_ptr<const GeneratedPoints>>;
   struct ChunkResult {
     std::size_t sent = 0;      // Tiles given to the sink, from the first.
     bool over_budget = false;  // Stopped: the generators held pass it.
     std::size_t held = 0;      // Their bytes, when over_budget.
   };
-  // Makes the generators of `list` (each lower neighbour in the list or in
-  // `have`) on every thread of `pool`, each as soon as its lower neighbours
-  // are done, the first tiles' first, and sends each tile of `chunk` from
-  // this thread, in order, as soon as its generators are done. Adds every
+  // Makes the generators of `list` (each of its Dependencies in the list or
+  // in `have`) on every thread of `pool`, each as soon as those are done,
+  // the first tiles' first, and sends each tile of `chunk` from this
+  // thread, in order, as soon as its generators are done. Adds every
   // generator made to `have`. Stops before a tile when the generators the
   // chunk holds pass `budget` bytes (over_budget).
   absl::StatusOr<ChunkResult> ServeChunk(
-      absl::Span<const TileCoord> chunk, const std::vector<TileCoord>& list,
+      absl::Span<const TileCoord> chunk, const std::vector<GeneratorKey>& list,
       GeneratorMap& have, std::size_t budget, ThreadPool* pool,
       absl::FunctionRef<bool(const TilePoints&)> sink,
       absl::FunctionRef<bool()> stop) const;
-  // The points served for tile t, from the generators of its 3 x 3 tiles
-  // (in any order).
+  // The points served for tile t, from every layer's generators of its
+  // 3 x 3 tiles (in any order).
   TilePoints Collect(TileCoord t,
-                     std::array<const GeneratedPoints*, 9> sources) const;
+                     std::vector<const GeneratedPoints*> sources) const;
+  // The generators of every layer of the 3 x 3 tiles around t.
+  std::vector<GeneratorKey> Readers(TileCoord t) const;
 
   WorldSpec spec_;  // Layers sorted into placement order, options resolved.
+  // Per layer: the key of its generators in a GeneratorCache.
+  std::vector<std::string> cache_keys_;
   std::vector<std::uint32_t> order_;
   int dims_ = 2;
   double tile_ = 0;
