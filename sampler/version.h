@@ -12,8 +12,10 @@ namespace scatter::sampler {
 //  1: the first.
 //  2: tiles grow from their lower neighbours' edges on a schedule, and a
 //     woken point of a dense run tries 2k directions, not 3k (with a
-//     density raster too, where it tried k). Tiled output changed; an
-//     untiled run without same-layer obstacles gives the points of 1.
+//     density raster too, where it tried k); a tile generator makes one
+//     layer, and reads the earlier layers of the tiles around. Tiled
+//     output changed; an untiled run without same-layer obstacles gives
+//     the points of 1.
 inline constexpr std::uint32_t kAlgorithmVersion = 2;
 
 }  // namespace scatter::sampler
