@@ -199,8 +199,10 @@ void BM_OneTile(benchmark::State& state) {
     if (warm) {
       for (TileCoord t : Block(6, 3, 9, 9)) {
         if (t == target) continue;
-        if (auto g = full.Find(world->cache_key(), t))
-          cache.Insert(world->cache_key(), t, g);
+        for (std::size_t l = 0; l < world->layer_order().size(); ++l) {
+          const std::string& key = world->layer_cache_key(l);
+          if (auto g = full.Find(key, t)) cache.Insert(key, t, g);
+        }
       }
     }
     const std::uint64_t before = world->generated();

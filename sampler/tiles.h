@@ -237,6 +237,11 @@ class TileWorld {
   // of any layers.
   double r_max() const { return r_max_; }
   const std::string& cache_key() const { return spec_.cache_key; }
+  // The key under which a GeneratorCache holds the generators of one layer
+  // (its index in placement order).
+  const std::string& layer_cache_key(std::size_t layer) const {
+    return cache_keys_[layer];
+  }
   // Layer numbers in placement order.
   const std::vector<std::uint32_t>& layer_order() const { return order_; }
 
