@@ -36,6 +36,7 @@
 #include "client/preview.h"
 #include "client/report.h"
 #include "sampler/tiles.h"
+#include "server/server.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "scatterd address, host:port");
 ABSL_FLAG(bool, local, false, "run the sampler in this process, with no server");
@@ -96,22 +97,26 @@ absl::StatusOr<std::string> ReadText(const std::string& path) {
                      std::istreambuf_iterator<char>());
 }
 
-// The contents of a PEM file named by --`flag`, which must hold a block
-// whose label contains `label` ("CERTIFICATE", "PRIVATE KEY").
-absl::StatusOr<std::string> ReadPem(const std::string& flag,
-                                    const std::string& path,
-                                    const std::string& label) {
-  absl::StatusOr<std::string> pem = ReadText(path);
-  if (!pem.ok()) {
+// The contents of the file named by --`flag`.
+absl::StatusOr<std::string> ReadFlagFile(const std::string& flag,
+                                         const std::string& path) {
+  absl::StatusOr<std::string> text = ReadText(path);
+  if (!text.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, ": ", pem.status().message()));
+        absl::StrCat("--", flag, ": ", text.status().message()));
   }
-  const std::size_t begin = pem->find("-----BEGIN ");
-  if (begin == std::string::npos ||
-      pem->find(label, begin) == std::string::npos ||
-      pem->find("-----END ", begin) == std::string::npos) {
+  return text;
+}
+
+// A PEM certificate file named by --`flag`, checked as scatterd checks its
+// own (server::CheckPemCertificate).
+absl::StatusOr<std::string> ReadPemCertificate(const std::string& flag,
+                                               const std::string& path) {
+  absl::StatusOr<std::string> pem = ReadFlagFile(flag, path);
+  if (!pem.ok()) return pem;
+  if (!server::CheckPemCertificate(flag, *pem).ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--", flag, ": ", path, " holds no PEM ", label, " block"));
+        "--", flag, ": ", path, " holds no PEM CERTIFICATE block"));
   }
   return pem;
 }
@@ -136,16 +141,20 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags() {
         ": need --tls_ca, which turns TLS on"));
   }
   if (!ca.empty()) {
-    absl::StatusOr<std::string> pem = ReadPem("tls_ca", ca, "CERTIFICATE");
+    absl::StatusOr<std::string> pem = ReadPemCertificate("tls_ca", ca);
     if (!pem.ok()) return pem.status();
     options.tls_ca_pem = *std::move(pem);
   }
   if (!cert.empty()) {
-    absl::StatusOr<std::string> pem = ReadPem("tls_cert", cert, "CERTIFICATE");
+    absl::StatusOr<std::string> pem = ReadPemCertificate("tls_cert", cert);
     if (!pem.ok()) return pem.status();
     options.tls_cert_pem = *std::move(pem);
-    pem = ReadPem("tls_key", key, "PRIVATE KEY");
+    pem = ReadFlagFile("tls_key", key);
     if (!pem.ok()) return pem.status();
+    // A PEM key that belongs to the certificate (server::CheckPemKey).
+    const absl::Status key_ok =
+        server::CheckPemKey("--tls_key " + key, *pem, options.tls_cert_pem);
+    if (!key_ok.ok()) return key_ok;
     options.tls_key_pem = *std::move(pem);
   }
   return Client::Connect(options);
