@@ -1,6 +1,7 @@
 #include "sampler/cover_stencil.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <utility>
@@ -56,7 +57,160 @@ CoverStencil2d Build() {
   return s;
 }
 
+// a / b rounded down, for b > 0.
+int FloorDiv(int a, int b) { return a >= 0 ? a / b : -((b - 1 - a) / b); }
+
+CoverStencil3d Build3d() {
+  constexpr int kQ = CoverStencil3d::kClasses;
+  constexpr int kS = CoverStencil3d::kSplit;
+  // In quarter-cell units the radius is 4 sqrt(3) / kCellShrink; as in 2D,
+  // the plain 4 sqrt(3), shrunk a little more, is safely below it.
+  const double radius = kS * std::sqrt(3.0) * (1 - 1e-9);
+  const double r2 = radius * radius;
+  // A ball reaches at most this many quarter-cells past its centre's:
+  // 4 sqrt(3) < 7.
+  constexpr int kReach = 7;
+  // Farthest distance, along one axis, from a centre anywhere in class q
+  // ([q, q + 1] * kS / kQ) to the quarter-cell [i, i + 1].
+  auto farthest = [](int q, int i) {
+    const double c0 = static_cast<double>(q) * kS / kQ;
+    const double c1 = static_cast<double>(q + 1) * kS / kQ;
+    return std::max(i + 1 - c0, c1 - i);
+  };
+  // A centre's quarter-cell index is 0 .. kS - 1 along each axis, so
+  // quarter-cells -kReach .. kS - 1 + kReach are all a ball can reach.
+  constexpr int kLo = -kReach, kHi = kS - 1 + kReach;
+  // Per cell offset -kCells .. kCells along each axis, the mask built so far.
+  constexpr int kCells = (kReach + kS - 1) / kS;
+  constexpr int kSide = 2 * kCells + 1;
+  // Only the classes in the lower half of the cell along every axis are
+  // computed; the others are their mirror images (below).
+  constexpr int kH = kQ / 2;
+  CoverStencil3d half;
+  std::vector<std::uint64_t> cells(kSide * kSide * kSide);
+  for (int qz = 0; qz < kH; ++qz) {
+    for (int qy = 0; qy < kH; ++qy) {
+      for (int qx = 0; qx < kH; ++qx) {
+        half.begin.push_back(static_cast<std::uint32_t>(half.entries.size()));
+        std::fill(cells.begin(), cells.end(), 0);
+        for (int l = kLo; l <= kHi; ++l) {
+          const double fz = farthest(qz, l);
+          if (fz * fz >= r2) continue;
+          for (int j = kLo; j <= kHi; ++j) {
+            const double fy = farthest(qy, j);
+            const double rem = r2 - fz * fz - fy * fy;
+            if (rem <= 0) continue;
+            // The covered i form one run: i > c1 - w and i + 1 < c0 + w,
+            // with c0, c1 the class's bounds. The exact test settles its
+            // ends, so rounding in w cannot widen it.
+            const double w = std::sqrt(rem);
+            auto covered = [&](int i) {
+              const double fx = farthest(qx, i);
+              return fx * fx < rem;
+            };
+            const double c0 = static_cast<double>(qx) * kS / kQ;
+            const double c1 = static_cast<double>(qx + 1) * kS / kQ;
+            int i0 = static_cast<int>(std::floor(c1 - w)) + 1;
+            int i1 = static_cast<int>(std::ceil(c0 + w)) - 2;
+            while (i0 - 1 >= kLo && covered(i0 - 1)) --i0;
+            while (i0 <= i1 && !covered(i0)) ++i0;
+            while (i1 + 1 <= kHi && covered(i1 + 1)) ++i1;
+            while (i1 >= i0 && !covered(i1)) --i1;
+            if (i0 > i1) continue;
+            const int cy = FloorDiv(j, kS);
+            const int cz = FloorDiv(l, kS);
+            const int shift = kS * ((j - kS * cy) + kS * (l - kS * cz));
+            for (int cx = FloorDiv(i0, kS); cx <= FloorDiv(i1, kS); ++cx) {
+              const int lo = std::max(i0, kS * cx) - kS * cx;
+              const int hi = std::min(i1, kS * cx + kS - 1) - kS * cx;
+              const std::uint64_t bits =
+                  ((std::uint64_t{2} << hi) - (std::uint64_t{1} << lo))
+                  << shift;
+              cells[static_cast<std::size_t>(
+                  ((cz + kCells) * kSide + cy + kCells) * kSide + cx +
+                  kCells)] |= bits;
+            }
+          }
+        }
+        // In (z, y, x) order of the offsets.
+        for (int cz = -kCells; cz <= kCells; ++cz) {
+          for (int cy = -kCells; cy <= kCells; ++cy) {
+            for (int cx = -kCells; cx <= kCells; ++cx) {
+              const std::uint64_t mask = cells[static_cast<std::size_t>(
+                  ((cz + kCells) * kSide + cy + kCells) * kSide + cx +
+                  kCells)];
+              if (mask == 0) continue;
+              half.entries.push_back({mask, static_cast<std::int8_t>(cx),
+                                      static_cast<std::int8_t>(cy),
+                                      static_cast<std::int8_t>(cz)});
+            }
+          }
+        }
+      }
+    }
+  }
+  half.begin.push_back(static_cast<std::uint32_t>(half.entries.size()));
+
+  // Class q along an axis is class kQ - 1 - q seen in a mirror: offsets
+  // change sign, and quarter-cell k of a cell becomes kS - 1 - k, which
+  // reverses the order of the bits in a nibble (x), of the nibbles in a
+  // 16-bit row group (y) or of the 16-bit groups (z).
+  static_assert(kS == 4 && kQ % 2 == 0);
+  auto swap = [](std::uint64_t m, int shift, std::uint64_t low) {
+    return ((m >> shift) & low) | ((m & low) << shift);
+  };
+  auto mirror_x = [&](std::uint64_t m) {
+    return swap(swap(m, 1, 0x5555555555555555), 2, 0x3333333333333333);
+  };
+  auto mirror_y = [&](std::uint64_t m) {
+    return swap(swap(m, 4, 0x0F0F0F0F0F0F0F0F), 8, 0x00FF00FF00FF00FF);
+  };
+  auto mirror_z = [&](std::uint64_t m) {
+    return swap(swap(m, 16, 0x0000FFFF0000FFFF), 32, 0x00000000FFFFFFFF);
+  };
+  CoverStencil3d s;
+  s.entries.reserve(half.entries.size() * 8);
+  for (int qz = 0; qz < kQ; ++qz) {
+    for (int qy = 0; qy < kQ; ++qy) {
+      for (int qx = 0; qx < kQ; ++qx) {
+        s.begin.push_back(static_cast<std::uint32_t>(s.entries.size()));
+        const bool fx = qx >= kH, fy = qy >= kH, fz = qz >= kH;
+        const int hx = fx ? kQ - 1 - qx : qx;
+        const int hy = fy ? kQ - 1 - qy : qy;
+        const int hz = fz ? kQ - 1 - qz : qz;
+        const std::size_t k =
+            static_cast<std::size_t>((hz * kH + hy) * kH + hx);
+        for (std::uint32_t e = half.begin[k]; e < half.begin[k + 1]; ++e) {
+          CoverStencil3d::Entry entry = half.entries[e];
+          if (fx) {
+            entry.mask = mirror_x(entry.mask);
+            entry.dx = static_cast<std::int8_t>(-entry.dx);
+          }
+          if (fy) {
+            entry.mask = mirror_y(entry.mask);
+            entry.dy = static_cast<std::int8_t>(-entry.dy);
+          }
+          if (fz) {
+            entry.mask = mirror_z(entry.mask);
+            entry.dz = static_cast<std::int8_t>(-entry.dz);
+          }
+          s.entries.push_back(entry);
+          s.reach = std::max({s.reach, std::abs(int{entry.dx}),
+                              std::abs(int{entry.dy}), std::abs(int{entry.dz})});
+        }
+      }
+    }
+  }
+  s.begin.push_back(static_cast<std::uint32_t>(s.entries.size()));
+  return s;
+}
+
 }  // namespace
+
+const CoverStencil3d& CoverStencil3d::Get() {
+  static const CoverStencil3d* const stencil = new CoverStencil3d(Build3d());
+  return *stencil;
+}
 
 const CoverStencil2d& CoverStencil2d::Get() {
   static const CoverStencil2d* const stencil = new CoverStencil2d(Build());

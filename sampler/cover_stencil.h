@@ -1,7 +1,8 @@
 #ifndef SCATTER_SAMPLER_COVER_STENCIL_H_
 #define SCATTER_SAMPLER_COVER_STENCIL_H_
 
-// Internal: which half-cells a disk covers whole, precomputed in 2D.
+// Internal: which pieces of the grid's cells a disk (ball) of radius r covers
+// whole, precomputed: half-cells in 2D, quarter-cells in 3D.
 //
 // The Poisson grid has cells of side just under r / sqrt(2) and marks, per
 // cell, the four half-cells (quarters) that one disk covers whole. In
@@ -38,6 +39,32 @@ struct CoverStencil2d {
 
   // Built once, on first use; thread-safe.
   static const CoverStencil2d& Get();
+};
+
+// The same in 3D, finer: per cell (side just under r / sqrt(3)), one bit per
+// quarter-cell, 64 of them, bit qx + 4 qy + 16 qz. Half-cells (octants)
+// would leave a cell of a dense 3D set with some piece no single ball
+// covers one time in five, and the gap filler then searches it; with
+// quarters, one in seven, and only the small pieces. The class is where the
+// centre sits in its cell, cut kClasses ways per axis.
+struct CoverStencil3d {
+  static constexpr int kClasses = 16;
+  static constexpr int kSplit = 4;  // Quarter-cells per cell and axis.
+
+  struct Entry {
+    std::uint64_t mask;  // Quarter-cells of the cell (dx, dy, dz) covered.
+    std::int8_t dx;      // Cell offset from the centre's cell.
+    std::int8_t dy;
+    std::int8_t dz;
+  };
+
+  // Entries for class (qx, qy, qz): entries[begin[k]] .. entries[begin[k+1]]
+  // with k = (qz * kClasses + qy) * kClasses + qx.
+  std::vector<Entry> entries;
+  std::vector<std::uint32_t> begin;
+  int reach = 0;  // Largest |dx|, |dy| or |dz| in any entry.
+
+  static const CoverStencil3d& Get();
 };
 
 }  // namespace scatter::sampler::internal

@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -102,6 +103,16 @@ double CellSide(double radius, int dims) {
 // translation unit, where this whole class is compiled for AVX2.
 template <int D, class Ops>
 class PoissonRun {
+  // Cover marks split a cell into kSplit pieces per axis: half-cells in 2D,
+  // quarter-cells in 3D (see CoverStencil3d), one bit each.
+  static constexpr int kSplit = D == 2 ? 2 : CoverStencil3d::kSplit;
+  using CoverWord =
+      std::conditional_t<D == 2, std::uint8_t, std::uint64_t>;
+  static_assert(sizeof(CoverWord) * 8 >= (D == 2 ? 4 : 64));
+  static constexpr CoverWord kFullCover =
+      D == 2 ? CoverWord{0xF} : static_cast<CoverWord>(~std::uint64_t{0});
+  static constexpr unsigned kAllChildren = (1u << (1 << D)) - 1;
+
  public:
   PoissonRun(const Region& region, const ObstacleIndex& obstacles,
              const SamplerOptions& options, BatchWriter* out,
@@ -417,27 +428,29 @@ class PoissonRun {
     active_.push_back({c, next_index_++ | (dense_ ? kWokenBit : 0)});
   }
 
-  // Marks the half-cells (quarters in 2D, octants in 3D) that p's disk
-  // covers whole, so gap filling skips them and, mostly, their cells
-  // without looking. Per row of half-cells, the covered ones form one run:
-  // those whose farthest x is within sqrt(r^2 - fy^2 [- fz^2]) of p. The
-  // bound is shrunk a little so rounding can only leave a covered piece
-  // unmarked, never mark an uncovered one.
+  // Marks the pieces of cells (quarters in 2D, 1/64ths in 3D; see
+  // kSplit) that p's disk covers whole, so gap filling skips them and,
+  // mostly, their cells without looking, from precomputed stencils.
   void MarkCovered(const double* p) {
     if constexpr (D == 2) {
       MarkCoveredByStencil(p);
     } else {
-      MarkCoveredDisk(p, r_);
+      MarkCoveredByStencil3d(p);
     }
   }
 
-  // The half-cells inside the disk (ball) of `radius` around p.
+  // The pieces inside the disk (ball) of `radius` around p, for any radius
+  // (obstacles' clearances). Per row of pieces, the covered ones form one
+  // run: those whose farthest x is within sqrt(r^2 - fy^2 [- fz^2]) of p.
+  // The bound is shrunk a little so rounding can only leave a covered piece
+  // unmarked, never mark an uncovered one.
   void MarkCoveredDisk(const double* p, double radius) {
-    const double h = cell_ / 2;
-    const double inv_h = 2 * inv_cell_;
+    const double h = cell_ / kSplit;
+    const double inv_h = kSplit * inv_cell_;
     const double r2 = radius * radius * (1 - 1e-9);
-    const std::int64_t hz0 = D == 3 ? HalfIndex(2, p[2] - radius) : 0;
-    const std::int64_t hz1 = D == 3 ? HalfIndex(2, p[2] + radius) : 0;
+    const std::int64_t hz0 = D == 3 ? PieceIndex(2, p[2] - radius) : 0;
+    const std::int64_t hz1 = D == 3 ? PieceIndex(2, p[2] + radius) : 0;
+    constexpr std::uint64_t kRowBits = (1u << kSplit) - 1;
     for (std::int64_t hz = hz0; hz <= hz1; ++hz) {
       double rem_z = r2;
       if constexpr (D == 3) {
@@ -446,42 +459,84 @@ class PoissonRun {
         rem_z -= fz * fz;
         if (rem_z <= 0) continue;
       }
-      const std::int64_t hy0 = HalfIndex(1, p[1] - radius);
-      const std::int64_t hy1 = HalfIndex(1, p[1] + radius);
+      const std::int64_t hy0 = PieceIndex(1, p[1] - radius);
+      const std::int64_t hy1 = PieceIndex(1, p[1] + radius);
       for (std::int64_t hy = hy0; hy <= hy1; ++hy) {
         const double y0 = lo_[1] + static_cast<double>(hy) * h;
         const double fy = std::max(p[1] - y0, y0 + h - p[1]);
         const double rem = rem_z - fy * fy;
         if (rem <= 0) continue;
         const double w = std::sqrt(rem);
-        // Half-cells [lo + i h, lo + (i + 1) h] inside [p - w, p + w].
+        // Pieces [lo + i h, lo + (i + 1) h] inside [p - w, p + w].
         const std::int64_t hx0 =
             std::max<std::int64_t>(0, CeilToInt((p[0] - w - lo_[0]) * inv_h));
         const std::int64_t hx1 = std::min<std::int64_t>(
-            2 * n_[0] - 1, FloorToInt((p[0] + w - lo_[0]) * inv_h) - 1);
-        const std::uint64_t row =
-            static_cast<std::uint64_t>(hy >> 1) * stride_[1] +
-            (D == 3 ? static_cast<std::uint64_t>(hz >> 1) * stride_[2] : 0);
-        const unsigned yz_bits = static_cast<unsigned>(
-            ((hy & 1) << 1) | (D == 3 ? (hz & 1) << 2 : 0));
+            kSplit * n_[0] - 1, FloorToInt((p[0] + w - lo_[0]) * inv_h) - 1);
         if (hx0 > hx1) continue;
-        // Whole cells of the run get both x halves; an end cell may get
-        // one.
-        const unsigned both = 3u << yz_bits;
-        const auto c0 = static_cast<std::uint64_t>(hx0 >> 1);
-        const auto c1 = static_cast<std::uint64_t>(hx1 >> 1);
-        const unsigned first = (hx0 & 1) != 0 ? both & (both << 1) : both;
-        const unsigned last = (hx1 & 1) != 0 ? both : both & (both >> 1);
+        const std::uint64_t row =
+            static_cast<std::uint64_t>(hy / kSplit) * stride_[1] +
+            (D == 3 ? static_cast<std::uint64_t>(hz / kSplit) * stride_[2]
+                    : 0);
+        const int shift = static_cast<int>(
+            kSplit * (hy % kSplit) +
+            (D == 3 ? kSplit * kSplit * (hz % kSplit) : 0));
+        // Whole cells of the run get the row's kSplit pieces; the end cells
+        // those from hx0 on and up to hx1.
+        const auto c0 = static_cast<std::uint64_t>(hx0 / kSplit);
+        const auto c1 = static_cast<std::uint64_t>(hx1 / kSplit);
+        const std::uint64_t first = kRowBits & ~((std::uint64_t{1} << (hx0 % kSplit)) - 1);
+        const std::uint64_t last = (std::uint64_t{2} << (hx1 % kSplit)) - 1;
         if (c0 == c1) {
-          cover_[row + c0] |= static_cast<std::uint8_t>(first & last);
+          cover_[row + c0] |= static_cast<CoverWord>((first & last) << shift);
           continue;
         }
-        cover_[row + c0] |= static_cast<std::uint8_t>(first);
+        cover_[row + c0] |= static_cast<CoverWord>(first << shift);
         for (std::uint64_t x = c0 + 1; x < c1; ++x) {
-          cover_[row + x] |= static_cast<std::uint8_t>(both);
+          cover_[row + x] |= static_cast<CoverWord>(kRowBits << shift);
         }
-        cover_[row + c1] |= static_cast<std::uint8_t>(last);
+        cover_[row + c1] |= static_cast<CoverWord>(last << shift);
       }
+    }
+  }
+
+  // MarkCovered in 3D, from the precomputed stencils (cover_stencil.h).
+  void MarkCoveredByStencil3d(const double* p) {
+    const CoverStencil3d& stencil = *stencil3d_;
+    constexpr int kQ = CoverStencil3d::kClasses;
+    std::int64_t cell[3];
+    int cls[3];
+    for (int a = 0; a < 3; ++a) {
+      const double f = (p[a] - lo_[a]) * inv_cell_;
+      const auto c = static_cast<std::int64_t>(f);  // f >= 0: p is inside.
+      const int q = static_cast<int>((f - static_cast<double>(c)) * kQ);
+      cls[a] = q < 0 ? 0 : (q >= kQ ? kQ - 1 : q);
+      cell[a] = c;
+    }
+    const std::size_t k =
+        static_cast<std::size_t>((cls[2] * kQ + cls[1]) * kQ + cls[0]);
+    const CoverStencil3d::Entry* e = &stencil.entries[stencil.begin[k]];
+    const CoverStencil3d::Entry* end = &stencil.entries[stencil.begin[k + 1]];
+    const std::int64_t reach = stencil.reach;
+    bool interior = true;
+    for (int a = 0; a < 3; ++a) {
+      interior &= cell[a] >= reach && cell[a] + reach < n_[a];
+    }
+    const auto sy = static_cast<std::int64_t>(stride_[1]);
+    const auto sz = static_cast<std::int64_t>(stride_[2]);
+    const std::int64_t base = cell[0] + cell[1] * sy + cell[2] * sz;
+    for (; e != end; ++e) {
+      if (!interior) {
+        const std::int64_t x = cell[0] + e->dx;
+        const std::int64_t y = cell[1] + e->dy;
+        const std::int64_t z = cell[2] + e->dz;
+        if (x < 0 || x >= n_[0] || y < 0 || y >= n_[1] || z < 0 ||
+            z >= n_[2]) {
+          continue;
+        }
+      }
+      cover_[static_cast<std::uint64_t>(base + e->dx + e->dy * sy +
+                                        e->dz * sz)] |=
+          static_cast<CoverWord>(e->mask);
     }
   }
 
@@ -521,11 +576,12 @@ class PoissonRun {
     }
   }
 
-  // The half-cell index along axis a of v, clamped to the grid.
-  std::int64_t HalfIndex(int a, double v) const {
-    const double f = (v - lo_[a]) * (2 * inv_cell_);
+  // The piece index (kSplit per cell) along axis a of v, clamped to the
+  // grid.
+  std::int64_t PieceIndex(int a, double v) const {
+    const double f = (v - lo_[a]) * (kSplit * inv_cell_);
     if (!(f > 0)) return 0;
-    const double last = static_cast<double>(2 * n_[a] - 1);
+    const double last = static_cast<double>(kSplit * n_[a] - 1);
     return static_cast<std::int64_t>(f < last ? f : last);
   }
   static std::int64_t FloorToInt(double v) {
@@ -844,14 +900,12 @@ class PoissonRun {
   // place gets a point there, and Bridson grows from it. Points only ever
   // cover more, so one scan leaves the whole box covered.
   absl::Status FillGaps() {
-    constexpr std::uint8_t kFull = (1u << (1 << D)) - 1;
-    constexpr std::uint64_t kFull8 = 0x0101010101010101ULL * kFull;
     for (std::uint64_t c = 0; c < cells_; ++c) {
       if ((c & 7) == 0) {
         // Skip runs of 8 fully covered cells.
-        std::uint64_t eight;
-        std::memcpy(&eight, &cover_[c], sizeof eight);
-        if (eight == kFull8 && c + 8 <= cells_) {
+        CoverWord eight = kFullCover;
+        for (int i = 0; i < 8; ++i) eight &= cover_[c + i];
+        if (eight == kFullCover && c + 8 <= cells_) {
           c += 7;
           continue;
         }
@@ -880,8 +934,8 @@ class PoissonRun {
           }
         }
       }
-      const std::uint8_t mask = cover_[c];
-      if (mask == kFull) continue;
+      const CoverWord mask = cover_[c];
+      if (mask == kFullCover) continue;
       std::int64_t idx[D];
       double u0[D], u1[D];
       for (int a = 0; a < D; ++a) {
@@ -894,7 +948,12 @@ class PoissonRun {
         continue;
       }
       const std::size_t n = GatherAroundCell(c, idx, u0, u1);
-      // Only the half-cells no single disk covers need a look.
+      // Only the half-cells no single disk covers need a look, and in 3D
+      // only their quarter-cells that no single disk covers (when the grid's
+      // edge does not cut the cell: then the half-cell's children are other
+      // boxes than the grid's quarter-cells).
+      bool clipped = false;
+      for (int a = 0; a < D; ++a) clipped |= u1[a] > hi_[a];
       double p[D];
       bool found = false;
       // Children in a rotated order, so gap points have no bias towards
@@ -902,10 +961,12 @@ class PoissonRun {
       const unsigned turn = ChildTurn(c, 0);
       for (unsigned t = 0; t < (1u << D) && !found; ++t) {
         const unsigned child = (t + turn) & ((1u << D) - 1);
-        if ((mask >> child) & 1) continue;
+        const unsigned covered = HalfCellPieces(mask, child);
+        if (covered == kAllChildren) continue;
         double c0[D], c1[D];
         if (!ClippedHalfCell<D>(u0, u1, lo_, hi_, child, c0, c1)) continue;
-        found = FindUncovered(c0, c1, 1, n, c, 1 + child, maybe_partial_, p);
+        found = FindUncovered(c0, c1, 1, n, c, 1 + child, maybe_partial_, p,
+                              clipped ? 0 : covered);
       }
       if (found) {
         absl::Status s = FinishGapPoint(p);
@@ -999,9 +1060,11 @@ class PoissonRun {
   // random point decides. The uncovered area this can miss is part of pieces
   // 1/2^depth of a cell wide that straddle a disk boundary; the maximality
   // tests bound it.
+  // `covered`: children of the piece known to be covered (a bit per child),
+  // which need no look.
   bool FindUncovered(const double* b0, const double* b1, int depth,
                      std::size_t n, std::uint64_t cell, std::uint64_t piece,
-                     bool partial, double* p) {
+                     bool partial, double* p, unsigned covered = 0) {
     // `partial`: the piece may reach outside the region; then a piece
     // wholly outside has nothing to fill, and any place found must be
     // inside.
@@ -1092,6 +1155,9 @@ class PoissonRun {
     const std::uint64_t cell_key = leaves ? Combine(gap_key_, cell) : 0;
     for (unsigned t = 0; t < (1u << D); ++t) {
       const unsigned child = (t + turn) & ((1u << D) - 1);
+      // A covered child has no place for the search below to find, so
+      // skipping it changes no output.
+      if ((covered >> child) & 1) continue;
       double c0[D], c1[D];
       ChildBox<D>(b0, b1, mid, child, c0, c1);
       if (leaves) {
@@ -1202,6 +1268,26 @@ class PoissonRun {
     }
   }
 
+  // Which of half-cell `half`'s 2^D children (bit `child` as in ChildBox)
+  // `mask` marks covered: all of them when the pieces are the half-cells.
+  static unsigned HalfCellPieces(CoverWord mask, unsigned half) {
+    if constexpr (kSplit == 2) {
+      return ((mask >> half) & 1) != 0 ? kAllChildren : 0;
+    } else {
+      unsigned out = 0;
+      for (unsigned child = 0; child < (1u << D); ++child) {
+        int bit = 0;
+        for (int a = 0, scale = 1; a < D; ++a, scale *= kSplit) {
+          const int q = 2 * static_cast<int>((half >> a) & 1) +
+                        static_cast<int>((child >> a) & 1);
+          bit += q * scale;
+        }
+        out |= static_cast<unsigned>((mask >> bit) & 1) << child;
+      }
+      return out;
+    }
+  }
+
   struct Active {
     std::uint64_t cell;
     std::uint64_t index;  // Generation index: keys the point's candidates.
@@ -1273,10 +1359,12 @@ class PoissonRun {
   std::vector<std::int64_t> gap_rows_;
   // One bit per cell, kept when gathers scan it.
   HugePageVector<std::uint64_t> occupied_;
-  // Per cell, one bit per half-cell (2^D of them) that a single disk
-  // covers whole; the 8 spare bytes let FillGaps read 8 at a time.
-  HugePageVector<std::uint8_t> cover_;
+  // Per cell, one bit per piece (kSplit^D of them) that a single disk
+  // covers whole; 8 spare words let FillGaps read 8 at a time.
+  HugePageVector<CoverWord> cover_;
   const CoverStencil2d* stencil_ = &CoverStencil2d::Get();
+  const CoverStencil3d* stencil3d_ =
+      D == 3 ? &CoverStencil3d::Get() : nullptr;
 
   std::vector<double> list_[D];  // The gathered neighbourhood, SoA.
   std::vector<double> far_[D];   // Scratch for Gather's 3D partition.
