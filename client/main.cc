@@ -21,9 +21,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -36,6 +34,7 @@
 #include "client/preview.h"
 #include "client/report.h"
 #include "sampler/tiles.h"
+#include "server/command_line.h"
 #include "server/server.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "scatterd address, host:port");
@@ -532,15 +531,8 @@ int main(int argc, char** argv) {
       "                         [--server=ADDR | --local] [--format=csv|jsonl|ply|raw]\n"
       "                         [--threads=N]\n"
       "  scatter health [--server=ADDR] [--timeout=DUR] (default 5s)");
-  // --help lists the flags of this file (Abseil's default looks for a file
-  // named after the program).
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view file) {
-    return absl::EndsWith(file, "client/main.cc");
-  };
-  usage.contains_helpshort_flags = usage.contains_help_flags;
-  absl::SetFlagsUsageConfig(usage);
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  std::vector<char*> args =
+      scatter::server::ParseCommandLine(argc, argv, "client/main.cc");
   if (args.size() == 3 && std::string(args[1]) == "run") {
     return scatter::client::Run(args[2]);
   }

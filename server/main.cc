@@ -13,15 +13,14 @@
 #include <thread>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "sampler/simd.h"
 #include "sampler/version.h"
+#include "server/command_line.h"
 #include "server/server.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -86,15 +85,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "The Scatter gRPC service: Poisson-disk placement streamed to clients.\n"
       "Usage: scatterd [--address=127.0.0.1:50051] [flags]");
-  // Abseil's --help lists only flags from a file named after the program
-  // (scatterd.cc); ours are in server/main.cc.
-  absl::FlagsUsageConfig usage;
-  usage.contains_help_flags = [](absl::string_view file) {
-    return absl::EndsWith(file, "server/main.cc");
-  };
-  usage.contains_helpshort_flags = usage.contains_help_flags;
-  absl::SetFlagsUsageConfig(usage);
-  absl::ParseCommandLine(argc, argv);
+  scatter::server::ParseCommandLine(argc, argv, "server/main.cc");
   // Logs go to stderr; stdout carries only the line with the ports.
   spdlog::set_default_logger(spdlog::stderr_color_mt("scatterd"));
   spdlog::level::level_enum log_level = spdlog::level::info;

@@ -253,6 +253,7 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
 
 TEST(CliTest, HelpListsTheFlags) {
   CommandResult help = Scatter({"--help"});
+  EXPECT_EQ(help.exit_code, 0) << help.err;
   EXPECT_THAT(help.err + help.out, HasSubstr("--tls_ca"));
   EXPECT_THAT(help.err + help.out, HasSubstr("--shard"));
   EXPECT_THAT(help.err + help.out, Not(HasSubstr("No flags matched")));

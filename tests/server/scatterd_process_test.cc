@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sampler/version.h"
 #include "tests/server/scatterd_process.h"
 
 namespace scatter::server::testing {
@@ -126,13 +127,28 @@ TEST(ScatterdTest, TlsFilesThatAreNotPemAreNamed) {
   std::remove(junk.c_str());
 }
 
-TEST(ScatterdTest, HelpListsTheFlags) {
+TEST(ScatterdTest, HelpListsTheFlagsAndSucceeds) {
   const CommandResult got = RunCommand({SCATTERD_PATH, "--help"}, absl::Seconds(3));
-  // Abseil's usage flags exit 1 after printing.
-  EXPECT_EQ(got.exit_code, 1) << got.err;
+  // A help request is not an error (Abseil 20220623 alone exits 1).
+  EXPECT_EQ(got.exit_code, 0) << got.err;
   EXPECT_THAT(got.out, HasSubstr("--max_streams"));
   EXPECT_THAT(got.out, HasSubstr("--log_level"));
   EXPECT_THAT(got.out, Not(HasSubstr("No flags matched")));
+}
+
+TEST(ScatterdTest, VersionNamesTheAlgorithmVersion) {
+  const CommandResult got =
+      RunCommand({SCATTERD_PATH, "--version"}, absl::Seconds(3));
+  EXPECT_EQ(got.exit_code, 0) << got.err;
+  EXPECT_EQ(got.out, absl::StrCat("scatterd (Scatter 0.1.0), algorithm_version ",
+                                  sampler::kAlgorithmVersion, "\n"));
+}
+
+TEST(ScatterdTest, AnUnknownFlagFails) {
+  const CommandResult got =
+      RunCommand({SCATTERD_PATH, "--no_such_flag=1"}, absl::Seconds(3));
+  EXPECT_NE(got.exit_code, 0);
+  EXPECT_THAT(got.err, HasSubstr("no_such_flag"));
 }
 
 TEST(ScatterdTest, CheckOptionsNamesTheOptionAndTheRule) {

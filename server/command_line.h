@@ -1,0 +1,24 @@
+#ifndef SCATTER_SERVER_COMMAND_LINE_H_
+#define SCATTER_SERVER_COMMAND_LINE_H_
+
+// Command-line parsing shared by scatterd and the scatter CLI.
+
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace scatter::server {
+
+// absl::ParseCommandLine, with two differences:
+//  - --help, --helpfull, --helpshort and the other usage flags list the
+//    flags defined in the file whose path ends with `flags_file` (Abseil's
+//    default looks for a file named after the program), and
+//  - after printing help the process exits with status 0, as a help
+//    request is not an error (Abseil 20220623, Debian 12's, exits with 1).
+// Returns the positional arguments, argv[0] first.
+std::vector<char*> ParseCommandLine(int argc, char** argv,
+                                    absl::string_view flags_file);
+
+}  // namespace scatter::server
+
+#endif  // SCATTER_SERVER_COMMAND_LINE_H_
