@@ -23,6 +23,19 @@ double Farthest(double c0, double c1, int i) {
   return std::max(i + 1 - c0, c1 - i);
 }
 
+// Squared farthest distance from a centre in 3D class q (per axis
+// [q, q + 1] * kSplit / kClasses) to the quarter-cell `piece`.
+double Farthest2(const int* q, const int* piece) {
+  constexpr double kScale =
+      static_cast<double>(CoverStencil3d::kSplit) / CoverStencil3d::kClasses;
+  double d2 = 0;
+  for (int a = 0; a < 3; ++a) {
+    const double f = Farthest(q[a] * kScale, (q[a] + 1) * kScale, piece[a]);
+    d2 += f * f;
+  }
+  return d2;
+}
+
 // floor(a / b) for b > 0.
 int FloorDiv(int a, int b) { return a >= 0 ? a / b : -((b - 1 - a) / b); }
 
@@ -56,13 +69,7 @@ TEST(CoverStencilTest, ThreeDMarksExactlyTheQuarterCellsEveryCentreCovers) {
           for (int j = -8; j <= 11; ++j) {
             for (int i = -8; i <= 11; ++i) {
               const int piece[3] = {i, j, l};
-              double d2 = 0;
-              for (int a = 0; a < 3; ++a) {
-                const double f = Farthest(static_cast<double>(q[a]) * kS / kQ,
-                                          static_cast<double>(q[a] + 1) * kS / kQ,
-                                          piece[a]);
-                d2 += f * f;
-              }
+              const double d2 = Farthest2(q, piece);
               // Within 1e-9 of the radius either answer is right.
               if (std::abs(std::sqrt(d2) - radius) < 1e-6) continue;
               if (d2 >= radius * radius) continue;
@@ -89,14 +96,7 @@ TEST(CoverStencilTest, ThreeDMarksExactlyTheQuarterCellsEveryCentreCovers) {
             const int piece[3] = {std::get<0>(cell) * kS + bit % kS,
                                   std::get<1>(cell) * kS + bit / kS % kS,
                                   std::get<2>(cell) * kS + bit / (kS * kS)};
-            double d2 = 0;
-            for (int a = 0; a < 3; ++a) {
-              const double f = Farthest(static_cast<double>(q[a]) * kS / kQ,
-                                        static_cast<double>(q[a] + 1) * kS / kQ,
-                                        piece[a]);
-              d2 += f * f;
-            }
-            EXPECT_LT(d2, radius * radius)
+            EXPECT_LT(Farthest2(q, piece), radius * radius)
                 << "class " << k << " marks a quarter-cell some centre "
                 << "of the class does not cover";
             extra &= ~(std::uint64_t{1} << bit);
