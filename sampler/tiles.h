@@ -26,8 +26,13 @@
 //      a seed inside; fronts then met the same border of every tile, a
 //      density dip repeated every T: see bench/README.md, Seams.)
 //   2. keeps the points inside its tile, and those at L-infinity distance
-//      d <= 3 R beyond its border with probability (3 R - d) / (3 R), drawn
-//      from the stream (seed, layer, tile, kTileKeep) at the point's id;
+//      d <= 3 s beyond its border with probability (3 s - d) / (3 s), drawn
+//      from the stream (seed, layer, tile, kTileKeep) at the point's id,
+//      where s <= R is the layer's spacing (radius_max with a density
+//      raster). (DESIGN.md says 3 R; for a layer much finer than R the
+//      later tile then filled a band of many of its spacings around the
+//      thinned points, and packed it about 2.5 % looser: see
+//      bench/README.md, Seams.)
 //   3. fills the gaps left in its tile grown by 3 R, except within 3 R of a
 //      higher-colour neighbour's tile: that neighbour comes later, sees
 //      these points and fills the rest.

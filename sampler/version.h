@@ -16,7 +16,11 @@ namespace scatter::sampler {
 //     layer, and reads the earlier layers of the tiles around. Tiled
 //     output changed; an untiled run without same-layer obstacles gives
 //     the points of 1.
-inline constexpr std::uint32_t kAlgorithmVersion = 2;
+//  3: a tile generator's soft border (the keep ramp) is 3 of its layer's
+//     spacings wide, not 3 R. Tiles of worlds whose layers have different
+//     spacings changed; one-layer worlds and untiled runs give the points
+//     of 2.
+inline constexpr std::uint32_t kAlgorithmVersion = 3;
 
 }  // namespace scatter::sampler
 

@@ -155,9 +155,9 @@ TEST(LayersTest, BadLayersAreInvalidArgumentNamingTheLayer) {
 namespace scatter::sampler {
 namespace {
 
-// Golden digests for algorithm_version 2 (the same as 1) beyond the box: a polygon with a
-// lake, islands with obstacles, a ball, and three layers. Like the box
-// goldens in sampler_test.cc they change only with a version bump; a
+// Golden digests for algorithm_version 3 (the same as 1) beyond the box: a
+// polygon with a lake, islands with obstacles, a ball, and three layers. Like
+// the box goldens in sampler_test.cc they change only with a version bump; a
 // mismatch prints the actual values.
 TEST(GoldenTest, RegionsObstaclesAndLayersArePinned) {
   struct Case {

@@ -255,10 +255,10 @@ TEST(TilesGuaranteeTest, GoldenTiles) {
   rocks.options.scale_max = 2;
   spec.layers.push_back(rocks);
   ExpectGoldenTiles(spec, {
-      {{0, 0}, 0xe8f1c8b2b2dc8f59ULL},
-      {{-1, 2}, 0x61f41e2887c294bdULL},
-      {{5, -3}, 0x4835c96e5c9b223dULL},
-      {{1, 1}, 0xe44c1f6ad59db963ULL},
+      {{0, 0}, 0x4106e56143ca58d3ULL},
+      {{-1, 2}, 0xdbd7901172776820ULL},
+      {{5, -3}, 0xe2220c3be7ae3b44ULL},
+      {{1, 1}, 0x3f310c26dedd1e8fULL},
   });
 }
 
