@@ -505,6 +505,17 @@ TEST(TilesTest, AWorldRegionBoundsThePoints) {
 // (0.02 at 1/T) that meetings in the same place in every tile showed (0.10
 // at 1/T with 30 seeds, against a bound of 0.08). 30 seeds rather than 10:
 // sigma over 10 seeds came out at 0.012 at 1/T, over 30 at 0.020.
+#ifndef SCATTER_TEST_SLOWDOWN
+#define SCATTER_TEST_SLOWDOWN 1
+#endif
+// The seam statistics need many seeds. Optimised builds (CI's release
+// stage) run them all and check the bounds; sanitizer and -O0 builds, some
+// 20 times slower (the one-layer tests took 134 and 199 s under ASan with
+// 30 seeds), run one seed of each world: the code paths, not the
+// statistics.
+constexpr bool kSeamStatistics = SCATTER_TEST_SLOWDOWN == 1;
+int SeamSeeds(int seeds) { return kSeamStatistics ? seeds : 1; }
+
 // What the seam tests measure in the square [0, w)^2 of a 4 x 4 block of
 // tiles of side t, over several seeds: points in bins of width `bin` by
 // their signed distance to the nearest inner border (+-8 bins, along the
@@ -614,7 +625,7 @@ class SeamTest : public testing::TestWithParam<Method> {};
 
 TEST_P(SeamTest, NoSeamArtefactsAgainstAnUntiledControl) {
   const double r = 1, t = 64, w = 4 * t;
-  const int seeds = 30;
+  const int seeds = SeamSeeds(30);
   SeamMeasures tiled, untiled;
   for (int s = 0; s < seeds; ++s) {
     const SeamRuns runs =
@@ -631,7 +642,7 @@ TEST_P(SeamTest, NoSeamArtefactsAgainstAnUntiledControl) {
     for (int b = 0; b < SeamMeasures::kBins; ++b) {
       const double ratio = m->bin_count[b] / bin_area / bulk;
       std::printf(" %.3f", ratio);
-      if (m == &tiled) {
+      if (m == &tiled && kSeamStatistics) {
         EXPECT_NEAR(ratio, 1.0, 0.03)
             << "bin " << b << " at " << -4 + 0.5 * b << " r from a border";
       }
@@ -640,37 +651,47 @@ TEST_P(SeamTest, NoSeamArtefactsAgainstAnUntiledControl) {
   }
   const double rho_ratio = std::sqrt(tiled.window_count / untiled.window_count);
   std::printf("rho tiled / untiled = %.4f\n", rho_ratio);
+  if (!kSeamStatistics) return;
   EXPECT_NEAR(rho_ratio, 1.0, 0.01);
   ExpectPowerWithinControl(tiled, untiled);
 }
 
 // Guarantee 5 with guarantee 3: a density raster across the block (radii 1
 // to 2, T = 64 r_max) and three layers (T = 32 r_max, smaller so the
-// grass stays a few hundred thousand points a seed). Density is not
-// uniform here, so each 0.5 r_max bin across the borders is compared with
-// the untiled control's own bin (bound 3 %), with the count in the square
-// (1 %) and the on-axis power (untiled + 3 sigma), per layer.
+// grass stays a few hundred thousand points a seed), each layer against
+// its untiled control:
+//  - each 0.5 r_max bin across the borders, tiled over untiled (density is
+//    not uniform with a raster, so the control's own bin is the
+//    reference), relative to the same ratio for the whole square (the bulk
+//    density), within 3 %;
+//  - the count in the square within 1 % of the untiled one;
+//  - the on-axis power at m / T within the untiled mean + 3 sigma.
+// A layer is measured in the world of it and the layers before it, which
+// gives the same points as the whole world (its generators read no later
+// layer: checked below on the first seed), so the trees, sparse and cheap,
+// get the seeds their bins need.
 //
-// Variable radius and rocks meet every bound. NOT MET (issue 6 stays
-// open), so for these the test holds the levels measured on 2026-11-24 (8
-// seeds), and they cannot get worse unnoticed:
-//  - trees: bins from -5.2 % to +4.1 %, and the mean power at 4/T and 5/T
-//    0.079 and 0.086 against bounds of 0.060 and 0.054;
-//  - grass: the mean power at 1/T and 2/T, 0.21 and 0.18 against bounds of
-//    0.15 (it has 8x the trees' points, so the same relative ripple shows
-//    8x stronger).
-// Before generators were per (tile, layer), a tile's trees kept clear of
-// its lower neighbours' rocks and grass and ran 19 % short in the worst
-// bin, 2.9 % over the square, with the power at 1/T at 1.9; variable
-// radius met the bounds only once its woken points got kWokenDirections.
+// Seeds, and how close each layer comes, measured on 2026-11-24 over many
+// more seeds than here (trees 1024, rocks and grass 192; the worst of the
+// 16 bins and 8 harmonics):
+//  - trees: bins -2.1 % to +2.5 %, count 0.9931, power at most 0.85 of
+//    the bound (at 1/T: 0.068 against 0.081). Their bins sit within
+//    0.5 % of the bound, so they need 512 seeds (standard error 0.2 %);
+//    with 256, about one set of seeds in 20 would fail.
+//  - rocks: bins +1.7 %, count 0.9990, power 0.58 of the bound; 32 seeds
+//    (with 8, a third of the sets failed the power bound: the bound's own
+//    sigma over 8 seeds is that loose).
+//  - grass: bins +1.0 %, count 0.9999, power 0.44 of the bound; 16 seeds.
+// Before the keep ramp was 3 of the layer's own spacings (it was 3 R), the
+// rocks and grass were 2 to 2.5 % short 1 to 4 units into every later
+// tile, and the grass's power at 1/T was 0.24 against a bound of 0.19.
 TEST(SeamTest, VariableRadiusAndLayersHaveNoSeamArtefacts) {
   struct World {
     const char* name;
     WorldSpec spec;
     double r_max;
-    // Per layer: the bounds held, as above (power_cap 0: untiled + 3 sigma;
-    // otherwise a cap on the mean power over seeds at every m / T).
-    std::map<std::uint32_t, std::array<double, 3>> bins_count_power;
+    std::uint32_t layer;  // The layer measured.
+    int seeds;
   };
   std::vector<World> worlds;
   {
@@ -678,11 +699,13 @@ TEST(SeamTest, VariableRadiusAndLayersHaveNoSeamArtefacts) {
     spec.layers[0].options.density = Gradient({0, 0, 512, 512});
     spec.layers[0].options.radius_min = 1;
     spec.layers[0].options.radius_max = 2;
-    worlds.push_back({"variable radius", spec, 2, {{1, {0.03, 0.01, 0}}}});
+    worlds.push_back({"variable radius", spec, 2, 1, 8});
   }
   {
     WorldSpec spec;
     spec.tile_size = 64;
+    const char* names[] = {"trees", "trees, rocks", "trees, rocks, grass"};
+    const int seeds[] = {512, 32, 16};
     for (const LayerRule& r :
          std::vector<LayerRule>{{1, 2, 0.5}, {2, 1, 0.25}, {3, 0.7, 0.1}}) {
       LayerSpec l;
@@ -690,62 +713,55 @@ TEST(SeamTest, VariableRadiusAndLayersHaveNoSeamArtefacts) {
       l.options.radius = r.spacing;
       l.options.footprint = r.footprint;
       spec.layers.push_back(l);
+      worlds.push_back(
+          {names[r.layer - 1], spec, 2, r.layer, seeds[r.layer - 1]});
     }
-    worlds.push_back({"layers",
-                      spec,
-                      2,
-                      {{1, {0.06, 0.01, 0.12}},
-                       {2, {0.03, 0.01, 0}},
-                       {3, {0.03, 0.01, 0.3}}}});
   }
-  const int seeds = 8;
+  // Each layer's tiled points of the first seed, from the first world that
+  // has it.
+  std::map<std::uint32_t, std::vector<double>> first_seed;
   for (World& world : worlds) {
+    SCOPED_TRACE(world.name);
     const double t = world.spec.tile_size, w = 4 * t, R = world.r_max;
-    std::map<std::uint32_t, SeamMeasures> tiled, untiled;
+    SeamMeasures tiled, untiled;
+    for (SeamMeasures* m : {&tiled, &untiled}) {
+      m->t = t;
+      m->w = w;
+      m->bin = 0.5 * R;
+      m->margin = 8 * R;
+    }
+    const int seeds = SeamSeeds(world.seeds);
     for (int s = 0; s < seeds; ++s) {
       world.spec.shared.seed = 300 + s;
       const SeamRuns runs = RunTiledAndUntiled(world.spec, w, 8 * R);
-      for (const auto& [layer, coords] : runs.tiled) {
-        if (layer == 0) continue;  // Each layer on its own.
-        for (auto* m : {&tiled[layer], &untiled[layer]}) {
-          m->t = t;
-          m->w = w;
-          m->bin = 0.5 * R;
-          m->margin = 8 * R;
+      if (s == 0 && world.spec.layers[0].options.density == nullptr) {
+        for (const auto& [layer, coords] : runs.tiled) {
+          if (layer == 0) continue;
+          auto [it, first] = first_seed.emplace(layer, coords);
+          if (!first) {
+            EXPECT_EQ(coords, it->second) << "layer " << layer;
+          }
         }
-        tiled[layer].Add(coords);
-        untiled[layer].Add(runs.untiled.at(layer));
+      }
+      tiled.Add(runs.tiled.at(world.layer));
+      untiled.Add(runs.untiled.at(world.layer));
+    }
+    const double count_ratio = tiled.window_count / untiled.window_count;
+    std::printf("%s, layer %u, %d seeds: bins tiled / untiled / bulk:",
+                world.name, world.layer, seeds);
+    for (int b = 0; b < SeamMeasures::kBins; ++b) {
+      const double ratio =
+          tiled.bin_count[b] / untiled.bin_count[b] / count_ratio;
+      std::printf(" %.3f", ratio);
+      if (kSeamStatistics) {
+        EXPECT_NEAR(ratio, 1.0, 0.03) << "bin " << b << " at " << (-8 + b) * 0.5
+                                      << " r_max from a border";
       }
     }
-    for (const auto& [layer, m] : tiled) {
-      SCOPED_TRACE(std::string(world.name) + ", layer " + std::to_string(layer));
-      const SeamMeasures& control = untiled.at(layer);
-      const auto [bins_tol, count_tol, power_cap] =
-          world.bins_count_power.at(layer);
-      std::printf("%s, layer %u: bins tiled / untiled:", world.name, layer);
-      for (int b = 0; b < SeamMeasures::kBins; ++b) {
-        const double ratio = m.bin_count[b] / control.bin_count[b];
-        std::printf(" %.3f", ratio);
-        EXPECT_NEAR(ratio, 1.0, bins_tol)
-            << "bin " << b << " at " << (-8 + b) * 0.5 << " r_max from a border";
-      }
-      const double count_ratio = m.window_count / control.window_count;
-      std::printf("\ncount tiled / untiled = %.4f\n", count_ratio);
-      EXPECT_NEAR(count_ratio, 1.0, count_tol);
-      if (power_cap == 0) {
-        ExpectPowerWithinControl(m, control);
-        continue;
-      }
-      for (int h = 0; h < SeamMeasures::kHarmonics; ++h) {
-        double mean = 0;
-        for (const std::vector<double>& p : m.power) {
-          mean += p[h] / static_cast<double>(m.power.size());
-        }
-        std::printf("P(%d/T): tiled %.4f (held <= %.2f)\n", h + 1, mean,
-                    power_cap);
-        EXPECT_LE(mean, power_cap) << "m = " << h + 1;
-      }
-    }
+    std::printf("\ncount tiled / untiled = %.4f\n", count_ratio);
+    if (!kSeamStatistics) continue;
+    EXPECT_NEAR(count_ratio, 1.0, 0.01);
+    ExpectPowerWithinControl(tiled, untiled);
   }
 }
 
