@@ -15,8 +15,9 @@ double PoissonGridBytes(const Box& box, double radius) {
   for (int a = 0; a < box.dims(); ++a) {
     cells *= std::max(1.0, std::ceil(box.extent(a) / cell));
   }
-  // Coordinates, plus an occupancy bit and a coverage byte per cell.
-  return cells * (static_cast<double>(box.dims()) * sizeof(double) + 1.125);
+  // Coordinates, an occupancy bit and the cover marks per cell.
+  return cells * (static_cast<double>(box.dims()) * sizeof(double) + 0.125 +
+                  CoverBytesPerCell(box.dims()));
 }
 
 absl::Status RunPoissonScalar(const Region& region,

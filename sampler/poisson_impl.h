@@ -95,6 +95,10 @@ constexpr int kMaxGapDepth3d = 4;
 // counters from i << 32 on; gap-fill pieces likewise.
 constexpr int kBlockShift = 32;
 
+// Bytes of cover marks per grid cell (PoissonRun::CoverWord), for the
+// memory estimate (PoissonGridBytes).
+constexpr double CoverBytesPerCell(int dims) { return dims == 2 ? 1 : 8; }
+
 double CellSide(double radius, int dims) {
   return radius / std::sqrt(static_cast<double>(dims)) * kCellShrink;
 }
@@ -109,6 +113,7 @@ class PoissonRun {
   using CoverWord =
       std::conditional_t<D == 2, std::uint8_t, std::uint64_t>;
   static_assert(sizeof(CoverWord) * 8 >= (D == 2 ? 4 : 64));
+  static_assert(sizeof(CoverWord) == CoverBytesPerCell(D));
   static constexpr CoverWord kFullCover =
       D == 2 ? CoverWord{0xF} : static_cast<CoverWord>(~std::uint64_t{0});
   static constexpr unsigned kAllChildren = (1u << (1 << D)) - 1;
