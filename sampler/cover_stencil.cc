@@ -60,6 +60,39 @@ CoverStencil2d Build() {
 // a / b rounded down, for b > 0.
 int FloorDiv(int a, int b) { return a >= 0 ? a / b : -((b - 1 - a) / b); }
 
+// In 3D, along one axis and in quarter-cell units: class q spans
+// [q, q + 1] * kSplit / kClasses of its cell, quarter-cell i spans [i, i + 1].
+double ClassLo3d(int q) {
+  return static_cast<double>(q) * CoverStencil3d::kSplit /
+         CoverStencil3d::kClasses;
+}
+
+// Farthest distance from a centre anywhere in class q to quarter-cell i.
+double Farthest3d(int q, int i) {
+  return std::max(i + 1 - ClassLo3d(q), ClassLo3d(q + 1) - i);
+}
+
+// The quarter-cells i in [lo, hi] within sqrt(rem) of every centre of class
+// q form one run, i > c1 - w and i + 1 < c0 + w with [c0, c1] the class's
+// extent and w = sqrt(rem): [*i0, *i1], false when it is empty. The exact
+// test settles the ends, so rounding in w cannot widen it.
+bool CoveredRun(int q, double rem, int lo, int hi, int* i0, int* i1) {
+  auto covered = [&](int i) {
+    const double f = Farthest3d(q, i);
+    return f * f < rem;
+  };
+  const double w = std::sqrt(rem);
+  int a = static_cast<int>(std::floor(ClassLo3d(q + 1) - w)) + 1;
+  int b = static_cast<int>(std::ceil(ClassLo3d(q) + w)) - 2;
+  while (a - 1 >= lo && covered(a - 1)) --a;
+  while (a <= b && !covered(a)) ++a;
+  while (b + 1 <= hi && covered(b + 1)) ++b;
+  while (b >= a && !covered(b)) --b;
+  *i0 = a;
+  *i1 = b;
+  return a <= b;
+}
+
 CoverStencil3d Build3d() {
   constexpr int kQ = CoverStencil3d::kClasses;
   constexpr int kS = CoverStencil3d::kSplit;
@@ -70,13 +103,6 @@ CoverStencil3d Build3d() {
   // A ball reaches at most this many quarter-cells past its centre's:
   // 4 sqrt(3) < 7.
   constexpr int kReach = 7;
-  // Farthest distance, along one axis, from a centre anywhere in class q
-  // ([q, q + 1] * kS / kQ) to the quarter-cell [i, i + 1].
-  auto farthest = [](int q, int i) {
-    const double c0 = static_cast<double>(q) * kS / kQ;
-    const double c1 = static_cast<double>(q + 1) * kS / kQ;
-    return std::max(i + 1 - c0, c1 - i);
-  };
   // A centre's quarter-cell index is 0 .. kS - 1 along each axis, so
   // quarter-cells -kReach .. kS - 1 + kReach are all a ball can reach.
   constexpr int kLo = -kReach, kHi = kS - 1 + kReach;
@@ -88,35 +114,24 @@ CoverStencil3d Build3d() {
   constexpr int kH = kQ / 2;
   CoverStencil3d half;
   std::vector<std::uint64_t> cells(kSide * kSide * kSide);
+  auto at = [&](int cx, int cy, int cz) -> std::uint64_t& {
+    return cells[static_cast<std::size_t>(
+        ((cz + kCells) * kSide + cy + kCells) * kSide + cx + kCells)];
+  };
   for (int qz = 0; qz < kH; ++qz) {
     for (int qy = 0; qy < kH; ++qy) {
       for (int qx = 0; qx < kH; ++qx) {
         half.begin.push_back(static_cast<std::uint32_t>(half.entries.size()));
         std::fill(cells.begin(), cells.end(), 0);
         for (int l = kLo; l <= kHi; ++l) {
-          const double fz = farthest(qz, l);
+          const double fz = Farthest3d(qz, l);
           if (fz * fz >= r2) continue;
           for (int j = kLo; j <= kHi; ++j) {
-            const double fy = farthest(qy, j);
+            const double fy = Farthest3d(qy, j);
             const double rem = r2 - fz * fz - fy * fy;
             if (rem <= 0) continue;
-            // The covered i form one run: i > c1 - w and i + 1 < c0 + w,
-            // with c0, c1 the class's bounds. The exact test settles its
-            // ends, so rounding in w cannot widen it.
-            const double w = std::sqrt(rem);
-            auto covered = [&](int i) {
-              const double fx = farthest(qx, i);
-              return fx * fx < rem;
-            };
-            const double c0 = static_cast<double>(qx) * kS / kQ;
-            const double c1 = static_cast<double>(qx + 1) * kS / kQ;
-            int i0 = static_cast<int>(std::floor(c1 - w)) + 1;
-            int i1 = static_cast<int>(std::ceil(c0 + w)) - 2;
-            while (i0 - 1 >= kLo && covered(i0 - 1)) --i0;
-            while (i0 <= i1 && !covered(i0)) ++i0;
-            while (i1 + 1 <= kHi && covered(i1 + 1)) ++i1;
-            while (i1 >= i0 && !covered(i1)) --i1;
-            if (i0 > i1) continue;
+            int i0 = 0, i1 = 0;
+            if (!CoveredRun(qx, rem, kLo, kHi, &i0, &i1)) continue;
             const int cy = FloorDiv(j, kS);
             const int cz = FloorDiv(l, kS);
             const int shift = kS * ((j - kS * cy) + kS * (l - kS * cz));
@@ -126,9 +141,7 @@ CoverStencil3d Build3d() {
               const std::uint64_t bits =
                   ((std::uint64_t{2} << hi) - (std::uint64_t{1} << lo))
                   << shift;
-              cells[static_cast<std::size_t>(
-                  ((cz + kCells) * kSide + cy + kCells) * kSide + cx +
-                  kCells)] |= bits;
+              at(cx, cy, cz) |= bits;
             }
           }
         }
@@ -136,9 +149,7 @@ CoverStencil3d Build3d() {
         for (int cz = -kCells; cz <= kCells; ++cz) {
           for (int cy = -kCells; cy <= kCells; ++cy) {
             for (int cx = -kCells; cx <= kCells; ++cx) {
-              const std::uint64_t mask = cells[static_cast<std::size_t>(
-                  ((cz + kCells) * kSide + cy + kCells) * kSide + cx +
-                  kCells)];
+              const std::uint64_t mask = at(cx, cy, cz);
               if (mask == 0) continue;
               half.entries.push_back({mask, static_cast<std::int8_t>(cx),
                                       static_cast<std::int8_t>(cy),
@@ -195,8 +206,9 @@ CoverStencil3d Build3d() {
             entry.dz = static_cast<std::int8_t>(-entry.dz);
           }
           s.entries.push_back(entry);
-          s.reach = std::max({s.reach, std::abs(int{entry.dx}),
-                              std::abs(int{entry.dy}), std::abs(int{entry.dz})});
+          s.reach =
+              std::max({s.reach, std::abs(int{entry.dx}),
+                        std::abs(int{entry.dy}), std::abs(int{entry.dz})});
         }
       }
     }

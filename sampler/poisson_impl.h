@@ -110,8 +110,7 @@ class PoissonRun {
   // Cover marks split a cell into kSplit pieces per axis: half-cells in 2D,
   // quarter-cells in 3D (see CoverStencil3d), one bit each.
   static constexpr int kSplit = D == 2 ? 2 : CoverStencil3d::kSplit;
-  using CoverWord =
-      std::conditional_t<D == 2, std::uint8_t, std::uint64_t>;
+  using CoverWord = std::conditional_t<D == 2, std::uint8_t, std::uint64_t>;
   static_assert(sizeof(CoverWord) * 8 >= (D == 2 ? 4 : 64));
   static_assert(sizeof(CoverWord) == CoverBytesPerCell(D));
   static constexpr CoverWord kFullCover =
@@ -480,16 +479,16 @@ class PoissonRun {
         if (hx0 > hx1) continue;
         const std::uint64_t row =
             static_cast<std::uint64_t>(hy / kSplit) * stride_[1] +
-            (D == 3 ? static_cast<std::uint64_t>(hz / kSplit) * stride_[2]
-                    : 0);
-        const int shift = static_cast<int>(
-            kSplit * (hy % kSplit) +
-            (D == 3 ? kSplit * kSplit * (hz % kSplit) : 0));
+            (D == 3 ? static_cast<std::uint64_t>(hz / kSplit) * stride_[2] : 0);
+        const int shift =
+            static_cast<int>(kSplit * (hy % kSplit) +
+                             (D == 3 ? kSplit * kSplit * (hz % kSplit) : 0));
         // Whole cells of the run get the row's kSplit pieces; the end cells
         // those from hx0 on and up to hx1.
         const auto c0 = static_cast<std::uint64_t>(hx0 / kSplit);
         const auto c1 = static_cast<std::uint64_t>(hx1 / kSplit);
-        const std::uint64_t first = kRowBits & ~((std::uint64_t{1} << (hx0 % kSplit)) - 1);
+        const std::uint64_t first =
+            kRowBits & ~((std::uint64_t{1} << (hx0 % kSplit)) - 1);
         const std::uint64_t last = (std::uint64_t{2} << (hx1 % kSplit)) - 1;
         if (c0 == c1) {
           cover_[row + c0] |= static_cast<CoverWord>((first & last) << shift);
@@ -534,8 +533,7 @@ class PoissonRun {
         const std::int64_t x = cell[0] + e->dx;
         const std::int64_t y = cell[1] + e->dy;
         const std::int64_t z = cell[2] + e->dz;
-        if (x < 0 || x >= n_[0] || y < 0 || y >= n_[1] || z < 0 ||
-            z >= n_[2]) {
+        if (x < 0 || x >= n_[0] || y < 0 || y >= n_[1] || z < 0 || z >= n_[2]) {
           continue;
         }
       }
@@ -1368,8 +1366,7 @@ class PoissonRun {
   // covers whole; 8 spare words let FillGaps read 8 at a time.
   HugePageVector<CoverWord> cover_;
   const CoverStencil2d* stencil_ = &CoverStencil2d::Get();
-  const CoverStencil3d* stencil3d_ =
-      D == 3 ? &CoverStencil3d::Get() : nullptr;
+  const CoverStencil3d* stencil3d_ = D == 3 ? &CoverStencil3d::Get() : nullptr;
 
   std::vector<double> list_[D];  // The gathered neighbourhood, SoA.
   std::vector<double> far_[D];   // Scratch for Gather's 3D partition.

@@ -15,7 +15,6 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "sampler/simd.h"
