@@ -12,7 +12,8 @@ namespace {
 
 constexpr SimdKernels kScalarKernels = {
     internal::ScalarOps::AnyWithin2d, internal::ScalarOps::AnyWithin3d,
-    internal::ScalarOps::FilterBox<2>, internal::ScalarOps::FilterBox<3>};
+    internal::ScalarOps::FilterBox<2>, internal::ScalarOps::FilterBox<3>,
+    internal::ScalarOps::AnyConflict<2>, internal::ScalarOps::AnyConflict<3>};
 
 bool CpuHasAvx2() {
 #if SCATTER_HAVE_AVX2_PATH

@@ -37,6 +37,11 @@ SimdLevel ResolveSimdLevel(SimdLevel level);
 // out[0..dims-1], in order, and returns how many; returns -1 instead when
 // one of them has every corner of the box closer than `threshold`. The
 // arrays must hold NaN from n up to the next multiple of 4.
+//
+// any_conflict_{2d,3d} (variable radius): true when some point j < n of
+// xs[0..dims-1] has squared distance to c, computed as above, below
+// max(rc2, r2[j]). The arrays must hold NaN coordinates (and any r2) from n
+// up to the next multiple of 4.
 struct SimdKernels {
   bool (*any_within_2d)(const double* xs, const double* ys, std::size_t n,
                         double cx, double cy, double threshold);
@@ -49,6 +54,10 @@ struct SimdKernels {
   std::ptrdiff_t (*filter_box_3d)(const double* const* in, std::size_t n,
                                   const double* lo, const double* hi,
                                   double threshold, double* const* out);
+  bool (*any_conflict_2d)(const double* const* xs, const double* r2,
+                          std::size_t n, const double* c, double rc2);
+  bool (*any_conflict_3d)(const double* const* xs, const double* r2,
+                          std::size_t n, const double* c, double rc2);
 };
 
 // The kernels of `level` (resolved as above).

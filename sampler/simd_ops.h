@@ -42,6 +42,24 @@ struct ScalarOps {
     return false;
   }
 
+  // Variable radius: true when some point j < n of (xs[0], .., xs[D - 1])
+  // has squared distance to c below max(rc2, r2[j]). The lists must be
+  // padded to a whole group of 4 with NaN coordinates (never closer than
+  // anything).
+  template <int D>
+  static bool AnyConflict(const double* const* xs, const double* r2,
+                          std::size_t n, const double* c, double rc2) {
+    for (std::size_t j = 0; j < n; ++j) {
+      double d2 = 0;
+      for (int a = 0; a < D; ++a) {
+        const double d = xs[a][j] - c[a];
+        d2 = a == 0 ? d * d : d2 + d * d;
+      }
+      if (d2 < (rc2 < r2[j] ? r2[j] : rc2)) return true;
+    }
+    return false;
+  }
+
   // Of the n points in (in[0], .., in[D - 1]), copies those whose squared
   // distance to the box [lo, hi] is below t to `out`, in order, and returns
   // how many; returns -1 instead when one of them has every corner of the

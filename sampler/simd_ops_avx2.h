@@ -60,6 +60,31 @@ struct Avx2Ops {
     return ScalarOps::AnyWithin3d(xs + j, ys + j, zs + j, n - j, cx, cy, cz, t);
   }
 
+  // ScalarOps::AnyConflict, 4 points at a time, leaving at the first group
+  // with a hit: the lists put their nearest points first. On numbers,
+  // max_pd and the scalar max differ only on equal inputs, so every
+  // comparison is the scalar one.
+  template <int D>
+  static bool AnyConflict(const double* const* xs, const double* r2,
+                          std::size_t n, const double* c, double rc2) {
+    __m256d vc[D];
+    for (int a = 0; a < D; ++a) vc[a] = _mm256_set1_pd(c[a]);
+    const __m256d vrc = _mm256_set1_pd(rc2);
+    for (std::size_t j = 0; j < n; j += 4) {
+      __m256d d2 = _mm256_setzero_pd();
+      for (int a = 0; a < D; ++a) {
+        const __m256d d = _mm256_sub_pd(_mm256_loadu_pd(xs[a] + j), vc[a]);
+        d2 = a == 0 ? _mm256_mul_pd(d, d)
+                    : _mm256_add_pd(d2, _mm256_mul_pd(d, d));
+      }
+      const __m256d t = _mm256_max_pd(_mm256_loadu_pd(r2 + j), vrc);
+      if (_mm256_movemask_pd(_mm256_cmp_pd(d2, t, _CMP_LT_OQ)) != 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   // ScalarOps::FilterBox, 4 points at a time. The lists must be padded with
   // NaN to a whole group of 4 (a NaN distance compares false, so padding is
   // never kept). On numbers, max_pd and std::max differ only on equal

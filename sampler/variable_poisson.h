@@ -61,6 +61,21 @@ absl::Status RunVariablePoisson(const Region& region,
                                 const SamplerOptions& options, BatchWriter* out,
                                 absl::FunctionRef<bool()> stop);
 
+// The two builds of RunVariablePoisson, one per SIMD path
+// (variable_poisson.cc, variable_poisson_avx2.cc); RunVariablePoisson picks
+// by options.simd. The AVX2 one exists only where SCATTER_HAVE_AVX2_PATH
+// (simd_ops.h) is 1, and may run only on a CPU with AVX2.
+absl::Status RunVariablePoissonScalar(const Region& region,
+                                      const ObstacleIndex& obstacles,
+                                      const SamplerOptions& options,
+                                      BatchWriter* out,
+                                      absl::FunctionRef<bool()> stop);
+absl::Status RunVariablePoissonAvx2(const Region& region,
+                                    const ObstacleIndex& obstacles,
+                                    const SamplerOptions& options,
+                                    BatchWriter* out,
+                                    absl::FunctionRef<bool()> stop);
+
 }  // namespace scatter::sampler::internal
 
 #endif  // SCATTER_SAMPLER_VARIABLE_POISSON_H_

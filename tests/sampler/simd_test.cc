@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "sampler/box.h"
+#include "sampler/raster.h"
 #include "sampler/rng.h"
 #include "sampler/sampler.h"
 #include "tests/sampler/point_set.h"
@@ -388,6 +391,119 @@ TEST(SimdTest, FilterBoxTreatsNaNPointsAsFarAway) {
 }
 
 // ---------------------------------------------------------------------------
+// any_conflict against its definition.
+
+// The definition in simd.h, as the variable-radius sampler wrote it before
+// it had kernels: below max(rc2, r2[j]), as std::max gives it.
+bool ReferenceConflict(int dims, const double* const* xs, const double* r2,
+                       std::size_t n, const double* c, double rc2) {
+  for (std::size_t j = 0; j < n; ++j) {
+    double d2 = 0;
+    for (int a = 0; a < dims; ++a) {
+      const double d = xs[a][j] - c[a];
+      d2 = a == 0 ? d * d : d2 + d * d;
+    }
+    if (d2 < std::max(rc2, r2[j])) return true;
+  }
+  return false;
+}
+
+TEST(SimdTest, AnyConflictAgreesWithTheDefinitionOnRandomInputs) {
+  for (SimdLevel level : LevelsToCompare()) {
+    SCOPED_TRACE(SimdLevelName(level));
+    const SimdKernels& kernels = KernelsFor(level);
+    ASSERT_NE(kernels.any_conflict_2d, nullptr);
+    ASSERT_NE(kernels.any_conflict_3d, nullptr);
+    CounterRng rng(0xc0f1);
+    int trues = 0;
+    int falses = 0;
+    int own_radius = 0;  // Answers that only the query's rc2 decided.
+    for (std::size_t n : kSizes) {
+      for (int trial = 0; trial < 40; ++trial) {
+        for (int dims : {2, 3}) {
+          // Points within about 1 of the query, radii up to 0.5, NaN
+          // padding to a whole group of 4 as the kernels require; the
+          // padding's r2 is huge, so a kernel that lets it count fails.
+          const std::size_t padded = (n + 3) / 4 * 4;
+          double c[3];
+          std::vector<double> coords[3];
+          const double* xs[3];
+          for (int a = 0; a < 3; ++a) {
+            c[a] = rng.UniformSigned();
+            coords[a].assign(padded, kNaN);
+            for (std::size_t j = 0; j < n; ++j) {
+              coords[a][j] = c[a] + rng.UniformSigned();
+            }
+            xs[a] = coords[a].data();
+          }
+          std::vector<double> r2(padded, 1e300);
+          for (std::size_t j = 0; j < n; ++j) {
+            const double r = 0.5 * rng.Uniform01();
+            r2[j] = r * r;
+          }
+          // Now and then a radius exactly at a point's squared distance,
+          // where "below" must say no.
+          if (n > 0 && rng.Uniform01() < 0.3) {
+            const std::size_t j = rng.Next() % n;
+            double d2 = 0;
+            for (int a = 0; a < dims; ++a) {
+              const double d = xs[a][j] - c[a];
+              d2 = a == 0 ? d * d : d2 + d * d;
+            }
+            r2[j] = d2;
+          }
+          for (double rc2 : {0.0, 0.01, 0.05, 0.2}) {
+            const bool expected =
+                ReferenceConflict(dims, xs, r2.data(), n, c, rc2);
+            const bool actual =
+                dims == 2 ? kernels.any_conflict_2d(xs, r2.data(), n, c, rc2)
+                          : kernels.any_conflict_3d(xs, r2.data(), n, c, rc2);
+            ASSERT_EQ(actual, expected)
+                << dims << "D n " << n << " trial " << trial << " rc2 " << rc2;
+            (expected ? trues : falses) += 1;
+            own_radius += expected && rc2 > 0 &&
+                          !ReferenceConflict(dims, xs, r2.data(), n, c, 0);
+          }
+        }
+      }
+    }
+    // Both answers, and answers decided by the query's own radius, are
+    // well represented.
+    EXPECT_GT(trues, 500);
+    EXPECT_GT(falses, 500);
+    EXPECT_GT(own_radius, 100);
+  }
+}
+
+TEST(SimdTest, AnyConflictSeesAPointInEveryPosition) {
+  // Only point i conflicts; the others are far. Catches a kernel that
+  // skips a group or the tail.
+  for (SimdLevel level : LevelsToCompare()) {
+    SCOPED_TRACE(SimdLevelName(level));
+    const SimdKernels& kernels = KernelsFor(level);
+    for (std::size_t n : kSizes) {
+      const std::size_t padded = (n + 3) / 4 * 4;
+      for (std::size_t i = 0; i < n; ++i) {
+        std::vector<double> coords(padded, 100.0);
+        for (std::size_t j = n; j < padded; ++j) coords[j] = kNaN;
+        coords[i] = 0.5;
+        const double* xs[3] = {coords.data(), coords.data(), coords.data()};
+        std::vector<double> r2(padded, 0.0);
+        r2[i] = 1e-6;
+        const double c[3] = {0.5, 0.5, 0.5};
+        EXPECT_TRUE(kernels.any_conflict_2d(xs, r2.data(), n, c, 0))
+            << "n " << n << " i " << i;
+        EXPECT_TRUE(kernels.any_conflict_3d(xs, r2.data(), n, c, 0))
+            << "n " << n << " i " << i;
+        r2[i] = 0;  // Then only the query's own radius reaches it.
+        EXPECT_FALSE(kernels.any_conflict_2d(xs, r2.data(), n, c, 0));
+        EXPECT_TRUE(kernels.any_conflict_3d(xs, r2.data(), n, c, 1e-6));
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Whole runs: every path gives the scalar path's points, bit for bit.
 
 struct Config {
@@ -395,7 +511,29 @@ struct Config {
   int dims;
   Method method;
   double radius;
+  // Variable radius from a density raster when > 0: radii [radius,
+  // radius_max].
+  double radius_max = 0;
 };
+
+// Density falling from 1 at the left to 0 at the right, with ripples.
+std::shared_ptr<const Raster> RippleDensity() {
+  constexpr std::uint32_t kSide = 64;
+  std::vector<float> pixels(kSide * kSide);
+  for (std::uint32_t j = 0; j < kSide; ++j) {
+    for (std::uint32_t i = 0; i < kSide; ++i) {
+      const double x = (i + 0.5) / kSide;
+      const double y = (j + 0.5) / kSide;
+      const double d = 1 - x + 0.2 * std::sin(11 * x) * std::sin(7 * y);
+      pixels[j * kSide + i] = static_cast<float>(std::clamp(d, 0.0, 1.0));
+    }
+  }
+  std::vector<std::uint8_t> bytes(pixels.size() * sizeof(float));
+  std::memcpy(bytes.data(), pixels.data(), bytes.size());
+  absl::StatusOr<Raster> raster = Raster::FromRaw(
+      RasterFormat::kF32, kSide, kSide, bytes, RasterRect{}, 1 << 20);
+  return std::make_shared<const Raster>(*std::move(raster));
+}
 
 class SimdRunTest : public ::testing::TestWithParam<Config> {};
 
@@ -406,6 +544,11 @@ TEST_P(SimdRunTest, EveryLevelGivesTheScalarPoints) {
   SamplerOptions options;
   options.method = config.method;
   options.radius = config.radius;
+  if (config.radius_max > 0) {
+    options.radius_min = config.radius;
+    options.radius_max = config.radius_max;
+    options.density = RippleDensity();
+  }
   options.seed = 2024;
   options.simd = SimdLevel::kScalar;
   absl::StatusOr<Sampler> scalar = Sampler::Create(*box, options);
@@ -437,6 +580,10 @@ const Config kRunConfigs[] = {
     {"Classic2D", 2, Method::kPoissonClassic, 0.01},
     {"Dense3D", 3, Method::kPoissonDense, 0.06},
     {"Classic3D", 3, Method::kPoissonClassic, 0.06},
+    {"VariableDense2D", 2, Method::kPoissonDense, 0.004, 0.04},
+    {"VariableClassic2D", 2, Method::kPoissonClassic, 0.004, 0.04},
+    {"VariableDense3D", 3, Method::kPoissonDense, 0.04, 0.12},
+    {"VariableClassic3D", 3, Method::kPoissonClassic, 0.04, 0.12},
 };
 
 // Names the case in test names and failure messages.

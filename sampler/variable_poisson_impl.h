@@ -1,0 +1,1392 @@
+// Internal: the variable-radius Poisson sampler, as a class template over
+// the SIMD operations it uses. Included by variable_poisson.cc (ScalarOps,
+// baseline ISA) and by variable_poisson_avx2.cc (Avx2Ops; it defines
+// SCATTER_VARIABLE_POISSON_AVX2), so each translation unit compiles the
+// whole hot loop for its own target with the kernels inlined, as
+// poisson_impl.h does for constant radius (whose top comment says why the
+// AVX2 target is set only after the includes). Everything below the
+// includes has internal linkage. Include this file after every other
+// header.
+
+#ifndef SCATTER_SAMPLER_VARIABLE_POISSON_IMPL_H_
+#define SCATTER_SAMPLER_VARIABLE_POISSON_IMPL_H_
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "sampler/box_distance.h"
+#include "sampler/directions.h"
+#include "sampler/gap_pieces.h"
+#include "sampler/rng.h"
+#include "sampler/rotation.h"
+#include "sampler/simd_ops.h"
+#include "sampler/variable_poisson.h"
+
+#ifdef SCATTER_VARIABLE_POISSON_AVX2
+// Set only here, after the includes above; see poisson_impl.h.
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#include "sampler/simd_ops_avx2.h"
+#endif
+
+namespace scatter::sampler::internal {
+namespace {
+
+// As in the constant-radius engine (poisson_impl.h): a pair is accepted
+// only when its computed squared distance is at least max(r_a, r_b)^2 *
+// (1 + kSlack), so the true distance is >= max(r_a, r_b) even to a checker
+// with more precision.
+constexpr double kSlack = 0x1.0p-40;
+// Cells are this much smaller than r / sqrt(D), so two points of a level
+// never share one, even after rounding in the cell index.
+constexpr double kCellShrink = 1 - 1e-6;
+// Search windows and keep-tests are widened by this factor, so rounding can
+// only make a gathered list longer, never drop a point that matters.
+constexpr double kBoundSlack = 1 + 1e-6;
+// Covered-tests are narrowed by this factor, so rounding never calls a
+// piece covered that is not.
+constexpr double kCoverShrink = 1 - 1e-9;
+// Poll the stop predicate after this many candidates, or gap-fill cells.
+constexpr std::uint64_t kPollEvery = 4096;
+// Gap filling splits a level-0 cell into 2^D children this many times at
+// most (pieces 1/64 of a cell wide in 2D, 1/16 in 3D).
+constexpr int kMaxGapDepth2d = 6;
+constexpr int kMaxGapDepth3d = 4;
+constexpr int kMaxGapDepth = std::max(kMaxGapDepth2d, kMaxGapDepth3d);
+// Candidate i of a visit uses the counter block i << 32 of the visit's key.
+constexpr int kBlockShift = 32;
+// Dense candidates that move out take at most this many secant steps.
+constexpr int kMoveOutSteps = 3;
+// Block summaries: blocks of 2^kBlockBits cells per axis.
+constexpr int kBlockBits = 3;
+constexpr std::int64_t kBlockSide = std::int64_t{1} << kBlockBits;
+// Levels: bands [r_min 2^l, r_min 2^(l+1)); 64 levels span any ratio of
+// finite doubles that a memory limit lets through.
+constexpr int kMaxLevels = 64;
+
+// How many levels a run with these bounds has: up to the one whose band
+// holds r_max.
+int LevelCount(double r_min, double r_max) {
+  int levels = 1;
+  double lower = r_min * 2;
+  while (levels < kMaxLevels && lower <= r_max) {
+    ++levels;
+    lower *= 2;
+  }
+  return levels;
+}
+
+double LevelCell(double r_min, int level, int dims) {
+  return std::ldexp(r_min, level) / std::sqrt(static_cast<double>(dims)) *
+         kCellShrink;
+}
+
+// r(x) = r_min + (r_max - r_min) * (1 - density), clamped to the bounds so
+// rounding never leaves them.
+struct RadiusField {
+  const Raster* density;
+  double r_min;
+  double r_max;
+
+  double FromDensity(double d) const {
+    const double r = r_min + (r_max - r_min) * (1 - d);
+    return r < r_min ? r_min : (r > r_max ? r_max : r);
+  }
+  double At(const double* p) const {
+    return FromDensity(density->Sample(p[0], p[1]));
+  }
+};
+
+// Bounds of the density over boxes at any scale in O(1): a pyramid of
+// per-block minima and maxima of the pixels (level k: blocks of 2^k x 2^k
+// pixels), so a box covering many pixels reads at most 4 x 4 blocks of a
+// coarse enough level, never all its pixels. Built once per run, O(pixels).
+class DensityBounds {
+ public:
+  explicit DensityBounds(const Raster& raster) : raster_(raster) {
+    std::uint32_t w = raster.width(), h = raster.height();
+    Level base{w, h, std::vector<float>(std::size_t{w} * h),
+               std::vector<float>(std::size_t{w} * h)};
+    for (std::uint32_t j = 0; j < h; ++j) {
+      for (std::uint32_t i = 0; i < w; ++i) {
+        base.lo[std::size_t{j} * w + i] = raster.Pixel(i, j);
+        base.hi[std::size_t{j} * w + i] = raster.Pixel(i, j);
+      }
+    }
+    levels_.push_back(std::move(base));
+    while (w > 1 || h > 1) {
+      const Level& fine = levels_.back();
+      const std::uint32_t cw = (w + 1) / 2, ch = (h + 1) / 2;
+      Level coarse{cw, ch, std::vector<float>(std::size_t{cw} * ch, 2.0f),
+                   std::vector<float>(std::size_t{cw} * ch, -1.0f)};
+      for (std::uint32_t j = 0; j < h; ++j) {
+        for (std::uint32_t i = 0; i < w; ++i) {
+          const std::size_t f = std::size_t{j} * w + i;
+          const std::size_t c = std::size_t{j / 2} * cw + i / 2;
+          coarse.lo[c] = std::min(coarse.lo[c], fine.lo[f]);
+          coarse.hi[c] = std::max(coarse.hi[c], fine.hi[f]);
+        }
+      }
+      levels_.push_back(std::move(coarse));
+      w = cw;
+      h = ch;
+    }
+    const RasterRect& rect = raster.rect();
+    to_col_ = raster.width() / (rect.x1 - rect.x0);
+    to_row_ = raster.height() / (rect.y1 - rect.y0);
+  }
+
+  // The least and greatest density Sample() can return in the box
+  // [x0, x1] x [y0, y1]: over the pixels whose bilinear support meets it,
+  // one more on each side against rounding of the pixel coordinates.
+  void Bounds(double x0, double y0, double x1, double y1, double* lo,
+              double* hi) const {
+    std::int64_t i0, i1, j0, j1;
+    PixelRange(x0, y0, x1, y1, &i0, &i1, &j0, &j1);
+    std::size_t k = 0;
+    while (k + 1 < levels_.size() &&
+           ((i1 >> k) - (i0 >> k) > 3 || (j1 >> k) - (j0 >> k) > 3)) {
+      ++k;
+    }
+    BlockBounds(k, i0, i1, j0, j1, lo, hi);
+  }
+
+  // Bounds that hold as Bounds' do but may be wider: from the level where
+  // the box's pixels span at most 2 x 2 blocks. Four reads.
+  void LooseBounds(double x0, double y0, double x1, double y1, double* lo,
+                   double* hi) const {
+    std::int64_t i0, i1, j0, j1;
+    PixelRange(x0, y0, x1, y1, &i0, &i1, &j0, &j1);
+    // The smallest k with 2^k > span: then i0 >> k and i1 >> k differ by 1
+    // at most.
+    const auto span = static_cast<std::uint64_t>(std::max(i1 - i0, j1 - j0));
+    std::size_t k = 0;
+    while ((span >> k) != 0) ++k;
+    k = std::min(k, levels_.size() - 1);
+    BlockBounds(k, i0, i1, j0, j1, lo, hi);
+  }
+
+ private:
+  // The least and greatest pixel over the blocks of level k that hold the
+  // pixels [i0, i1] x [j0, j1].
+  void BlockBounds(std::size_t k, std::int64_t i0, std::int64_t i1,
+                   std::int64_t j0, std::int64_t j1, double* lo,
+                   double* hi) const {
+    const Level& level = levels_[k];
+    float mn = 2, mx = -1;
+    for (std::int64_t j = j0 >> k; j <= j1 >> k; ++j) {
+      for (std::int64_t i = i0 >> k; i <= i1 >> k; ++i) {
+        const std::size_t c =
+            static_cast<std::size_t>(j) * level.w + static_cast<std::size_t>(i);
+        mn = std::min(mn, level.lo[c]);
+        mx = std::max(mx, level.hi[c]);
+      }
+    }
+    *lo = mn;
+    *hi = mx;
+  }
+
+  // The pixels whose bilinear support meets [x0, x1] x [y0, y1], one more on
+  // each side against rounding, clamped to the raster.
+  [[gnu::always_inline]] void PixelRange(double x0, double y0, double x1,
+                                         double y1, std::int64_t* i0,
+                                         std::int64_t* i1, std::int64_t* j0,
+                                         std::int64_t* j1) const {
+    const RasterRect& rect = raster_.rect();
+    const auto col = [&](double x) {
+      return PixelIndex((x - rect.x0) * to_col_ - 0.5, raster_.width());
+    };
+    const auto row = [&](double y) {
+      return PixelIndex((rect.y1 - y) * to_row_ - 0.5, raster_.height());
+    };
+    *i0 = std::max<std::int64_t>(col(x0) - 1, 0);
+    *j0 = std::max<std::int64_t>(row(y1) - 1, 0);
+    *i1 = std::min<std::int64_t>(col(x1) + 2, raster_.width() - 1);
+    *j1 = std::min<std::int64_t>(row(y0) + 2, raster_.height() - 1);
+  }
+
+  struct Level {
+    std::uint32_t w, h;
+    std::vector<float> lo, hi;
+  };
+
+  // Floor of a continuous pixel coordinate, clamped to the raster (NaN and
+  // huge values included).
+  static std::int64_t PixelIndex(double u, std::uint32_t n) {
+    if (!(u > 0)) return 0;
+    const double last = static_cast<double>(n) - 1;
+    return static_cast<std::int64_t>(u < last ? u : last);
+  }
+
+  const Raster& raster_;
+  double to_col_ = 1;
+  double to_row_ = 1;
+  std::vector<Level> levels_;
+};
+
+// A zeroed array from calloc: large ones come straight from the kernel as
+// zero pages, so cells of a fine level that no point reaches (a region of
+// big radii) are never touched, where std::vector would write them all.
+template <class T>
+class ZeroedArray {
+ public:
+  void Reset(std::size_t n) {
+    data_.reset(static_cast<T*>(std::calloc(n, sizeof(T))));
+    if (data_ == nullptr && n != 0) std::abort();  // As operator new would.
+  }
+  T& operator[](std::size_t i) { return data_.get()[i]; }
+  const T& operator[](std::size_t i) const { return data_.get()[i]; }
+  const T* data() const { return data_.get(); }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T, Free> data_;
+};
+
+template <int D, class Ops>
+class VariableRun {
+ public:
+  VariableRun(const Region& region, const ObstacleIndex& obstacles,
+              const SamplerOptions& options, BatchWriter* out,
+              absl::FunctionRef<bool()> stop)
+      : region_(region),
+        obstacles_(obstacles),
+        box_only_(region.IsBox()),
+        maybe_partial_(!region.IsBox() || !obstacles.empty()),
+        out_(out),
+        stop_(stop),
+        dense_(options.method == Method::kPoissonDense),
+        fill_gaps_(options.fill_gaps),
+        attempts_(options.max_attempts),
+        eps_(options.dense_epsilon),
+        field_{options.density.get(), options.radius_min, options.radius_max},
+        density_bounds_(*options.density),
+        per_point_footprint_(options.footprint == 0),
+        per_point_(per_point_footprint_ || obstacles.takes_own_radius()) {
+    candidate_key_ = PoissonStreamKey(options, Purpose::kCandidates);
+    gap_key_ = PoissonStreamKey(options, Purpose::kGapFill);
+    const Box& box = region.bounds();
+    for (int a = 0; a < D; ++a) {
+      lo_[a] = box.min(a);
+      hi_[a] = box.max(a);
+    }
+    const int levels = LevelCount(field_.r_min, field_.r_max);
+    levels_.resize(static_cast<std::size_t>(levels));
+    for (int l = 0; l < levels; ++l) {
+      Level& level = levels_[static_cast<std::size_t>(l)];
+      level.lo_r = std::ldexp(field_.r_min, l);
+      level.hi_r =
+          l + 1 == levels ? field_.r_max : std::ldexp(field_.r_min, l + 1);
+      level.cell = LevelCell(field_.r_min, l, D);
+      level.inv_cell = 1 / level.cell;
+      level.cells = 1;
+      for (int a = 0; a < D; ++a) {
+        level.n[a] = std::max<std::int64_t>(
+            1, static_cast<std::int64_t>(
+                   std::ceil(box.extent(a) * level.inv_cell)));
+        level.stride[a] = level.cells;
+        level.cells *= static_cast<std::uint64_t>(level.n[a]);
+      }
+      std::uint64_t blocks = 1;
+      for (int a = 0; a < D; ++a) {
+        level.block_stride[a] = blocks;
+        blocks *= static_cast<std::uint64_t>((level.n[a] >> kBlockBits) + 1);
+      }
+      level.blocks = blocks;
+    }
+    if (dense_) {
+      if constexpr (D == 2) {
+        circle_ = CircleDirections(attempts_);
+        woken_circle_ = CircleDirections(kWokenDirections * attempts_);
+      } else {
+        sphere_ = SphereDirections(attempts_);
+        woken_sphere_ = SphereDirections(kWokenDirections * attempts_);
+      }
+    }
+    max_extra_ = per_point_footprint_ ? field_.r_max / 2 : 0;
+  }
+
+  absl::Status Run() {
+    for (Level& level : levels_) {
+      // Not zeroed: a cell is read only where its occupancy bit is set, so
+      // pages of cells that never hold a point are never touched.
+      level.points.reset(new double[level.cells * (D + 1)]);
+      level.bits.Reset(level.cells / 64 + 2);
+      level.block_bits.Reset(level.blocks / 64 + 2);
+    }
+    if (fill_gaps_) {
+      for (Level& level : levels_) level.cover.Reset(level.cells + 8);
+      // Places within an obstacle's clearance (without the point's own
+      // footprint, which only adds to it) need no point.
+      obstacles_.ForEach([&](const double* c, double clearance) {
+        MarkCovered(c, clearance);
+        obstacles_marked_ = true;
+      });
+    }
+    // Same-layer obstacles in the bounds join the grids, dormant (never
+    // emitted): each wakes as an active point when a new point lands
+    // within kWakeRadius max(r, r_q) of it, so the front that reaches them
+    // grows on through their gaps as one front (as the constant-radius run
+    // does).
+    bool seeded = false;
+    bool crowded = false;
+    obstacles_.ForEachSameLayer([&](const double* c, double r,
+                                    std::int32_t wake) {
+      const int l = LevelOf(r);
+      Level& level = levels_[static_cast<std::size_t>(l)];
+      const std::uint64_t cell = CellOf(level, c);
+      if ((level.bits[cell >> 6] >> (cell & 63)) & 1) {
+        crowded = true;
+        return;
+      }
+      // A point of this layer has the field's radius at its place; one
+      // that does not turns off what ForEachNear concludes from that.
+      double r_lo, r_hi;
+      RadiusBounds(c, c, &r_lo, &r_hi);
+      if (!(r >= r_lo && r <= r_hi)) radii_from_field_ = false;
+      Place(c, r, /*active=*/false);
+      if (level.dormant.empty()) level.dormant.assign(level.cells / 64 + 2, 0);
+      level.dormant[cell >> 6] |= std::uint64_t{1} << (cell & 63);
+      ++level.dormant_left;
+      ++dormant_left_;
+      if (wake >= 0) schedule_.Add(wake, {cell, l});
+      seeded = true;
+    });
+    if (crowded) {
+      return absl::InvalidArgumentError(
+          "obstacles: two same-layer obstacles are closer than their radii, "
+          "as points of one layer never are");
+    }
+    if (!schedule_.empty()) {
+      // Growth starts from the points due first; Drain wakes the others as
+      // the generations pass.
+      schedule_.Start([this](const DormantAt& at) { WakeScheduled(at); },
+                      [this] { return active_.size(); });
+      absl::Status status = Drain();
+      if (!status.ok()) return status;
+    }
+    if (fill_gaps_) return FillGaps();
+    if (seeded) return absl::OkStatus();
+    double p[D];
+    if (!FirstSeed(p)) return absl::OkStatus();
+    Accept(p, field_.At(p));
+    return Drain();
+  }
+
+ private:
+  struct Level {
+    // Cells holding same-layer obstacles not yet woken; see WakeNear.
+    std::vector<std::uint64_t> dormant;
+    std::uint64_t dormant_left = 0;
+    double lo_r = 0;  // Radii in [lo_r, hi_r).
+    double hi_r = 0;  // The top level includes r_max.
+    double cell = 0;
+    double inv_cell = 0;
+    std::int64_t n[D];
+    std::uint64_t stride[D];
+    std::uint64_t cells = 0;
+    std::uint64_t blocks = 0;
+    // Per cell: the point's D coordinates and radius, valid where the
+    // occupancy bit is set; in the cell itself, so a window's row is one
+    // run of memory.
+    std::unique_ptr<double[]> points;
+    ZeroedArray<std::uint64_t> bits;  // Occupancy; two spare words.
+    // Blocks of kBlockSide^D cells: one bit each, set when one holds a
+    // point; two spare words.
+    std::uint64_t block_stride[D];
+    ZeroedArray<std::uint64_t> block_bits;
+    std::uint64_t count = 0;  // Points stored.
+    double max_r = 0;         // Their largest radius.
+    double min_r = std::numeric_limits<double>::infinity();  // Smallest.
+    // Gap filling: per cell, one bit per half-cell (2^D of them) that a
+    // single disk of this level's radii covers whole; 8 spare bytes.
+    ZeroedArray<std::uint8_t> cover;
+  };
+
+  int LevelOf(double r) const {
+    int l = 0;
+    const int last = static_cast<int>(levels_.size()) - 1;
+    while (l < last && r >= levels_[static_cast<std::size_t>(l + 1)].lo_r) {
+      ++l;
+    }
+    return l;
+  }
+
+  // Truncation is floor here: negative values are clamped first.
+  static std::int64_t AxisCell(const Level& level, int a, double v, double lo) {
+    const double f = (v - lo) * level.inv_cell;
+    if (!(f > 0)) return 0;
+    const double last = static_cast<double>(level.n[a] - 1);
+    return static_cast<std::int64_t>(f < last ? f : last);
+  }
+  std::uint64_t CellOf(const Level& level, const double* p) const {
+    std::uint64_t c = 0;
+    for (int a = 0; a < D; ++a) {
+      c += level.stride[a] *
+           static_cast<std::uint64_t>(AxisCell(level, a, p[a], lo_[a]));
+    }
+    return c;
+  }
+
+  // Bits [start, start + len) of `bits`, len <= 64.
+  // Branch-free: (x << 1) << (63 - shift) is x << (64 - shift), and 0 for
+  // shift 0.
+  static std::uint64_t BitRun(const ZeroedArray<std::uint64_t>& bits,
+                              std::uint64_t start, unsigned len) {
+    const std::uint64_t w = start >> 6;
+    const unsigned shift = static_cast<unsigned>(start & 63);
+    const std::uint64_t v =
+        (bits[w] >> shift) | ((bits[w + 1] << 1) << (63 - shift));
+    return len >= 64 ? v : v & ((std::uint64_t{1} << len) - 1);
+  }
+
+  // Calls f(q) for every stored point q (D coordinates, then its radius) in
+  // the cells [c0, c1] (per axis) of `level`, scanning occupancy bits.
+  template <class F>
+  void ScanCells(const Level& level, const std::int64_t* c0,
+                 const std::int64_t* c1, F& f) const {
+    const auto len = static_cast<std::uint64_t>(c1[0] - c0[0] + 1);
+    for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
+      for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
+        std::uint64_t start = static_cast<std::uint64_t>(c0[0]) +
+                              static_cast<std::uint64_t>(y) * level.stride[1];
+        if constexpr (D == 3) {
+          start += static_cast<std::uint64_t>(z) * level.stride[2];
+        }
+        for (std::uint64_t off = 0; off < len; off += 64) {
+          std::uint64_t bits = BitRun(
+              level.bits, start + off,
+              static_cast<unsigned>(std::min<std::uint64_t>(64, len - off)));
+          while (bits != 0) {
+            const std::uint64_t cell =
+                start + off + static_cast<std::uint64_t>(__builtin_ctzll(bits));
+            bits &= bits - 1;
+            f(&level.points[cell * (D + 1)]);
+          }
+        }
+      }
+    }
+  }
+
+  // Calls f(q) for every stored point q (D coordinates, then its radius)
+  // that may lie within reach(r_q) of the box [b0, b1]: the cells of every
+  // level that meet the box grown by w_l = reach(the largest radius the
+  // level can hold there; see below). `reach` must not fall as the radius
+  // grows. The level's block
+  // bits come first, so a wide window over a fine level where no point is
+  // near (a big point over small ones) costs a few words.
+  //
+  // Stored radii are the field's at their places (radii_from_field_), so
+  // the raster bounds the radii of every point that can matter: those in
+  // the box grown by the widest reach. A level whose radii all miss those
+  // bounds is skipped, and the others' windows reach only as far as the
+  // bounds allow. In a smooth field that leaves one level or two.
+  template <class Reach, class F>
+  void ForEachNear(const double* b0, const double* b1, Reach reach, F f) const {
+    double r_lo = 0;
+    double r_hi = std::numeric_limits<double>::infinity();
+    if (radii_from_field_) {
+      double stored = 0;
+      for (const Level& level : levels_) {
+        if (level.count != 0) stored = std::max(stored, level.max_r);
+      }
+      const double w = reach(stored);
+      double e0[D], e1[D];
+      for (int a = 0; a < D; ++a) {
+        e0[a] = b0[a] - w;
+        e1[a] = b1[a] + w;
+      }
+      LooseRadiusBounds(e0, e1, &r_lo, &r_hi);
+      // Bilinear sampling may round a hair past the pixels it blends;
+      // widen the bounds far past that.
+      r_lo *= 1 - 1e-9;
+      r_hi *= 1 + 1e-9;
+    }
+    for (const Level& level : levels_) {
+      if (level.count == 0 || level.max_r < r_lo || level.min_r > r_hi) {
+        continue;
+      }
+      const double w = reach(std::min(level.max_r, r_hi));
+      std::int64_t c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0};
+      for (int a = 0; a < D; ++a) {
+        c0[a] = AxisCell(level, a, b0[a] - w, lo_[a]);
+        c1[a] = AxisCell(level, a, b1[a] + w, lo_[a]);
+      }
+      // Rows of blocks first: a block row with no point in the window's
+      // blocks skips its kBlockSide rows of cells (kBlockSide^2 in 3D).
+      std::int64_t k0[3] = {0, 0, 0}, k1[3] = {0, 0, 0};
+      for (int a = 0; a < D; ++a) {
+        k0[a] = c0[a] >> kBlockBits;
+        k1[a] = c1[a] >> kBlockBits;
+      }
+      const auto len = static_cast<std::uint64_t>(k1[0] - k0[0] + 1);
+      for (std::int64_t kz = k0[2]; kz <= k1[2]; ++kz) {
+        for (std::int64_t ky = k0[1]; ky <= k1[1]; ++ky) {
+          std::uint64_t start =
+              static_cast<std::uint64_t>(k0[0]) +
+              static_cast<std::uint64_t>(ky) * level.block_stride[1];
+          if constexpr (D == 3) {
+            start += static_cast<std::uint64_t>(kz) * level.block_stride[2];
+          }
+          bool any = false;
+          for (std::uint64_t off = 0; off < len && !any; off += 64) {
+            any = BitRun(level.block_bits, start + off,
+                         static_cast<unsigned>(
+                             std::min<std::uint64_t>(64, len - off))) != 0;
+          }
+          if (!any) continue;
+          std::int64_t s0[3] = {c0[0], 0, 0}, s1[3] = {c1[0], 0, 0};
+          const std::int64_t k[3] = {0, ky, kz};
+          for (int a = 1; a < D; ++a) {
+            s0[a] = std::max(c0[a], k[a] << kBlockBits);
+            s1[a] = std::min(c1[a], (k[a] << kBlockBits) + kBlockSide - 1);
+          }
+          ScanCells(level, s0, s1, f);
+        }
+      }
+    }
+  }
+
+  // In the region and clear of every obstacle, for a point of radius r.
+  bool Inside(const double* p, double r) const {
+    for (int a = 0; a < D; ++a) {
+      if (!(p[a] >= lo_[a] && p[a] < hi_[a])) return false;
+    }
+    if (!box_only_ && !region_.Contains(p)) return false;
+    if (obstacles_.empty()) return true;
+    return per_point_ ? !obstacles_.TooCloseExtra(
+                            p, per_point_footprint_ ? r / 2 : 0, r)
+                      : !obstacles_.TooClose(p);
+  }
+
+  void Halt(absl::Status status) {
+    if (halt_.ok()) halt_ = std::move(status);
+  }
+
+  // Records an accepted point: store, grid, coverage, active list, output.
+  void Accept(const double* p, double r) {
+    Place(p, r, /*active=*/true);
+    if (dormant_left_ > 0) WakeNear(p, r);
+    if (!out_->Add(p, r)) Halt(out_->StopStatus());
+  }
+
+  // Makes the dormant points q within kWakeRadius max(r, r_q) of p active,
+  // level by level, in cell order.
+  void WakeNear(const double* p, double r) {
+    for (std::size_t l = 0; l < levels_.size(); ++l) {
+      Level& level = levels_[l];
+      if (level.dormant_left == 0) continue;
+      const double reach = kWakeRadius * std::max(r, level.hi_r);
+      const auto w =
+          static_cast<std::int64_t>(std::ceil(reach * level.inv_cell));
+      std::int64_t c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0};
+      for (int a = 0; a < D; ++a) {
+        const std::int64_t c = AxisCell(level, a, p[a], lo_[a]);
+        c0[a] = std::max<std::int64_t>(0, c - w);
+        c1[a] = std::min<std::int64_t>(level.n[a] - 1, c + w);
+      }
+      for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
+        for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
+          // A row's cells are consecutive bits.
+          const std::uint64_t row =
+              static_cast<std::uint64_t>(y) * level.stride[1] +
+              (D == 3 ? static_cast<std::uint64_t>(z) * level.stride[D - 1]
+                      : 0);
+          ForEachSetBit(
+              level.dormant.data(), row + static_cast<std::uint64_t>(c0[0]),
+              row + static_cast<std::uint64_t>(c1[0]) + 1,
+              [&](std::uint64_t c) {
+                const double* q = &level.points[c * (D + 1)];
+                const double limit = kWakeRadius * std::max(r, q[D]);
+                double d2 = 0;
+                for (int a = 0; a < D; ++a) {
+                  d2 += (q[a] - p[a]) * (q[a] - p[a]);
+                }
+                if (d2 >= limit * limit) return;
+                level.dormant[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
+                --level.dormant_left;
+                --dormant_left_;
+                active_.push_back({c, WokenIndex(), static_cast<int>(l)});
+              });
+        }
+      }
+    }
+  }
+
+  // A point in its level's grid, covering its disk, and active when asked:
+  // Accept() without the output.
+  void Place(const double* p, double r, bool active) {
+    const int l = LevelOf(r);
+    Level& level = levels_[static_cast<std::size_t>(l)];
+    const std::uint64_t c = CellOf(level, p);
+    assert(((level.bits[c >> 6] >> (c & 63)) & 1) == 0);
+    for (int a = 0; a < D; ++a) level.points[c * (D + 1) + a] = p[a];
+    level.points[c * (D + 1) + D] = r;
+    level.bits[c >> 6] |= std::uint64_t{1} << (c & 63);
+    std::uint64_t block = 0;
+    for (int a = 0; a < D; ++a) {
+      block += level.block_stride[a] *
+               static_cast<std::uint64_t>(AxisCell(level, a, p[a], lo_[a]) >>
+                                          kBlockBits);
+    }
+    level.block_bits[block >> 6] |= std::uint64_t{1} << (block & 63);
+    ++level.count;
+    level.max_r = std::max(level.max_r, r);
+    level.min_r = std::min(level.min_r, r);
+    if (fill_gaps_) MarkCovered(p, r);
+    if (active) active_.push_back({c, next_index_++, l});
+  }
+
+  // The half-cell index along axis a of v in `level`, clamped to the grid.
+  std::int64_t HalfIndex(const Level& level, int a, double v) const {
+    const double f = (v - lo_[a]) * (2 * level.inv_cell);
+    if (!(f > 0)) return 0;
+    const double last = static_cast<double>(2 * level.n[a] - 1);
+    return static_cast<std::int64_t>(f < last ? f : last);
+  }
+  static std::int64_t FloorToInt(double v) {
+    const auto i = static_cast<std::int64_t>(v);
+    return i - (static_cast<double>(i) > v);
+  }
+  static std::int64_t CeilToInt(double v) {
+    const auto i = static_cast<std::int64_t>(v);
+    return i + (static_cast<double>(i) < v);
+  }
+
+  // ORs `mask` into n bytes (n may be <= 0), 8 at a time.
+  static void OrRun(std::uint8_t* p, std::int64_t n, std::uint8_t mask) {
+    const std::uint64_t wide = 0x0101010101010101ULL * mask;
+    for (; n >= 8; n -= 8, p += 8) {
+      std::uint64_t v;
+      std::memcpy(&v, p, sizeof v);
+      v |= wide;
+      std::memcpy(p, &v, sizeof v);
+    }
+    for (; n > 0; --n, ++p) *p |= mask;
+  }
+
+  // Marks the half-cells (2^D per cell, one bit each) of the level that
+  // `radius` belongs to that lie wholly within `radius` of p: every place
+  // there has a point closer than its radius, so gap filling skips them.
+  // Marking in the radius's own level costs the same few rows for any
+  // radius. Per row of half-cells the covered ones form one run; the bound
+  // is shrunk so rounding can only leave a covered piece unmarked.
+  void MarkCovered(const double* p, double radius) {
+    Level& l0 = levels_[static_cast<std::size_t>(LevelOf(radius))];
+    const double h = l0.cell / 2;
+    const double inv_h = 2 * l0.inv_cell;
+    const double r2 = radius * radius * kCoverShrink;
+    const std::int64_t hz0 =
+        D == 3 ? HalfIndex(l0, D - 1, p[D - 1] - radius) : 0;
+    const std::int64_t hz1 =
+        D == 3 ? HalfIndex(l0, D - 1, p[D - 1] + radius) : 0;
+    for (std::int64_t hz = hz0; hz <= hz1; ++hz) {
+      double rem_z = r2;
+      if constexpr (D == 3) {
+        const double z0 = lo_[2] + static_cast<double>(hz) * h;
+        const double fz = std::max(p[2] - z0, z0 + h - p[2]);
+        rem_z -= fz * fz;
+        if (rem_z <= 0) continue;
+      }
+      const std::int64_t hy0 = HalfIndex(l0, 1, p[1] - radius);
+      const std::int64_t hy1 = HalfIndex(l0, 1, p[1] + radius);
+      for (std::int64_t hy = hy0; hy <= hy1; ++hy) {
+        const double y0 = lo_[1] + static_cast<double>(hy) * h;
+        const double fy = std::max(p[1] - y0, y0 + h - p[1]);
+        const double rem = rem_z - fy * fy;
+        if (rem <= 0) continue;
+        const double w = std::sqrt(rem);
+        const std::int64_t hx0 =
+            std::max<std::int64_t>(0, CeilToInt((p[0] - w - lo_[0]) * inv_h));
+        const std::int64_t hx1 = std::min<std::int64_t>(
+            2 * l0.n[0] - 1, FloorToInt((p[0] + w - lo_[0]) * inv_h) - 1);
+        std::uint64_t row = static_cast<std::uint64_t>(hy >> 1) * l0.stride[1];
+        unsigned yz_bits = static_cast<unsigned>((hy & 1) << 1);
+        if constexpr (D == 3) {
+          row += static_cast<std::uint64_t>(hz >> 1) * l0.stride[2];
+          yz_bits |= static_cast<unsigned>((hz & 1) << 2);
+        }
+        if (hx0 > hx1) continue;
+        // Whole cells take both x halves; odd ends take one.
+        std::int64_t cx0 = hx0 >> 1, cx1 = hx1 >> 1;
+        std::uint8_t* cells = &l0.cover[row];
+        if ((hx0 & 1) != 0) {
+          cells[cx0++] |= static_cast<std::uint8_t>(1u << (yz_bits | 1));
+        }
+        if ((hx1 & 1) == 0 && cx1 >= cx0) {
+          cells[cx1--] |= static_cast<std::uint8_t>(1u << yz_bits);
+        }
+        OrRun(cells + cx0, cx1 - cx0 + 1,
+              static_cast<std::uint8_t>(3u << yz_bits));
+      }
+    }
+  }
+
+  // --- Bridson ---------------------------------------------------------
+
+  // Collects into the list every stored point that can conflict with a
+  // candidate within `rho` of p whose radius is at most `rc_hi`: those with
+  // |q - p| < rho + max(rc_hi, r_q). Those nearer than rho / 2 + max(rc_hi,
+  // r_q) come first: candidates mostly die on them, and Conflicts stops at
+  // the first hit.
+  void Gather(const double* p, double rho, double rc_hi) {
+    list_size_ = 0;
+    far_size_ = 0;
+    ForEachNear(
+        p, p,
+        [&](double max_r) {
+          return (rho + std::max(rc_hi, max_r)) * kBoundSlack;
+        },
+        [&](const double* q) {
+          double d2 = 0;
+          for (int a = 0; a < D; ++a) {
+            const double d = q[a] - p[a];
+            d2 += d * d;
+          }
+          const double m = std::max(rc_hi, q[D]);
+          const double t = (rho + m) * kBoundSlack;
+          if (!(d2 < t * t)) return;
+          const double near = rho * 0.5 + m;
+          if (d2 < near * near) {
+            Append(q, q[D]);
+          } else {
+            if (far_size_ + D + 1 > far_.size()) {
+              far_.resize(std::max<std::size_t>(64, 2 * far_.size()));
+            }
+            std::copy(q, q + D + 1, &far_[far_size_]);
+            far_size_ += D + 1;
+          }
+        });
+    for (std::size_t j = 0; j < far_size_; j += D + 1) {
+      Append(&far_[j], far_[j + D]);
+    }
+    PadList();
+  }
+
+  // Room in the list for one more point and its padding.
+  void MakeRoom() {
+    if (list_size_ + 4 > list_r2_.size()) {
+      const std::size_t n = std::max<std::size_t>(64, 2 * list_r2_.size());
+      for (auto& column : list_) column.resize(n);
+      list_r2_.resize(n);
+    }
+  }
+
+  // Adds q, of radius r, to the list. The list must be padded (PadList)
+  // before ListConflict reads it.
+  void Append(const double* q, double r) {
+    MakeRoom();
+    for (int a = 0; a < D; ++a) list_[a][list_size_] = q[a];
+    list_r2_[list_size_] = r * r * (1 + kSlack);
+    ++list_size_;
+  }
+
+  // Groups of 4 read past the end: NaN there is never closer than
+  // anything. (Append leaves room for them.)
+  void PadList() {
+    MakeRoom();
+    for (std::size_t j = list_size_; j < list_size_ + 3; ++j) {
+      for (int a = 0; a < D; ++a) {
+        list_[a][j] = std::numeric_limits<double>::quiet_NaN();
+      }
+      list_r2_[j] = 0;
+    }
+  }
+
+  void Poll() {
+    if (++since_poll_ >= kPollEvery) {
+      since_poll_ = 0;
+      if (stop_()) Halt(absl::CancelledError("sampling stopped by the caller"));
+    }
+  }
+
+  // Whether every place within `reach` of p is in the region and clear of
+  // obstacles, so candidates there need no inside test.
+  bool InteriorWithin(const double* p, double reach) const {
+    double r0[D], r1[D];
+    for (int a = 0; a < D; ++a) {
+      r0[a] = p[a] - reach;
+      r1[a] = p[a] + reach;
+      if (!(r0[a] >= lo_[a] && r1[a] < hi_[a])) return false;
+    }
+    if (!obstacles_.empty()) {
+      bool covered = false, reaches = false;
+      obstacles_.ClassifyExtra(r0, r1, 0, max_extra_, &covered, &reaches,
+                               field_.r_min, field_.r_max);
+      if (reaches) return false;
+    }
+    return box_only_ || region_.Classify(r0, r1) == Region::Overlap::kInside;
+  }
+
+  // Whether c is closer to a listed point q than max(r_c, r_q), given
+  // rc2 = r_c^2 (1 + kSlack). With rc2 = 0: closer than r_q alone, a
+  // conflict whatever c's own radius, so the raster need not be read.
+  bool ListConflict(const double* c, double rc2) const {
+    const double* xs[D];
+    for (int a = 0; a < D; ++a) xs[a] = list_[a].data();
+    return Ops::template AnyConflict<D>(xs, list_r2_.data(), list_size_, c,
+                                        rc2);
+  }
+
+  // The largest radius anywhere within `reach` of p (per axis), from the
+  // raster's pixels.
+  double MaxRadiusNear(const double* p, double reach) const {
+    double b0[D], b1[D];
+    for (int a = 0; a < D; ++a) {
+      b0[a] = p[a] - reach;
+      b1[a] = p[a] + reach;
+    }
+    double r_lo, r_hi;
+    RadiusBounds(b0, b1, &r_lo, &r_hi);
+    return r_hi;
+  }
+
+  // Tests candidate c, whose radius is read only when no listed point's own
+  // radius already rules it out; accepts it when it is inside and clear.
+  // Dense only (`from` is the parent, else nullptr): when c's radius r_c
+  // exceeds the parent's r, c conflicts with the parent, so it moves out
+  // along `dir` to where s = r(s) (1 + eps), s its distance from the
+  // parent: first to r_c (1 + eps), then by up to kMoveOutSteps secant
+  // steps while the radius there still reaches back to the parent. A
+  // candidate that would pass `max_step` is dropped (the neighbourhood was
+  // gathered for no farther).
+  bool TryCandidate(double* c, bool interior, const double* from, double r,
+                    double step, const double* dir, double max_step) {
+    if (ListConflict(c, 0)) return false;
+    double rc = field_.At(c);
+    if (from != nullptr && rc > r) {
+      const double grow = 1 + eps_;
+      double s0 = step, r0 = rc;
+      double s1 = rc * grow;
+      for (int k = 0;; ++k) {
+        if (!(s1 <= max_step)) return false;
+        for (int a = 0; a < D; ++a) c[a] = from[a] + s1 * dir[a];
+        rc = field_.At(c);
+        if (!(rc * grow > s1) || k == kMoveOutSteps) break;
+        // Secant on f(s) = r(s) (1 + eps) - s, which falls through its
+        // root when the radius grows slower than the distance.
+        const double f0 = r0 * grow - s0;
+        const double f1 = rc * grow - s1;
+        if (!(f0 > f1)) return false;
+        const double s2 = (s1 + f1 * (s1 - s0) / (f0 - f1)) * grow;
+        s0 = s1;
+        r0 = rc;
+        s1 = s2;
+      }
+      if (ListConflict(c, 0)) return false;
+    }
+    if (!(interior || Inside(c, rc)) ||
+        ListConflict(c, rc * rc * (1 + kSlack))) {
+      return false;
+    }
+    Append(c, rc);
+    PadList();
+    Accept(c, rc);
+    return true;
+  }
+
+  // Dense: one visit, k candidates on evenly stepped directions rotated by
+  // a random unit vector (2D) or rotation (3D), at r_p (1 + eps) from the
+  // parent p. A candidate whose own radius is larger moves out along its
+  // direction until it clears the parent (see TryCandidate).
+  // The neighbourhood is gathered first, for candidates within rho of p
+  // with radii up to the raster's bound there.
+  void VisitDense(const double* p, double r, std::uint64_t index) {
+    CounterRng rng(Combine(Combine(candidate_key_, index), 0));
+    const double step = r * (1 + eps_);
+    // Unmoved candidates lie within step of p, so their radii are at most
+    // hi0 and moved ones within hi0 (1 + eps).
+    const double hi0 = MaxRadiusNear(p, step * kBoundSlack);
+    // No candidate moves out when no radius near p exceeds r; then the
+    // first bound is the only one. Otherwise candidates may move out to
+    // max_step, 5 % past the radius bound near p, and the radii there are
+    // bounded again.
+    const bool moves = hi0 > r;
+    const double max_step = moves ? hi0 * (1 + eps_) * 1.05 : step;
+    const double rho = max_step * kBoundSlack;
+    const double rc_hi = moves ? MaxRadiusNear(p, rho) : hi0;
+    const bool interior = InteriorWithin(p, rho);
+    Gather(p, rho, rc_hi);
+    double m[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    if constexpr (D == 2) {
+      double u, v;
+      RandomUnit2(rng, &u, &v);
+      m[0][0] = u;
+      m[0][1] = -v;
+      m[1][0] = v;
+      m[1][1] = u;
+    } else {
+      RandomRotation3(rng, m);
+    }
+    // A woken point grows into the gaps of a pattern not its own: more
+    // directions (kWokenDirections, as in the constant-radius run).
+    const bool woken = (index & kWokenBit) != 0;
+    const auto& circle = woken ? woken_circle_ : circle_;
+    const auto& sphere = woken ? woken_sphere_ : sphere_;
+    const int directions = D == 2 ? static_cast<int>(circle.size())
+                                  : static_cast<int>(sphere.size());
+    for (int i = 0; i < directions; ++i) {
+      Poll();
+      double dir[D];
+      for (int a = 0; a < D; ++a) {
+        if constexpr (D == 2) {
+          dir[a] = m[a][0] * circle[i][0] + m[a][1] * circle[i][1];
+        } else {
+          dir[a] = m[a][0] * sphere[i][0] + m[a][1] * sphere[i][1] +
+                   m[a][2] * sphere[i][2];
+        }
+      }
+      double c[D];
+      for (int a = 0; a < D; ++a) c[a] = p[a] + step * dir[a];
+      TryCandidate(c, interior, p, r, step, dir, max_step);
+      if (!halt_.ok()) return;
+    }
+  }
+
+  // Classic: candidates uniform in the annulus (shell) [r_p, 2 r_p]. A visit
+  // ends at its first accepted candidate and the point stays active; it
+  // retires after a visit of k failures. One gather serves every visit
+  // (accepted candidates join the list).
+  void VisitClassic(const double* p, double r, std::uint64_t index) {
+    const double rho = 2 * r * kBoundSlack;
+    const double rc_hi = MaxRadiusNear(p, rho);
+    const bool interior = InteriorWithin(p, rho);
+    Gather(p, rho, rc_hi);
+    for (std::uint64_t visit = 0;; ++visit) {
+      const std::uint64_t visit_key =
+          Combine(Combine(candidate_key_, index), visit);
+      bool accepted = false;
+      for (int i = 0; i < attempts_ && !accepted; ++i) {
+        Poll();
+        CounterRng rng(visit_key, static_cast<std::uint64_t>(i) << kBlockShift);
+        double v[D];
+        UnitShellPoint<D>(&rng, v);
+        double c[D];
+        for (int a = 0; a < D; ++a) c[a] = p[a] + r * v[a];
+        accepted = TryCandidate(c, interior, nullptr, r, 0, nullptr, 0);
+        if (!halt_.ok()) return;
+      }
+      if (!accepted) return;
+    }
+  }
+
+  // Bounds of r over the box [lo, hi] (x-y only), widened a little against
+  // rounding in the bilinear interpolation.
+  void RadiusBounds(const double* lo, const double* hi, double* r_lo,
+                    double* r_hi) const {
+    double d_lo, d_hi;
+    density_bounds_.Bounds(lo[0], lo[1], hi[0], hi[1], &d_lo, &d_hi);
+    RadiiOf(d_lo, d_hi, r_lo, r_hi);
+  }
+
+  // RadiusBounds from DensityBounds::LooseBounds: wider, and cheaper.
+  void LooseRadiusBounds(const double* lo, const double* hi, double* r_lo,
+                         double* r_hi) const {
+    double d_lo, d_hi;
+    density_bounds_.LooseBounds(lo[0], lo[1], hi[0], hi[1], &d_lo, &d_hi);
+    RadiiOf(d_lo, d_hi, r_lo, r_hi);
+  }
+
+  // The radius bounds of density bounds (radius falls as density rises).
+  void RadiiOf(double d_lo, double d_hi, double* r_lo, double* r_hi) const {
+    *r_lo = std::max(field_.r_min, field_.FromDensity(d_hi) * (1 - 1e-12));
+    *r_hi = std::min(field_.r_max, field_.FromDensity(d_lo) * (1 + 1e-12));
+  }
+
+  // Processes active points first in, first out until none is left, or the
+  // run halts.
+  // A woken point's generation index carries this bit in a dense run
+  // (which also keys its candidates apart from any emitted point's).
+  static constexpr std::uint64_t kWokenBit = std::uint64_t{1} << 62;
+  std::uint64_t WokenIndex() { return next_index_++ | (dense_ ? kWokenBit : 0); }
+
+  // A dormant point: its cell in its level.
+  struct DormantAt {
+    std::uint64_t cell;
+    int level;
+  };
+
+  // Wakes the scheduled point at `at`, unless it is awake already.
+  void WakeScheduled(const DormantAt& at) {
+    Level& level = levels_[static_cast<std::size_t>(at.level)];
+    const std::uint64_t c = at.cell;
+    if (((level.dormant[c >> 6] >> (c & 63)) & 1) == 0) return;
+    level.dormant[c >> 6] &= ~(std::uint64_t{1} << (c & 63));
+    --level.dormant_left;
+    --dormant_left_;
+    active_.push_back({c, WokenIndex(), at.level});
+  }
+
+  absl::Status Drain() {
+    while (halt_.ok() &&
+           schedule_.Next(
+               head_, [this](const DormantAt& at) { WakeScheduled(at); },
+               [this] { return active_.size(); })) {
+      const Active e = active_[head_++];
+      double p[D];
+      const double* q =
+          &levels_[static_cast<std::size_t>(e.level)].points[e.cell * (D + 1)];
+      for (int a = 0; a < D; ++a) p[a] = q[a];
+      const double r = q[D];
+      if (dense_) {
+        VisitDense(p, r, e.index);
+      } else {
+        VisitClassic(p, r, e.index);
+      }
+      // Drop the retired prefix now and then, so the queue holds about the
+      // frontier, not every point ever made.
+      if (head_ >= 4096 && head_ * 2 >= active_.size()) {
+        active_.erase(active_.begin(),
+                      active_.begin() + static_cast<std::ptrdiff_t>(head_));
+        schedule_.Dropped(head_);
+        head_ = 0;
+      }
+    }
+    return halt_;
+  }
+
+  // --- Gap filling -----------------------------------------------------
+
+  void UnclippedCellBounds(std::uint64_t c, double* b0, double* b1) const {
+    const Level& l0 = levels_[0];
+    for (int a = 0; a < D; ++a) {
+      const std::uint64_t i =
+          (c / l0.stride[a]) % static_cast<std::uint64_t>(l0.n[a]);
+      b0[a] = lo_[a] + static_cast<double>(i) * l0.cell;
+      b1[a] = b0[a] + l0.cell;
+    }
+  }
+
+  // A point uniform in [b0, b1) from the stream of (cell, piece).
+  void RandomPointIn(const double* b0, const double* b1, std::uint64_t cell,
+                     std::uint64_t piece, double* p) const {
+    CounterRng rng(Combine(gap_key_, cell), piece << kBlockShift);
+    for (int a = 0; a < D; ++a) {
+      p[a] = b0[a] + rng.Uniform01() * (b1[a] - b0[a]);
+      if (!(p[a] < b1[a])) p[a] = b0[a];
+    }
+  }
+
+  // Fill off: a random place inside the region in the first level-0 cell
+  // that has one (16 tries per cell); false when none is found.
+  bool FirstSeed(double* p) {
+    for (std::uint64_t c = 0; c < levels_[0].cells; ++c) {
+      double b0[D], b1[D];
+      UnclippedCellBounds(c, b0, b1);
+      for (int a = 0; a < D; ++a) b1[a] = std::min(b1[a], hi_[a]);
+      if (!box_only_ && region_.Classify(b0, b1) == Region::Overlap::kOutside) {
+        continue;
+      }
+      for (std::uint64_t piece = 0; piece < 16; ++piece) {
+        RandomPointIn(b0, b1, c, piece, p);
+        if (Inside(p, field_.At(p))) return true;
+      }
+    }
+    return false;
+  }
+
+  // Where the children of (cell, piece) start in the scan order.
+  unsigned ChildTurn(std::uint64_t cell, std::uint64_t piece) const {
+    return internal::ChildTurn(gap_key_, cell, piece);
+  }
+
+  std::vector<double>& GapList(int depth, std::size_t n) {
+    std::vector<double>& list = gap_lists_[depth];
+    if (list.size() < n * (D + 1)) list.resize(n * (D + 1));
+    return list;
+  }
+
+  // Into gap level 0: every point that can cover or conflict with a place
+  // in [b0, b1] whose radius is at most r_hi: those nearer the box than
+  // max(r_q, r_hi). Entries are D coordinates and r_q^2 (1 + kSlack).
+  std::size_t GatherAroundBox(const double* b0, const double* b1, double r_hi) {
+    std::size_t n = 0;
+    ForEachNear(
+        b0, b1,
+        [&](double max_r) { return std::max(max_r, r_hi) * kBoundSlack; },
+        [&](const double* q) {
+          const double t = std::max(q[D], r_hi) * kBoundSlack;
+          if (NearestDistance2(q, b0, b1, D) >= t * t) return;
+          std::vector<double>& list = GapList(0, n + 1);
+          for (int a = 0; a < D; ++a) list[n * (D + 1) + a] = q[a];
+          list[n * (D + 1) + D] = q[D] * q[D] * (1 + kSlack);
+          ++n;
+        });
+    return n;
+  }
+
+  // Whether p, of radius rp, is clear of all m points of `list`.
+  static bool ClearOf(const double* list, std::size_t m, const double* p,
+                      double rp) {
+    const double rp2 = rp * rp * (1 + kSlack);
+    for (std::size_t j = 0; j < m; ++j) {
+      const double* q = &list[j * (D + 1)];
+      double d2 = 0;
+      for (int a = 0; a < D; ++a) {
+        const double d = q[a] - p[a];
+        d2 += d * d;
+      }
+      if (d2 < std::max(rp2, q[D])) return false;
+    }
+    return true;
+  }
+
+  // Looks for a place p in [b0, b1) that conflicts with none of the n points
+  // of gap level depth - 1; on success *rp is its radius. With the radius
+  // bounded by [r_lo, r_hi] over the piece, a point q leaves the piece alone
+  // when it is at least max(r_q, r_hi) from all of it, and covers it all
+  // when it is nearer than max(r_q, r_lo) to all of it. A piece left alone
+  // by every point is free; otherwise it splits into 2^D children, down to
+  // a depth where one random place decides.
+  bool FindUncovered(const double* b0, const double* b1, int depth,
+                     std::size_t n, std::uint64_t cell, std::uint64_t piece,
+                     bool partial, double r_lo, double r_hi, double* p,
+                     double* rp) {
+    double lo_here, hi_here;
+    RadiusBounds(b0, b1, &lo_here, &hi_here);
+    r_lo = std::max(r_lo, lo_here);
+    r_hi = std::min(r_hi, hi_here);
+    if (partial) {
+      const Region::Overlap overlap = region_.Classify(b0, b1);
+      if (overlap == Region::Overlap::kOutside) return false;
+      bool in_obstacle = false, near_obstacle = false;
+      if (per_point_) {
+        const double f = per_point_footprint_ ? 0.5 : 0;
+        obstacles_.ClassifyExtra(b0, b1, r_lo * f, r_hi * f, &in_obstacle,
+                                 &near_obstacle, r_lo, r_hi);
+      } else {
+        obstacles_.Classify(b0, b1, &in_obstacle, &near_obstacle);
+      }
+      if (in_obstacle) return false;
+      partial = overlap == Region::Overlap::kPartial || near_obstacle;
+    }
+    const double hi2 = r_hi * r_hi * (1 + kSlack) * kBoundSlack;
+    const double lo2 = r_lo * r_lo * kCoverShrink;
+    const std::vector<double>& in = gap_lists_[depth - 1];
+    std::vector<double>& kept = GapList(depth, n);
+    std::size_t m = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      const double* q = &in[j * (D + 1)];
+      if (NearestDistance2(q, b0, b1, D) >= std::max(q[D], hi2)) continue;
+      if (FarthestDistance2(q, b0, b1, D) <
+          std::max(q[D] * kCoverShrink, lo2)) {
+        return false;  // Covered whole.
+      }
+      std::copy(q, q + D + 1, &kept[m * (D + 1)]);
+      ++m;
+    }
+    const int max_depth = D == 2 ? kMaxGapDepth2d : kMaxGapDepth3d;
+    if (m == 0) {
+      for (int attempt = 0; attempt < (partial ? 4 : 1); ++attempt) {
+        RandomPointIn(b0, b1, cell,
+                      piece + (static_cast<std::uint64_t>(attempt) << 56), p);
+        *rp = field_.At(p);
+        if (!partial || Inside(p, *rp)) return true;
+      }
+      if (depth == max_depth) return false;
+    }
+    if (depth == max_depth) {
+      RandomPointIn(b0, b1, cell, piece, p);
+      *rp = field_.At(p);
+      return ClearOf(kept.data(), m, p, *rp) && (!partial || Inside(p, *rp));
+    }
+    double mid[D];
+    for (int a = 0; a < D; ++a) mid[a] = b0[a] + (b1[a] - b0[a]) / 2;
+    const unsigned turn = ChildTurn(cell, piece);
+    for (unsigned t = 0; t < (1u << D); ++t) {
+      const unsigned child = (t + turn) & ((1u << D) - 1);
+      double c0[D], c1[D];
+      ChildBox<D>(b0, b1, mid, child, c0, c1);
+      if (FindUncovered(c0, c1, depth + 1, m, cell, (piece << D) + child,
+                        partial, r_lo, r_hi, p, rp)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Whether cell i (per-axis indices) of level l is covered whole: all its
+  // half-cells marked in its own level, or the half-cell of a coarser level
+  // m that holds it marked there. Cells nest: a level-m cell is exactly
+  // 2^(m - l) level-l cells per axis, a level-m half-cell 2^(m - l - 1).
+  bool Covered(int l, const std::uint64_t* i) const {
+    constexpr std::uint8_t kFull = (1u << (1 << D)) - 1;
+    const Level& own = levels_[static_cast<std::size_t>(l)];
+    std::uint64_t cell = 0;
+    for (int a = 0; a < D; ++a) cell += i[a] * own.stride[a];
+    if (own.cover[cell] == kFull) return true;
+    for (int m = l + 1; m < static_cast<int>(levels_.size()); ++m) {
+      const Level& level = levels_[static_cast<std::size_t>(m)];
+      if (level.count == 0 && !obstacles_marked_) continue;
+      const unsigned shift = static_cast<unsigned>(m - l - 1);
+      std::uint64_t coarse = 0;
+      unsigned bit = 0;
+      for (int a = 0; a < D; ++a) {
+        const std::uint64_t half = i[a] >> shift;
+        coarse += (half >> 1) * level.stride[a];
+        bit |= static_cast<unsigned>(half & 1) << a;
+      }
+      if ((level.cover[coarse] >> bit) & 1) return true;
+    }
+    return false;
+  }
+
+  // Gap filling, coarse to fine: a cell of level l where the radius is at
+  // least the level's lower bound everywhere (raster bounds) is handled at
+  // that level, since a point there covers it whole (r >= its diagonal);
+  // any other cell passes to its 2^D children in the level below, down to
+  // level 0 (r >= r_min everywhere). So a region of big radii costs cells
+  // of its own size, not r_min's. A handled cell that still holds a place
+  // where a point fits gets one there, and Bridson grows from it; points
+  // only ever cover more, so one pass leaves the region maximal.
+  absl::Status FillGaps() {
+    const int top = static_cast<int>(levels_.size()) - 1;
+    const Level& t = levels_[static_cast<std::size_t>(top)];
+    for (std::uint64_t c = 0; c < t.cells; ++c) {
+      std::uint64_t i[3] = {0, 0, 0};
+      for (int a = 0; a < D; ++a) {
+        i[a] = (c / t.stride[a]) % static_cast<std::uint64_t>(t.n[a]);
+      }
+      absl::Status s = FillCell(top, i);
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status FillCell(int l, const std::uint64_t* i) {
+    const Level& level = levels_[static_cast<std::size_t>(l)];
+    if (++since_poll_ >= kPollEvery / 8) {
+      since_poll_ = 0;
+      if (stop_()) {
+        return absl::CancelledError("sampling stopped by the caller");
+      }
+    }
+    if (Covered(l, i)) return absl::OkStatus();
+    double u0[D], u1[D], b0[D], b1[D];
+    for (int a = 0; a < D; ++a) {
+      u0[a] = lo_[a] + static_cast<double>(i[a]) * level.cell;
+      u1[a] = u0[a] + level.cell;
+      b0[a] = u0[a];
+      b1[a] = std::min(u1[a], hi_[a]);
+      if (!(b0[a] < b1[a])) return absl::OkStatus();  // Past the box.
+    }
+    if (!box_only_ && region_.Classify(u0, u1) == Region::Overlap::kOutside) {
+      return absl::OkStatus();
+    }
+    double r_lo, r_hi;
+    RadiusBounds(b0, b1, &r_lo, &r_hi);
+    if (l > 0 && r_lo < level.lo_r) {
+      const Level& below = levels_[static_cast<std::size_t>(l - 1)];
+      for (unsigned child = 0; child < (1u << D); ++child) {
+        std::uint64_t k[3] = {0, 0, 0};
+        bool inside = true;
+        for (int a = 0; a < D; ++a) {
+          k[a] = 2 * i[a] + ((child >> a) & 1);
+          inside &= k[a] < static_cast<std::uint64_t>(below.n[a]);
+        }
+        if (!inside) continue;
+        absl::Status s = FillCell(l - 1, k);
+        if (!s.ok()) return s;
+      }
+      return absl::OkStatus();
+    }
+    std::uint64_t cell = 0;
+    for (int a = 0; a < D; ++a) cell += i[a] * level.stride[a];
+    const std::uint8_t mask = level.cover[cell];
+    // Streams are keyed by (level, cell).
+    const std::uint64_t key = (static_cast<std::uint64_t>(l) << 58) ^ cell;
+    const std::size_t n = GatherAroundBox(b0, b1, r_hi);
+    double p[D];
+    double rp = 0;
+    bool found = false;
+    const unsigned turn = ChildTurn(key, 0);
+    for (unsigned t = 0; t < (1u << D) && !found; ++t) {
+      const unsigned child = (t + turn) & ((1u << D) - 1);
+      if ((mask >> child) & 1) continue;
+      double c0[D], c1[D];
+      if (!ClippedHalfCell<D>(u0, u1, lo_, hi_, child, c0, c1)) continue;
+      found = FindUncovered(c0, c1, 1, n, key, 1 + child, maybe_partial_, r_lo,
+                            r_hi, p, &rp);
+    }
+    if (!found) return absl::OkStatus();
+    Accept(p, rp);
+    return Drain();
+  }
+
+  const Region& region_;
+  const ObstacleIndex& obstacles_;
+  bool box_only_;
+  // Whether a gap piece can reach outside the region or into an obstacle.
+  bool maybe_partial_;
+  BatchWriter* out_;
+  absl::FunctionRef<bool()> stop_;
+  bool dense_;
+  bool fill_gaps_;
+  // Whether every stored point's radius is the field's at its place (same-
+  // layer obstacles may bring others); see ForEachNear.
+  bool radii_from_field_ = true;
+  int attempts_;
+  double eps_;
+  RadiusField field_;
+  DensityBounds density_bounds_;
+  // Footprint r(x) / 2 per point (SamplerOptions::footprint == 0), up to
+  // max_extra_ = r_max / 2; otherwise baked into the obstacle index.
+  bool per_point_footprint_;
+  // Obstacle clearances depend on the point: its footprint, or its own
+  // radius for same-layer obstacles.
+  bool per_point_;
+  std::uint64_t dormant_left_ = 0;  // Over every level.
+  double max_extra_ = 0;
+  std::uint64_t candidate_key_ = 0;
+  std::uint64_t gap_key_ = 0;
+  std::vector<std::array<double, 2>> circle_;
+  std::vector<std::array<double, 3>> sphere_;
+  std::vector<std::array<double, 2>> woken_circle_;
+  std::vector<std::array<double, 3>> woken_sphere_;
+
+  double lo_[D];
+  double hi_[D];
+  std::vector<Level> levels_;
+  struct Active {
+    std::uint64_t cell;   // In its level.
+    std::uint64_t index;  // Generation index: keys the point's candidates.
+    int level;
+  };
+  std::vector<Active> active_;
+  std::uint64_t next_index_ = 0;
+  std::size_t head_ = 0;
+  // The generations of active_, and dormant points woken by them.
+  WakeSchedule<DormantAt> schedule_;
+  std::uint64_t since_poll_ = 0;
+  absl::Status halt_;
+
+  // The gathered neighbourhood, SoA: coordinates and r^2 (1 + kSlack).
+  std::vector<double> list_[D];
+  std::vector<double> list_r2_;
+  std::vector<double> far_;  // Gather's scratch: the farther points.
+  std::size_t far_size_ = 0;  // Doubles of far_ in use.
+  std::size_t list_size_ = 0;
+
+  bool obstacles_marked_ = false;  // Obstacles marked some level's cover.
+  std::vector<double> gap_lists_[kMaxGapDepth + 1];
+};
+
+}  // namespace
+}  // namespace scatter::sampler::internal
+
+#ifdef SCATTER_VARIABLE_POISSON_AVX2
+#pragma GCC pop_options
+#endif
+
+#endif  // SCATTER_SAMPLER_VARIABLE_POISSON_IMPL_H_
