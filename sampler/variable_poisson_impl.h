@@ -150,14 +150,28 @@ class DensityBounds {
   // one more on each side against rounding of the pixel coordinates.
   void Bounds(double x0, double y0, double x1, double y1, double* lo,
               double* hi) const {
-    std::int64_t i0, i1, j0, j1;
-    PixelRange(x0, y0, x1, y1, &i0, &i1, &j0, &j1);
+    Bounds(Pixels(x0, y0, x1, y1), lo, hi);
+  }
+
+  // The pixels Bounds reads for a box: equal ranges have equal bounds.
+  struct Range {
+    std::int64_t i0 = 0, i1 = -1, j0 = 0, j1 = -1;  // Default: none.
+    bool operator==(const Range& o) const {
+      return i0 == o.i0 && i1 == o.i1 && j0 == o.j0 && j1 == o.j1;
+    }
+  };
+  Range Pixels(double x0, double y0, double x1, double y1) const {
+    Range r;
+    PixelRange(x0, y0, x1, y1, &r.i0, &r.i1, &r.j0, &r.j1);
+    return r;
+  }
+  void Bounds(const Range& r, double* lo, double* hi) const {
     std::size_t k = 0;
-    while (k + 1 < levels_.size() &&
-           ((i1 >> k) - (i0 >> k) > 3 || (j1 >> k) - (j0 >> k) > 3)) {
+    while (k + 1 < levels_.size() && ((r.i1 >> k) - (r.i0 >> k) > 3 ||
+                                      (r.j1 >> k) - (r.j0 >> k) > 3)) {
       ++k;
     }
-    BlockBounds(k, i0, i1, j0, j1, lo, hi);
+    BlockBounds(k, r.i0, r.i1, r.j0, r.j1, lo, hi);
   }
 
   // Bounds that hold as Bounds' do but may be wider: from the level where
@@ -985,8 +999,16 @@ class VariableRun {
   // rounding in the bilinear interpolation.
   void RadiusBounds(const double* lo, const double* hi, double* r_lo,
                     double* r_hi) const {
+    RadiusBounds(PixelsOf(lo, hi), r_lo, r_hi);
+  }
+  // The same in two steps: the pixels that decide them, then the bounds.
+  DensityBounds::Range PixelsOf(const double* lo, const double* hi) const {
+    return density_bounds_.Pixels(lo[0], lo[1], hi[0], hi[1]);
+  }
+  void RadiusBounds(const DensityBounds::Range& pixels, double* r_lo,
+                    double* r_hi) const {
     double d_lo, d_hi;
-    density_bounds_.Bounds(lo[0], lo[1], hi[0], hi[1], &d_lo, &d_hi);
+    density_bounds_.Bounds(pixels, &d_lo, &d_hi);
     RadiiOf(d_lo, d_hi, r_lo, r_hi);
   }
 
@@ -1149,14 +1171,23 @@ class VariableRun {
   // when it is nearer than max(r_q, r_lo) to all of it. A piece left alone
   // by every point is free; otherwise it splits into 2^D children, down to
   // a depth where one random place decides.
+  //
+  // r_lo and r_hi come from the parent, whose bounds were read from the
+  // pixels `outer`: a piece within the same pixels has those bounds, so
+  // only a piece that reads fewer pixels looks them up again. (Most pieces
+  // are far smaller than a pixel.)
   bool FindUncovered(const double* b0, const double* b1, int depth,
                      std::size_t n, std::uint64_t cell, std::uint64_t piece,
-                     bool partial, double r_lo, double r_hi, double* p,
+                     bool partial, double r_lo, double r_hi,
+                     const DensityBounds::Range& outer, double* p,
                      double* rp) {
-    double lo_here, hi_here;
-    RadiusBounds(b0, b1, &lo_here, &hi_here);
-    r_lo = std::max(r_lo, lo_here);
-    r_hi = std::min(r_hi, hi_here);
+    const DensityBounds::Range pixels = PixelsOf(b0, b1);
+    if (!(pixels == outer)) {
+      double lo_here, hi_here;
+      RadiusBounds(pixels, &lo_here, &hi_here);
+      r_lo = std::max(r_lo, lo_here);
+      r_hi = std::min(r_hi, hi_here);
+    }
     if (partial) {
       const Region::Overlap overlap = region_.Classify(b0, b1);
       if (overlap == Region::Overlap::kOutside) return false;
@@ -1209,7 +1240,7 @@ class VariableRun {
       double c0[D], c1[D];
       ChildBox<D>(b0, b1, mid, child, c0, c1);
       if (FindUncovered(c0, c1, depth + 1, m, cell, (piece << D) + child,
-                        partial, r_lo, r_hi, p, rp)) {
+                        partial, r_lo, r_hi, pixels, p, rp)) {
         return true;
       }
     }
@@ -1258,13 +1289,18 @@ class VariableRun {
       for (int a = 0; a < D; ++a) {
         i[a] = (c / t.stride[a]) % static_cast<std::uint64_t>(t.n[a]);
       }
-      absl::Status s = FillCell(top, i);
+      absl::Status s = FillCell(top, i, DensityBounds::Range(), 0, 0);
       if (!s.ok()) return s;
     }
     return absl::OkStatus();
   }
 
-  absl::Status FillCell(int l, const std::uint64_t* i) {
+  // `outer`, outer_lo and outer_hi: the pixels and radius bounds of the
+  // cell this one splits from (none at the top level); a cell within the
+  // same pixels has the same bounds.
+  absl::Status FillCell(int l, const std::uint64_t* i,
+                        const DensityBounds::Range& outer, double outer_lo,
+                        double outer_hi) {
     const Level& level = levels_[static_cast<std::size_t>(l)];
     if (++since_poll_ >= kPollEvery / 8) {
       since_poll_ = 0;
@@ -1284,8 +1320,9 @@ class VariableRun {
     if (!box_only_ && region_.Classify(u0, u1) == Region::Overlap::kOutside) {
       return absl::OkStatus();
     }
-    double r_lo, r_hi;
-    RadiusBounds(b0, b1, &r_lo, &r_hi);
+    double r_lo = outer_lo, r_hi = outer_hi;
+    const DensityBounds::Range pixels = PixelsOf(b0, b1);
+    if (!(pixels == outer)) RadiusBounds(pixels, &r_lo, &r_hi);
     if (l > 0 && r_lo < level.lo_r) {
       const Level& below = levels_[static_cast<std::size_t>(l - 1)];
       for (unsigned child = 0; child < (1u << D); ++child) {
@@ -1296,7 +1333,7 @@ class VariableRun {
           inside &= k[a] < static_cast<std::uint64_t>(below.n[a]);
         }
         if (!inside) continue;
-        absl::Status s = FillCell(l - 1, k);
+        absl::Status s = FillCell(l - 1, k, pixels, r_lo, r_hi);
         if (!s.ok()) return s;
       }
       return absl::OkStatus();
@@ -1317,7 +1354,7 @@ class VariableRun {
       double c0[D], c1[D];
       if (!ClippedHalfCell<D>(u0, u1, lo_, hi_, child, c0, c1)) continue;
       found = FindUncovered(c0, c1, 1, n, key, 1 + child, maybe_partial_, r_lo,
-                            r_hi, p, &rp);
+                            r_hi, pixels, p, &rp);
     }
     if (!found) return absl::OkStatus();
     Accept(p, rp);
