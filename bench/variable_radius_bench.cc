@@ -140,7 +140,58 @@ void BM_Run(benchmark::State& state, const Case& c) {
   state.counters["uncovered_fraction"] = coverage->uncovered_fraction();
 }
 
+// A world-sized density map and a small request: a 4096 x 4096 u8 raster
+// laid over a 4096 x 4096 world (one pixel per unit), and one 64 x 64 box
+// of it sampled at radii 0.5 to 2 (about 1 500 points), as a streamer asks
+// for one tile. Each run is separate, as separate requests are; what it
+// measures is the per-run cost that does not scale with the box.
+std::shared_ptr<const Raster> WorldRaster() {
+  constexpr std::uint32_t kSide = 4096;
+  std::vector<std::uint8_t> bytes(std::size_t{kSide} * kSide);
+  for (std::uint32_t j = 0; j < kSide; ++j) {
+    for (std::uint32_t i = 0; i < kSide; ++i) {
+      const double v = 0.5 + 0.25 * std::sin(i * 0.013) +
+                       0.25 * std::sin(j * 0.021 + 1);
+      bytes[std::size_t{j} * kSide + i] = static_cast<std::uint8_t>(v * 255);
+    }
+  }
+  absl::StatusOr<Raster> raster =
+      Raster::FromRaw(RasterFormat::kU8, kSide, kSide, bytes,
+                      RasterRect{0, 0, kSide, kSide}, std::size_t{1} << 28);
+  return std::make_shared<const Raster>(*std::move(raster));
+}
+
+void BM_TileOfAWorldRaster(benchmark::State& state) {
+  static const auto* raster = new std::shared_ptr<const Raster>(WorldRaster());
+  const absl::StatusOr<Box> box =
+      Box::Create(2, {1000, 1000, 0}, {1064, 1064, 0});
+  SamplerOptions options;
+  options.density = *raster;
+  options.radius_min = 0.5;
+  options.radius_max = 2;
+  const absl::StatusOr<Sampler> sampler = Sampler::Create(*box, options);
+  if (!sampler.ok()) {
+    state.SkipWithError(sampler.status().ToString().c_str());
+    return;
+  }
+  std::uint64_t points = 0;
+  for (auto _ : state) {
+    points = 0;
+    const absl::Status status = sampler->Run([&](const PointBatch& batch) {
+      points += batch.size();
+      return true;
+    });
+    if (!status.ok()) {
+      state.SkipWithError(status.ToString().c_str());
+      return;
+    }
+  }
+  state.counters["points"] = static_cast<double>(points);
+}
+
 void RegisterAll() {
+  benchmark::RegisterBenchmark("tile_of_a_world_raster", BM_TileOfAWorldRaster)
+      ->Unit(benchmark::kMillisecond);
   const auto raster = RippleRaster();
   for (int dims : {2, 3}) {
     const double r_min = dims == 2 ? kRMin2D : kRMin3D;

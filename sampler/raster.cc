@@ -6,6 +6,7 @@
 #include <cmath>
 #include <csetjmp>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -88,6 +89,11 @@ bool ReadPngRows(png_structp png, png_bytepp rows) {
 
 }  // namespace
 
+struct Raster::Blocks {
+  std::once_flag built;
+  std::vector<BlockLevel> levels;
+};
+
 Raster::Raster(std::uint32_t width, std::uint32_t height,
                const RasterRect& rect, std::vector<float> values)
     : width_(width),
@@ -96,7 +102,50 @@ Raster::Raster(std::uint32_t width, std::uint32_t height,
       to_col_(width / (rect.x1 - rect.x0)),
       to_row_(height / (rect.y1 - rect.y0)),
       values_(std::make_shared<const std::vector<float>>(std::move(values))),
-      pixels_(values_->data()) {}
+      pixels_(values_->data()),
+      blocks_(std::make_shared<Blocks>()) {}
+
+const std::vector<Raster::BlockLevel>& Raster::BlockLevels() const {
+  std::call_once(blocks_->built, [this] {
+    std::vector<BlockLevel>& levels = blocks_->levels;
+    std::uint32_t w = width_, h = height_;
+    while (w > 1 || h > 1) {
+      const std::uint32_t cw = (w + 1) / 2, ch = (h + 1) / 2;
+      BlockLevel coarse;
+      coarse.w = cw;
+      coarse.h = ch;
+      coarse.lo.assign(std::size_t{cw} * ch, 2.0f);
+      coarse.hi.assign(std::size_t{cw} * ch, -1.0f);
+      // From the pixels for level 1, else from the level below.
+      const float* fine_lo = levels.empty() ? pixels_ : levels.back().lo.data();
+      const float* fine_hi = levels.empty() ? pixels_ : levels.back().hi.data();
+      for (std::uint32_t j = 0; j < h; ++j) {
+        for (std::uint32_t i = 0; i < w; ++i) {
+          const std::size_t f = std::size_t{j} * w + i;
+          const std::size_t c = std::size_t{j / 2} * cw + i / 2;
+          coarse.lo[c] = std::min(coarse.lo[c], fine_lo[f]);
+          coarse.hi[c] = std::max(coarse.hi[c], fine_hi[f]);
+        }
+      }
+      levels.push_back(std::move(coarse));
+      w = cw;
+      h = ch;
+    }
+  });
+  return blocks_->levels;
+}
+
+std::size_t Raster::BlockLevelsBytes(std::uint32_t width,
+                                     std::uint32_t height) {
+  std::size_t bytes = 0;
+  std::uint64_t w = width, h = height;
+  while (w > 1 || h > 1) {
+    w = (w + 1) / 2;
+    h = (h + 1) / 2;
+    bytes += 2 * sizeof(float) * w * h;
+  }
+  return bytes;
+}
 
 absl::StatusOr<Raster> Raster::WithRect(const RasterRect& rect) const {
   absl::Status status = CheckRect(rect);

@@ -105,6 +105,24 @@ class Raster {
   float Pixel(std::uint32_t i, std::uint32_t j) const {
     return (*values_)[static_cast<std::size_t>(j) * width_ + i];
   }
+  // All pixels, row-major from the top row.
+  const float* pixels() const { return pixels_; }
+
+  // The least and greatest pixel of each block of 2^k x 2^k pixels, for
+  // k = 1, 2, ... up to the level of one block (element k - 1; level 0 is
+  // the pixels themselves): what the variable-radius sampler bounds the
+  // density over a box with. Built on the first call (thread-safe) in
+  // O(pixels), then kept with the pixels, shared by every copy and WithRect
+  // view, so runs, tiles and requests over one raster build it once.
+  struct BlockLevel {
+    std::uint32_t w = 0, h = 0;  // Blocks per row and column.
+    std::vector<float> lo, hi;   // Row-major.
+  };
+  const std::vector<BlockLevel>& BlockLevels() const;
+  // The bytes BlockLevels holds once built: 8 per block, about 2.7 per
+  // pixel.
+  static std::size_t BlockLevelsBytes(std::uint32_t width,
+                                      std::uint32_t height);
 
  private:
   Raster(std::uint32_t width, std::uint32_t height, const RasterRect& rect,
@@ -117,6 +135,8 @@ class Raster {
   double to_row_;  // Pixels per world unit, y.
   std::shared_ptr<const std::vector<float>> values_;  // Shared by copies.
   const float* pixels_;  // values_->data(), which copies share.
+  struct Blocks;
+  std::shared_ptr<Blocks> blocks_;  // BlockLevels, shared by copies.
 };
 
 }  // namespace scatter::sampler

@@ -106,40 +106,18 @@ struct RadiusField {
   }
 };
 
-// Bounds of the density over boxes at any scale in O(1): a pyramid of
-// per-block minima and maxima of the pixels (level k: blocks of 2^k x 2^k
-// pixels), so a box covering many pixels reads at most 4 x 4 blocks of a
-// coarse enough level, never all its pixels. Built once per run, O(pixels).
+// Bounds of the density over boxes at any scale in O(1), from the pixels
+// and the raster's block levels (Raster::BlockLevels: per-block minima and
+// maxima, level k blocks of 2^k x 2^k pixels), so a box covering many
+// pixels reads at most 4 x 4 blocks of a coarse enough level, never all its
+// pixels. The raster builds the levels once and keeps them.
 class DensityBounds {
  public:
-  explicit DensityBounds(const Raster& raster) : raster_(raster) {
-    std::uint32_t w = raster.width(), h = raster.height();
-    Level base{w, h, std::vector<float>(std::size_t{w} * h),
-               std::vector<float>(std::size_t{w} * h)};
-    for (std::uint32_t j = 0; j < h; ++j) {
-      for (std::uint32_t i = 0; i < w; ++i) {
-        base.lo[std::size_t{j} * w + i] = raster.Pixel(i, j);
-        base.hi[std::size_t{j} * w + i] = raster.Pixel(i, j);
-      }
-    }
-    levels_.push_back(std::move(base));
-    while (w > 1 || h > 1) {
-      const Level& fine = levels_.back();
-      const std::uint32_t cw = (w + 1) / 2, ch = (h + 1) / 2;
-      Level coarse{cw, ch, std::vector<float>(std::size_t{cw} * ch, 2.0f),
-                   std::vector<float>(std::size_t{cw} * ch, -1.0f)};
-      for (std::uint32_t j = 0; j < h; ++j) {
-        for (std::uint32_t i = 0; i < w; ++i) {
-          const std::size_t f = std::size_t{j} * w + i;
-          const std::size_t c = std::size_t{j / 2} * cw + i / 2;
-          coarse.lo[c] = std::min(coarse.lo[c], fine.lo[f]);
-          coarse.hi[c] = std::max(coarse.hi[c], fine.hi[f]);
-        }
-      }
-      levels_.push_back(std::move(coarse));
-      w = cw;
-      h = ch;
-    }
+  explicit DensityBounds(const Raster& raster)
+      : raster_(raster),
+        pixels_(raster.pixels()),
+        coarse_(raster.BlockLevels()),
+        levels_(coarse_.size() + 1) {
     const RasterRect& rect = raster.rect();
     to_col_ = raster.width() / (rect.x1 - rect.x0);
     to_row_ = raster.height() / (rect.y1 - rect.y0);
@@ -167,8 +145,8 @@ class DensityBounds {
   }
   void Bounds(const Range& r, double* lo, double* hi) const {
     std::size_t k = 0;
-    while (k + 1 < levels_.size() && ((r.i1 >> k) - (r.i0 >> k) > 3 ||
-                                      (r.j1 >> k) - (r.j0 >> k) > 3)) {
+    while (k + 1 < levels_ && ((r.i1 >> k) - (r.i0 >> k) > 3 ||
+                               (r.j1 >> k) - (r.j0 >> k) > 3)) {
       ++k;
     }
     BlockBounds(k, r.i0, r.i1, r.j0, r.j1, lo, hi);
@@ -185,7 +163,7 @@ class DensityBounds {
     const auto span = static_cast<std::uint64_t>(std::max(i1 - i0, j1 - j0));
     std::size_t k = 0;
     while ((span >> k) != 0) ++k;
-    k = std::min(k, levels_.size() - 1);
+    k = std::min(k, levels_ - 1);
     BlockBounds(k, i0, i1, j0, j1, lo, hi);
   }
 
@@ -195,14 +173,25 @@ class DensityBounds {
   void BlockBounds(std::size_t k, std::int64_t i0, std::int64_t i1,
                    std::int64_t j0, std::int64_t j1, double* lo,
                    double* hi) const {
-    const Level& level = levels_[k];
     float mn = 2, mx = -1;
-    for (std::int64_t j = j0 >> k; j <= j1 >> k; ++j) {
-      for (std::int64_t i = i0 >> k; i <= i1 >> k; ++i) {
-        const std::size_t c =
-            static_cast<std::size_t>(j) * level.w + static_cast<std::size_t>(i);
-        mn = std::min(mn, level.lo[c]);
-        mx = std::max(mx, level.hi[c]);
+    if (k == 0) {
+      const std::size_t w = raster_.width();
+      for (std::int64_t j = j0; j <= j1; ++j) {
+        const float* row = pixels_ + static_cast<std::size_t>(j) * w;
+        for (std::int64_t i = i0; i <= i1; ++i) {
+          mn = std::min(mn, row[i]);
+          mx = std::max(mx, row[i]);
+        }
+      }
+    } else {
+      const Raster::BlockLevel& level = coarse_[k - 1];
+      for (std::int64_t j = j0 >> k; j <= j1 >> k; ++j) {
+        for (std::int64_t i = i0 >> k; i <= i1 >> k; ++i) {
+          const std::size_t c = static_cast<std::size_t>(j) * level.w +
+                                static_cast<std::size_t>(i);
+          mn = std::min(mn, level.lo[c]);
+          mx = std::max(mx, level.hi[c]);
+        }
       }
     }
     *lo = mn;
@@ -228,11 +217,6 @@ class DensityBounds {
     *j1 = std::min<std::int64_t>(row(y0) + 2, raster_.height() - 1);
   }
 
-  struct Level {
-    std::uint32_t w, h;
-    std::vector<float> lo, hi;
-  };
-
   // Floor of a continuous pixel coordinate, clamped to the raster (NaN and
   // huge values included).
   static std::int64_t PixelIndex(double u, std::uint32_t n) {
@@ -242,9 +226,11 @@ class DensityBounds {
   }
 
   const Raster& raster_;
+  const float* pixels_;
+  const std::vector<Raster::BlockLevel>& coarse_;  // Levels 1 and up.
+  std::size_t levels_;                             // Level 0 too.
   double to_col_ = 1;
   double to_row_ = 1;
-  std::vector<Level> levels_;
 };
 
 // A zeroed array from calloc: large ones come straight from the kernel as

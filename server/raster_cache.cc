@@ -131,7 +131,10 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
       DecodeRaster(field, format, width, height, pixels, max_raster_bytes);
   if (!raster.ok()) return raster.status();
   auto shared = std::make_shared<const sampler::Raster>(*std::move(raster));
-  const std::size_t bytes = shared->decoded_bytes();
+  // The pixels, and the block levels a variable-radius run builds once
+  // and keeps with them (Raster::BlockLevels).
+  const std::size_t bytes =
+      shared->decoded_bytes() + sampler::Raster::BlockLevelsBytes(width, height);
 
   absl::MutexLock lock(&mu_);
   if (auto it = slots_.find(digest); it != slots_.end()) {
@@ -141,7 +144,8 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
   if (!MakeRoomLocked(bytes)) {
     return absl::ResourceExhaustedError(absl::StrCat(
         field, ": a raster of ", bytes,
-        " decoded bytes does not fit the raster cache (raster_cache_bytes = ",
+        " bytes (decoded pixels and their block bounds) does not fit the "
+        "raster cache (raster_cache_bytes = ",
         max_bytes_, ", ", bytes_, " in use by running requests)"));
   }
   lru_.push_front(digest);

@@ -5,6 +5,9 @@
 // client can never bind a digest to someone else's data. Entries are
 // decoded rasters, evicted least recently used first when the bytes exceed
 // the budget; an entry a running request holds is pinned (never evicted).
+// An entry counts its pixels (4 bytes each) and the block bounds that
+// variable-radius runs build once and keep with them
+// (sampler::Raster::BlockLevelsBytes).
 
 #include <cstddef>
 #include <cstdint>

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sampler/layers.h"
+#include "sampler/raster.h"
 #include "server/convert.h"
 #include "tests/client/cli_test_util.h"
 #include "tests/server/scatterd_process.h"
@@ -291,7 +292,8 @@ TEST(ClientTest, UnknownDigestIsResentInline) {
   // A cache with room for one 64 x 64 raster: the second upload evicts the
   // first, as another replica or a restart would lose it.
   server::ServerOptions options = server::testing::LoopbackServer::DefaultOptions();
-  options.service.raster_cache_bytes = 4 * 64 * 64;
+  options.service.raster_cache_bytes =
+      4 * 64 * 64 + sampler::Raster::BlockLevelsBytes(64, 64);
   server::testing::LoopbackServer server(options);
   Client client(server.TcpChannel(), server.target());
   v1::RasterData first, second;

@@ -2,6 +2,7 @@
 
 #include <png.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -135,6 +136,65 @@ TEST(RasterTest, BadPngsGiveTheRightCode) {
   // Over the byte limit: refused after the header, before the pixels.
   EXPECT_EQ(Raster::FromPng(good, kUnit, 64 * 64 - 1).status().code(),
             absl::StatusCode::kResourceExhausted);
+}
+
+TEST(RasterTest, BlockLevelsHoldEachBlocksLeastAndGreatestPixel) {
+  // Odd sizes, so the last block of a row or column is partial.
+  constexpr std::uint32_t kW = 37, kH = 21;
+  std::vector<std::uint8_t> bytes(kW * kH);
+  for (std::size_t k = 0; k < bytes.size(); ++k) {
+    bytes[k] = static_cast<std::uint8_t>((k * 7919 + 13) % 251);
+  }
+  absl::StatusOr<Raster> r =
+      Raster::FromRaw(RasterFormat::kU8, kW, kH, bytes, kUnit, kLimit);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::vector<Raster::BlockLevel>& levels = r->BlockLevels();
+  // 37 x 21 -> 19 x 11 -> 10 x 6 -> 5 x 3 -> 3 x 2 -> 2 x 1 -> 1 x 1.
+  ASSERT_EQ(levels.size(), 6u);
+  std::size_t bytes_held = 0;
+  for (std::size_t l = 0; l < levels.size(); ++l) {
+    const Raster::BlockLevel& level = levels[l];
+    const std::uint32_t side = 2u << l;  // Pixels per block side.
+    ASSERT_EQ(level.w, (kW + side - 1) / side) << "level " << l + 1;
+    ASSERT_EQ(level.h, (kH + side - 1) / side) << "level " << l + 1;
+    bytes_held += (level.lo.size() + level.hi.size()) * sizeof(float);
+    for (std::uint32_t bj = 0; bj < level.h; ++bj) {
+      for (std::uint32_t bi = 0; bi < level.w; ++bi) {
+        float lo = 2, hi = -1;
+        for (std::uint32_t j = bj * side; j < std::min(kH, (bj + 1) * side);
+             ++j) {
+          for (std::uint32_t i = bi * side;
+               i < std::min(kW, (bi + 1) * side); ++i) {
+            lo = std::min(lo, r->Pixel(i, j));
+            hi = std::max(hi, r->Pixel(i, j));
+          }
+        }
+        EXPECT_EQ(level.lo[bj * level.w + bi], lo) << l << " " << bi << bj;
+        EXPECT_EQ(level.hi[bj * level.w + bi], hi) << l << " " << bi << bj;
+      }
+    }
+  }
+  EXPECT_EQ(Raster::BlockLevelsBytes(kW, kH), bytes_held);
+}
+
+TEST(RasterTest, CopiesAndViewsShareOneBuildOfTheBlockLevels) {
+  const std::vector<std::uint8_t> bytes(64 * 64, 9);
+  absl::StatusOr<Raster> r =
+      Raster::FromRaw(RasterFormat::kU8, 64, 64, bytes, kUnit, kLimit);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Raster copy = *r;
+  absl::StatusOr<Raster> view = r->WithRect({10, 10, 20, 30});
+  ASSERT_TRUE(view.ok()) << view.status();
+  const std::vector<Raster::BlockLevel>* first = &copy.BlockLevels();
+  EXPECT_EQ(&r->BlockLevels(), first);
+  EXPECT_EQ(&view->BlockLevels(), first);
+  // A 1 x 1 raster has no level above its pixel.
+  absl::StatusOr<Raster> one = Raster::FromRaw(
+      RasterFormat::kU8, 1, 1, absl::MakeConstSpan(bytes.data(), 1), kUnit,
+      kLimit);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_TRUE(one->BlockLevels().empty());
+  EXPECT_EQ(Raster::BlockLevelsBytes(1, 1), 0u);
 }
 
 }  // namespace

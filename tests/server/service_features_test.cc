@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sampler/raster.h"
 #include "server/raster_cache.h"
 #include "tests/server/service_test_util.h"
 #include "tests/server/tls_util.h"
@@ -260,8 +261,9 @@ TEST(LimitsTest, OversizedRequestMessageIsRefused) {
 }
 
 TEST(RasterCacheTest, EvictsLeastRecentlyUsedButNeverAPinnedRaster) {
-  // Room for two 32 x 32 rasters (4 KiB decoded each).
-  RasterCache cache(2 * 4096);
+  // Room for two 32 x 32 rasters (4 KiB decoded each, and their block
+  // bounds).
+  RasterCache cache(2 * (4096 + sampler::Raster::BlockLevelsBytes(32, 32)));
   auto put = [&](char fill) {
     return cache.Put("r", v1::RASTER_FORMAT_U8, 32, 32, std::string(1024, fill),
                      1 << 20);
