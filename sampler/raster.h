@@ -113,14 +113,15 @@ class Raster {
   // the pixels themselves): what the variable-radius sampler bounds the
   // density over a box with. Built on the first call (thread-safe) in
   // O(pixels), then kept with the pixels, shared by every copy and WithRect
-  // view, so runs, tiles and requests over one raster build it once.
+  // view, so runs, tiles and requests over one raster build it once. The
+  // memory (BlockLevelsBytes) stays with the pixels for their lifetime.
   struct BlockLevel {
     std::uint32_t w = 0, h = 0;  // Blocks per row and column.
     std::vector<float> lo, hi;   // Row-major.
   };
   const std::vector<BlockLevel>& BlockLevels() const;
   // The bytes BlockLevels holds once built: 8 per block, about 2.7 per
-  // pixel.
+  // pixel for a square raster, up to 8 for a one-pixel strip.
   static std::size_t BlockLevelsBytes(std::uint32_t width,
                                       std::uint32_t height);
 

@@ -134,7 +134,10 @@ struct SamplerOptions {
 
   // Refuse (ResourceExhausted) a run whose acceleration grid (coordinates,
   // occupancy bits and coverage bytes, about 40 bytes per point in 2D)
-  // needs more bytes than this, before allocating it.
+  // needs more bytes than this, before allocating it. Not counted: the
+  // density raster's block bounds, which its first variable-radius run
+  // builds and the raster keeps (Raster::BlockLevelsBytes, about 2.7 bytes
+  // a pixel), shared by every later run over it.
   std::uint64_t max_memory_bytes = std::uint64_t{1} << 30;
   // Refuse (ResourceExhausted) a run expected to produce more points than
   // this, before starting it; and end a run that reaches it with

@@ -61,8 +61,8 @@ struct Avx2Ops {
   }
 
   // ScalarOps::AnyConflict, 4 points at a time, leaving at the first group
-  // with a hit: the lists put their nearest points first. On numbers,
-  // max_pd and the scalar max differ only on equal inputs, so every
+  // with a hit: the lists put their nearest points first. max_pd(r2, rc)
+  // is r2 > rc ? r2 : rc, the scalar rc2 < r2 ? r2 : rc2 exactly, so every
   // comparison is the scalar one.
   template <int D>
   static bool AnyConflict(const double* const* xs, const double* r2,

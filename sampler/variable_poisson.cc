@@ -1,14 +1,14 @@
+#include "sampler/variable_poisson.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include "sampler/simd.h"
 #include "sampler/simd_ops.h"
-#include "sampler/variable_poisson.h"
 // Last: see the note at the top of variable_poisson_impl.h.
 #include "sampler/variable_poisson_impl.h"
 
 namespace scatter::sampler::internal {
-
 
 VariableEstimate EstimateVariablePoisson(const Box& box, const Raster& density,
                                          double radius_min, double radius_max) {
@@ -56,8 +56,7 @@ absl::Status RunVariablePoissonScalar(const Region& region,
     return VariableRun<2, ScalarOps>(region, obstacles, options, out, stop)
         .Run();
   }
-  return VariableRun<3, ScalarOps>(region, obstacles, options, out, stop)
-      .Run();
+  return VariableRun<3, ScalarOps>(region, obstacles, options, out, stop).Run();
 }
 
 absl::Status RunVariablePoisson(const Region& region,

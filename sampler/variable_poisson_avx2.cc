@@ -24,8 +24,7 @@ absl::Status RunVariablePoissonAvx2(const Region& region,
                                     BatchWriter* out,
                                     absl::FunctionRef<bool()> stop) {
   if (region.dims() == 2) {
-    return VariableRun<2, Avx2Ops>(region, obstacles, options, out, stop)
-        .Run();
+    return VariableRun<2, Avx2Ops>(region, obstacles, options, out, stop).Run();
   }
   return VariableRun<3, Avx2Ops>(region, obstacles, options, out, stop).Run();
 }

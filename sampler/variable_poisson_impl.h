@@ -145,8 +145,8 @@ class DensityBounds {
   }
   void Bounds(const Range& r, double* lo, double* hi) const {
     std::size_t k = 0;
-    while (k + 1 < levels_ && ((r.i1 >> k) - (r.i0 >> k) > 3 ||
-                               (r.j1 >> k) - (r.j0 >> k) > 3)) {
+    while (k + 1 < levels_ &&
+           ((r.i1 >> k) - (r.i0 >> k) > 3 || (r.j1 >> k) - (r.j0 >> k) > 3)) {
       ++k;
     }
     BlockBounds(k, r.i0, r.i1, r.j0, r.j1, lo, hi);
@@ -341,28 +341,29 @@ class VariableRun {
     // does).
     bool seeded = false;
     bool crowded = false;
-    obstacles_.ForEachSameLayer([&](const double* c, double r,
-                                    std::int32_t wake) {
-      const int l = LevelOf(r);
-      Level& level = levels_[static_cast<std::size_t>(l)];
-      const std::uint64_t cell = CellOf(level, c);
-      if ((level.bits[cell >> 6] >> (cell & 63)) & 1) {
-        crowded = true;
-        return;
-      }
-      // A point of this layer has the field's radius at its place; one
-      // that does not turns off what ForEachNear concludes from that.
-      double r_lo, r_hi;
-      RadiusBounds(c, c, &r_lo, &r_hi);
-      if (!(r >= r_lo && r <= r_hi)) radii_from_field_ = false;
-      Place(c, r, /*active=*/false);
-      if (level.dormant.empty()) level.dormant.assign(level.cells / 64 + 2, 0);
-      level.dormant[cell >> 6] |= std::uint64_t{1} << (cell & 63);
-      ++level.dormant_left;
-      ++dormant_left_;
-      if (wake >= 0) schedule_.Add(wake, {cell, l});
-      seeded = true;
-    });
+    obstacles_.ForEachSameLayer(
+        [&](const double* c, double r, std::int32_t wake) {
+          const int l = LevelOf(r);
+          Level& level = levels_[static_cast<std::size_t>(l)];
+          const std::uint64_t cell = CellOf(level, c);
+          if ((level.bits[cell >> 6] >> (cell & 63)) & 1) {
+            crowded = true;
+            return;
+          }
+          // A point of this layer has the field's radius at its place; one
+          // that does not turns off what ForEachNear concludes from that.
+          double r_lo, r_hi;
+          RadiusBounds(c, c, &r_lo, &r_hi);
+          if (!(r >= r_lo && r <= r_hi)) radii_from_field_ = false;
+          Place(c, r, /*active=*/false);
+          if (level.dormant.empty())
+            level.dormant.assign(level.cells / 64 + 2, 0);
+          level.dormant[cell >> 6] |= std::uint64_t{1} << (cell & 63);
+          ++level.dormant_left;
+          ++dormant_left_;
+          if (wake >= 0) schedule_.Add(wake, {cell, l});
+          seeded = true;
+        });
     if (crowded) {
       return absl::InvalidArgumentError(
           "obstacles: two same-layer obstacles are closer than their radii, "
@@ -1017,7 +1018,9 @@ class VariableRun {
   // A woken point's generation index carries this bit in a dense run
   // (which also keys its candidates apart from any emitted point's).
   static constexpr std::uint64_t kWokenBit = std::uint64_t{1} << 62;
-  std::uint64_t WokenIndex() { return next_index_++ | (dense_ ? kWokenBit : 0); }
+  std::uint64_t WokenIndex() {
+    return next_index_++ | (dense_ ? kWokenBit : 0);
+  }
 
   // A dormant point: its cell in its level.
   struct DormantAt {
@@ -1165,8 +1168,7 @@ class VariableRun {
   bool FindUncovered(const double* b0, const double* b1, int depth,
                      std::size_t n, std::uint64_t cell, std::uint64_t piece,
                      bool partial, double r_lo, double r_hi,
-                     const DensityBounds::Range& outer, double* p,
-                     double* rp) {
+                     const DensityBounds::Range& outer, double* p, double* rp) {
     const DensityBounds::Range pixels = PixelsOf(b0, b1);
     if (!(pixels == outer)) {
       double lo_here, hi_here;
@@ -1397,7 +1399,7 @@ class VariableRun {
   // The gathered neighbourhood, SoA: coordinates and r^2 (1 + kSlack).
   std::vector<double> list_[D];
   std::vector<double> list_r2_;
-  std::vector<double> far_;  // Gather's scratch: the farther points.
+  std::vector<double> far_;   // Gather's scratch: the farther points.
   std::size_t far_size_ = 0;  // Doubles of far_ in use.
   std::size_t list_size_ = 0;
 

@@ -47,8 +47,8 @@ std::string Sha256Hex(absl::string_view head, absl::string_view tail) {
   EVP_DigestUpdate(context, tail.data(), tail.size());
   EVP_DigestFinal_ex(context, digest.data(), &length);
   EVP_MD_CTX_free(context);
-  return absl::BytesToHexString(absl::string_view(
-      reinterpret_cast<const char*>(digest.data()), length));
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest.data()), length));
 }
 
 std::string RasterDigest(v1::RasterFormat format, std::uint32_t width,
@@ -61,12 +61,9 @@ std::string RasterDigest(v1::RasterFormat format, std::uint32_t width,
   return Sha256Hex(header, pixels);
 }
 
-absl::StatusOr<sampler::Raster> DecodeRaster(absl::string_view field,
-                                             v1::RasterFormat format,
-                                             std::uint32_t width,
-                                             std::uint32_t height,
-                                             absl::string_view pixels,
-                                             std::size_t max_bytes) {
+absl::StatusOr<sampler::Raster> DecodeRaster(
+    absl::string_view field, v1::RasterFormat format, std::uint32_t width,
+    std::uint32_t height, absl::string_view pixels, std::size_t max_bytes) {
   const auto bytes = absl::MakeConstSpan(
       reinterpret_cast<const std::uint8_t*>(pixels.data()), pixels.size());
   const sampler::RasterRect unit;
@@ -111,11 +108,12 @@ absl::StatusOr<sampler::Raster> DecodeRaster(absl::string_view field,
   if (!raster.ok()) {
     return absl::Status(
         raster.status().code(),
-        absl::StrCat(field, ": ", raster.status().message(),
-                     raster.status().code() == absl::StatusCode::kResourceExhausted
-                         ? absl::StrCat(" (max_raster_bytes = ", max_bytes,
-                                        " at 4 bytes per decoded pixel)")
-                         : ""));
+        absl::StrCat(
+            field, ": ", raster.status().message(),
+            raster.status().code() == absl::StatusCode::kResourceExhausted
+                ? absl::StrCat(" (max_raster_bytes = ", max_bytes,
+                               " at 4 bytes per decoded pixel)")
+                : ""));
   }
   return raster;
 }
@@ -133,8 +131,8 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
   auto shared = std::make_shared<const sampler::Raster>(*std::move(raster));
   // The pixels, and the block levels a variable-radius run builds once
   // and keeps with them (Raster::BlockLevels).
-  const std::size_t bytes =
-      shared->decoded_bytes() + sampler::Raster::BlockLevelsBytes(width, height);
+  const std::size_t bytes = shared->decoded_bytes() +
+                            sampler::Raster::BlockLevelsBytes(width, height);
 
   absl::MutexLock lock(&mu_);
   if (auto it = slots_.find(digest); it != slots_.end()) {

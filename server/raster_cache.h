@@ -7,7 +7,9 @@
 // the budget; an entry a running request holds is pinned (never evicted).
 // An entry counts its pixels (4 bytes each) and the block bounds that
 // variable-radius runs build once and keep with them
-// (sampler::Raster::BlockLevelsBytes).
+// (sampler::Raster::BlockLevelsBytes), whether or not a run has built them
+// yet: a raster only ever used as a mask is charged for bounds it never
+// builds, which errs on the side of room.
 
 #include <cstddef>
 #include <cstdint>

@@ -335,7 +335,8 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
           NewGauge(registry, "scatter_streams_in_flight",
                    "Scatter, ScatterTiles and PutRaster calls running now")),
       cache_bytes_(NewGauge(registry, "scatter_raster_cache_bytes",
-                            "Decoded raster bytes held for digests")),
+                            "Raster bytes (decoded pixels and block bounds) "
+                            "held for digests")),
       seconds_(
           prometheus::BuildHistogram()
               .Name("scatter_request_duration_seconds")

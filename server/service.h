@@ -35,7 +35,8 @@ struct ServiceOptions {
   // A call still running after this long is cancelled (a client that
   // stopped reading without cancelling holds no stream for ever).
   absl::Duration max_call_duration = absl::Minutes(30);
-  // Decoded raster bytes kept for reference by digest.
+  // Raster bytes kept for reference by digest: decoded pixels and the
+  // block bounds variable-radius runs keep with them (RasterCache).
   std::size_t raster_cache_bytes = std::size_t{1} << 30;
   // PutRaster: bytes received per upload at most.
   std::size_t max_upload_bytes = std::size_t{256} << 20;

@@ -163,8 +163,8 @@ TEST(RasterTest, BlockLevelsHoldEachBlocksLeastAndGreatestPixel) {
         float lo = 2, hi = -1;
         for (std::uint32_t j = bj * side; j < std::min(kH, (bj + 1) * side);
              ++j) {
-          for (std::uint32_t i = bi * side;
-               i < std::min(kW, (bi + 1) * side); ++i) {
+          for (std::uint32_t i = bi * side; i < std::min(kW, (bi + 1) * side);
+               ++i) {
             lo = std::min(lo, r->Pixel(i, j));
             hi = std::max(hi, r->Pixel(i, j));
           }
@@ -189,9 +189,9 @@ TEST(RasterTest, CopiesAndViewsShareOneBuildOfTheBlockLevels) {
   EXPECT_EQ(&r->BlockLevels(), first);
   EXPECT_EQ(&view->BlockLevels(), first);
   // A 1 x 1 raster has no level above its pixel.
-  absl::StatusOr<Raster> one = Raster::FromRaw(
-      RasterFormat::kU8, 1, 1, absl::MakeConstSpan(bytes.data(), 1), kUnit,
-      kLimit);
+  absl::StatusOr<Raster> one =
+      Raster::FromRaw(RasterFormat::kU8, 1, 1,
+                      absl::MakeConstSpan(bytes.data(), 1), kUnit, kLimit);
   ASSERT_TRUE(one.ok()) << one.status();
   EXPECT_TRUE(one->BlockLevels().empty());
   EXPECT_EQ(Raster::BlockLevelsBytes(1, 1), 0u);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -552,6 +553,44 @@ TEST(VariableRadiusLayerTest, ClearanceOverrideHoldsExactlyForDensityLayers) {
 // ---------------------------------------------------------------------------
 // Validation and limits.
 
+TEST(VariableRadiusRasterTest, RunsSharingARasterAtOnceGiveTheirOwnPoints) {
+  // Four runs over one fresh raster at once: the first to need the
+  // raster's block bounds builds them (Raster::BlockLevels) while the
+  // others wait, and every run gives the points a run on a raster of its
+  // own gives. A raster much finer than the cells (500 x 300 pixels for
+  // radii 0.004 to 0.03), so the bounds come from single pixels and from
+  // blocks of several levels.
+  auto value = [](double x, double y) {
+    return std::clamp(0.5 + 0.4 * std::sin(17 * x) * std::cos(11 * y), 0.0,
+                      1.0);
+  };
+  const auto shared = MakeRaster(500, 300, value);
+  std::vector<std::uint64_t> expected(4), got(4);
+  for (int k = 0; k < 4; ++k) {
+    SamplerOptions o = VariableOptions(
+        k % 2 == 0 ? Method::kPoissonDense : Method::kPoissonClassic, 0.004,
+        0.03, MakeRaster(500, 300, value));
+    o.seed = 100 + static_cast<std::uint64_t>(k);
+    const PointSet points = RunToEnd(Region::FromBox(UnitBox(2)), o);
+    ASSERT_GT(points.size(), 1000u);
+    expected[static_cast<std::size_t>(k)] = Digest(points);
+  }
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&, k] {
+      SamplerOptions o = VariableOptions(
+          k % 2 == 0 ? Method::kPoissonDense : Method::kPoissonClassic, 0.004,
+          0.03, shared);
+      o.seed = 100 + static_cast<std::uint64_t>(k);
+      got[static_cast<std::size_t>(k)] =
+          Digest(RunToEnd(Region::FromBox(UnitBox(2)), o));
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(got, expected);
+  EXPECT_FALSE(shared->BlockLevels().empty());
+}
+
 TEST(VariableRadiusValidationTest, BadBoundsAreInvalidArgumentNamingTheField) {
   struct Bad {
     double r_min, r_max;
@@ -679,6 +718,17 @@ PointSet GoldenRun(const std::string& name) {
         Region::FromBox(UnitBox(3)),
         VariableOptions(Method::kPoissonClassic, 0.05, 0.2, density));
   }
+  if (name == "classic 2D, fine raster") {
+    // 500 x 300 pixels for radii 0.004 to 0.03: bounds from single pixels
+    // and from blocks of several levels.
+    const auto fine = MakeRaster(500, 300, [](double x, double y) {
+      return std::clamp(0.5 + 0.4 * std::sin(17 * x) * std::cos(11 * y), 0.0,
+                        1.0);
+    });
+    return RunToEnd(
+        Region::FromBox(UnitBox(2)),
+        VariableOptions(Method::kPoissonClassic, 0.004, 0.03, fine));
+  }
   if (name == "dense polygon with lake") {
     return RunToEnd(Pentagon(), VariableOptions(Method::kPoissonDense, 0.01,
                                                 0.05, density));
@@ -704,6 +754,7 @@ const GoldenCase kGoldenCases[] = {
     {"dense 3D", 0x7c1d0c2bb0016f69ULL},
     {"classic 3D", 0x643e7c31376c2da0ULL},
     {"dense polygon with lake", 0xaabe214002fc33d2ULL},
+    {"classic 2D, fine raster", 0x0defd2cbf2ecaab1ULL},
     {"three layers", 0x3f96f4ae46763754ULL},
 };
 
