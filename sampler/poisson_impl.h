@@ -50,6 +50,7 @@
 #include "sampler/cover_stencil.h"
 #include "sampler/directions.h"
 #include "sampler/gap_pieces.h"
+#include "sampler/grid_common.h"
 #include "sampler/huge_pages.h"
 #include "sampler/obstacles.h"
 #include "sampler/region.h"
@@ -74,26 +75,8 @@
 namespace scatter::sampler::internal {
 namespace {
 
-// Two points are accepted only when their computed squared distance is at
-// least r^2 * (1 + kDistanceSlack). Rounding in a squared distance is a few
-// parts in 2^53, so the true distance is then >= r, and a checker with more
-// precision never finds a pair closer than r.
-constexpr double kDistanceSlack = 0x1.0p-40;
-// Cells are this much smaller than r / sqrt(D) so that two points at
-// distance >= r can never share one, even after rounding in the cell index.
-constexpr double kCellShrink = 1 - 1e-6;
-// Neighbourhood bounds are widened by this factor so that rounding can only
-// make a gathered list longer, never drop a point that matters.
-constexpr double kBoundSlack = 1 + 1e-6;
-// Poll the stop predicate after this many candidates, or gap-fill cells.
-constexpr std::uint64_t kPollEvery = 4096;
-// Gap filling splits an uncovered-looking cell into 2^D children this many
-// times before it gives up on a piece; see FindUncovered.
-constexpr int kMaxGapDepth2d = 6;
-constexpr int kMaxGapDepth3d = 4;
-// Ids of the counter blocks inside one visit's stream: candidate i uses the
-// counters from i << 32 on; gap-fill pieces likewise.
-constexpr int kBlockShift = 32;
+// kDistanceSlack, kCellShrink, kBoundSlack, kPollEvery, kMaxGapDepth2d/3d
+// and kBlockShift: grid_common.h, shared with the variable-radius engine.
 
 // Bytes of cover marks per grid cell (PoissonRun::CoverWord), for the
 // memory estimate (PoissonGridBytes).
@@ -305,17 +288,6 @@ class PoissonRun {
     (*bits)[i >> 6] |= std::uint64_t{1} << (i & 63);
   }
   // Bits [start, start + len) of `bits`, 1 <= len <= 64.
-  static std::uint64_t BitRun(const std::uint64_t* bits, std::uint64_t start,
-                              unsigned len) {
-    const std::uint64_t w = start >> 6;
-    const unsigned shift = static_cast<unsigned>(start & 63);
-    // Two shifts, so that shift 0 takes nothing from the next word
-    // without a branch; likewise the mask for len 64.
-    const std::uint64_t v =
-        (bits[w] >> shift) | ((bits[w + 1] << 1) << (63 - shift));
-    return v & ((std::uint64_t{2} << (len - 1)) - 1);
-  }
-
   // In the region and clear of every obstacle.
   bool Inside(const double* p) const { return InBounds(p) && InShape(p); }
   bool InBounds(const double* p) const {
@@ -586,14 +558,6 @@ class PoissonRun {
     if (!(f > 0)) return 0;
     const double last = static_cast<double>(kSplit * n_[a] - 1);
     return static_cast<std::int64_t>(f < last ? f : last);
-  }
-  static std::int64_t FloorToInt(double v) {
-    const auto i = static_cast<std::int64_t>(v);
-    return i - (static_cast<double>(i) > v);
-  }
-  static std::int64_t CeilToInt(double v) {
-    const auto i = static_cast<std::int64_t>(v);
-    return i + (static_cast<double>(i) < v);
   }
 
   // Collects every point within gather_bound_ of p into list_. In 3D,

@@ -26,6 +26,7 @@
 #include "sampler/box_distance.h"
 #include "sampler/directions.h"
 #include "sampler/gap_pieces.h"
+#include "sampler/grid_common.h"
 #include "sampler/rng.h"
 #include "sampler/rotation.h"
 #include "sampler/simd_ops.h"
@@ -41,29 +42,13 @@
 namespace scatter::sampler::internal {
 namespace {
 
-// As in the constant-radius engine (poisson_impl.h): a pair is accepted
-// only when its computed squared distance is at least max(r_a, r_b)^2 *
-// (1 + kSlack), so the true distance is >= max(r_a, r_b) even to a checker
-// with more precision.
-constexpr double kSlack = 0x1.0p-40;
-// Cells are this much smaller than r / sqrt(D), so two points of a level
-// never share one, even after rounding in the cell index.
-constexpr double kCellShrink = 1 - 1e-6;
-// Search windows and keep-tests are widened by this factor, so rounding can
-// only make a gathered list longer, never drop a point that matters.
-constexpr double kBoundSlack = 1 + 1e-6;
+// kDistanceSlack, kCellShrink, kBoundSlack and the other constants of both
+// engines: grid_common.h.
+
 // Covered-tests are narrowed by this factor, so rounding never calls a
 // piece covered that is not.
 constexpr double kCoverShrink = 1 - 1e-9;
-// Poll the stop predicate after this many candidates, or gap-fill cells.
-constexpr std::uint64_t kPollEvery = 4096;
-// Gap filling splits a level-0 cell into 2^D children this many times at
-// most (pieces 1/64 of a cell wide in 2D, 1/16 in 3D).
-constexpr int kMaxGapDepth2d = 6;
-constexpr int kMaxGapDepth3d = 4;
 constexpr int kMaxGapDepth = std::max(kMaxGapDepth2d, kMaxGapDepth3d);
-// Candidate i of a visit uses the counter block i << 32 of the visit's key.
-constexpr int kBlockShift = 32;
 // Dense candidates that move out take at most this many secant steps.
 constexpr int kMoveOutSteps = 3;
 // Block summaries: blocks of 2^kBlockBits cells per axis.
@@ -440,18 +425,6 @@ class VariableRun {
     return c;
   }
 
-  // Bits [start, start + len) of `bits`, len <= 64.
-  // Branch-free: (x << 1) << (63 - shift) is x << (64 - shift), and 0 for
-  // shift 0.
-  static std::uint64_t BitRun(const ZeroedArray<std::uint64_t>& bits,
-                              std::uint64_t start, unsigned len) {
-    const std::uint64_t w = start >> 6;
-    const unsigned shift = static_cast<unsigned>(start & 63);
-    const std::uint64_t v =
-        (bits[w] >> shift) | ((bits[w + 1] << 1) << (63 - shift));
-    return len >= 64 ? v : v & ((std::uint64_t{1} << len) - 1);
-  }
-
   // Calls f(q) for every stored point q (D coordinates, then its radius) in
   // the cells [c0, c1] (per axis) of `level`, scanning occupancy bits.
   template <class F>
@@ -467,7 +440,7 @@ class VariableRun {
         }
         for (std::uint64_t off = 0; off < len; off += 64) {
           std::uint64_t bits = BitRun(
-              level.bits, start + off,
+              level.bits.data(), start + off,
               static_cast<unsigned>(std::min<std::uint64_t>(64, len - off)));
           while (bits != 0) {
             const std::uint64_t cell =
@@ -542,7 +515,7 @@ class VariableRun {
           }
           bool any = false;
           for (std::uint64_t off = 0; off < len && !any; off += 64) {
-            any = BitRun(level.block_bits, start + off,
+            any = BitRun(level.block_bits.data(), start + off,
                          static_cast<unsigned>(
                              std::min<std::uint64_t>(64, len - off))) != 0;
           }
@@ -655,14 +628,6 @@ class VariableRun {
     if (!(f > 0)) return 0;
     const double last = static_cast<double>(2 * level.n[a] - 1);
     return static_cast<std::int64_t>(f < last ? f : last);
-  }
-  static std::int64_t FloorToInt(double v) {
-    const auto i = static_cast<std::int64_t>(v);
-    return i - (static_cast<double>(i) > v);
-  }
-  static std::int64_t CeilToInt(double v) {
-    const auto i = static_cast<std::int64_t>(v);
-    return i + (static_cast<double>(i) < v);
   }
 
   // ORs `mask` into n bytes (n may be <= 0), 8 at a time.
@@ -789,7 +754,7 @@ class VariableRun {
   void Append(const double* q, double r) {
     MakeRoom();
     for (int a = 0; a < D; ++a) list_[a][list_size_] = q[a];
-    list_r2_[list_size_] = r * r * (1 + kSlack);
+    list_r2_[list_size_] = r * r * (1 + kDistanceSlack);
     ++list_size_;
   }
 
@@ -831,7 +796,7 @@ class VariableRun {
   }
 
   // Whether c is closer to a listed point q than max(r_c, r_q), given
-  // rc2 = r_c^2 (1 + kSlack). With rc2 = 0: closer than r_q alone, a
+  // rc2 = r_c^2 (1 + kDistanceSlack). With rc2 = 0: closer than r_q alone, a
   // conflict whatever c's own radius, so the raster need not be read.
   bool ListConflict(const double* c, double rc2) const {
     const double* xs[D];
@@ -888,7 +853,7 @@ class VariableRun {
       if (ListConflict(c, 0)) return false;
     }
     if (!(interior || Inside(c, rc)) ||
-        ListConflict(c, rc * rc * (1 + kSlack))) {
+        ListConflict(c, rc * rc * (1 + kDistanceSlack))) {
       return false;
     }
     Append(c, rc);
@@ -1120,7 +1085,7 @@ class VariableRun {
 
   // Into gap level 0: every point that can cover or conflict with a place
   // in [b0, b1] whose radius is at most r_hi: those nearer the box than
-  // max(r_q, r_hi). Entries are D coordinates and r_q^2 (1 + kSlack).
+  // max(r_q, r_hi). Entries are D coordinates and r_q^2 (1 + kDistanceSlack).
   std::size_t GatherAroundBox(const double* b0, const double* b1, double r_hi) {
     std::size_t n = 0;
     ForEachNear(
@@ -1131,7 +1096,7 @@ class VariableRun {
           if (NearestDistance2(q, b0, b1, D) >= t * t) return;
           std::vector<double>& list = GapList(0, n + 1);
           for (int a = 0; a < D; ++a) list[n * (D + 1) + a] = q[a];
-          list[n * (D + 1) + D] = q[D] * q[D] * (1 + kSlack);
+          list[n * (D + 1) + D] = q[D] * q[D] * (1 + kDistanceSlack);
           ++n;
         });
     return n;
@@ -1140,7 +1105,7 @@ class VariableRun {
   // Whether p, of radius rp, is clear of all m points of `list`.
   static bool ClearOf(const double* list, std::size_t m, const double* p,
                       double rp) {
-    const double rp2 = rp * rp * (1 + kSlack);
+    const double rp2 = rp * rp * (1 + kDistanceSlack);
     for (std::size_t j = 0; j < m; ++j) {
       const double* q = &list[j * (D + 1)];
       double d2 = 0;
@@ -1190,7 +1155,7 @@ class VariableRun {
       if (in_obstacle) return false;
       partial = overlap == Region::Overlap::kPartial || near_obstacle;
     }
-    const double hi2 = r_hi * r_hi * (1 + kSlack) * kBoundSlack;
+    const double hi2 = r_hi * r_hi * (1 + kDistanceSlack) * kBoundSlack;
     const double lo2 = r_lo * r_lo * kCoverShrink;
     const std::vector<double>& in = gap_lists_[depth - 1];
     std::vector<double>& kept = GapList(depth, n);
@@ -1396,7 +1361,7 @@ class VariableRun {
   std::uint64_t since_poll_ = 0;
   absl::Status halt_;
 
-  // The gathered neighbourhood, SoA: coordinates and r^2 (1 + kSlack).
+  // The gathered neighbourhood, SoA: coordinates and r^2 (1 + kDistanceSlack).
   std::vector<double> list_[D];
   std::vector<double> list_r2_;
   std::vector<double> far_;   // Gather's scratch: the farther points.

@@ -1,0 +1,62 @@
+#ifndef SCATTER_SAMPLER_GRID_COMMON_H_
+#define SCATTER_SAMPLER_GRID_COMMON_H_
+
+// Internal: the constants and small helpers both Poisson engines (constant
+// radius, poisson_impl.h; variable radius, variable_poisson_impl.h) build
+// their grids and gap searches with. Included before those headers set the
+// AVX2 target, so these are baseline code in every translation unit.
+
+#include <cstdint>
+
+namespace scatter::sampler::internal {
+
+// Two points are accepted only when their computed squared distance is at
+// least r^2 * (1 + kDistanceSlack) (with variable radius, r = max(r_a,
+// r_b)). Rounding in a squared distance is a few parts in 2^53, so the true
+// distance is then >= r, and a checker with more precision never finds a
+// pair closer than r.
+inline constexpr double kDistanceSlack = 0x1.0p-40;
+// Cells are this much smaller than r / sqrt(D) so that two points at
+// distance >= r can never share one, even after rounding in the cell index.
+inline constexpr double kCellShrink = 1 - 1e-6;
+// Neighbourhood bounds are widened by this factor so that rounding can only
+// make a gathered list longer, never drop a point that matters.
+inline constexpr double kBoundSlack = 1 + 1e-6;
+// Poll the stop predicate after this many candidates (gap-fill cells: an
+// eighth of it).
+inline constexpr std::uint64_t kPollEvery = 4096;
+// Gap filling splits a cell into 2^D children this many times at most
+// (pieces 1/64 of a cell wide in 2D, 1/16 in 3D) before one random place
+// decides a piece.
+inline constexpr int kMaxGapDepth2d = 6;
+inline constexpr int kMaxGapDepth3d = 4;
+// Ids of the counter blocks inside one visit's stream: candidate i uses the
+// counters from i << 32 on; gap-fill pieces likewise.
+inline constexpr int kBlockShift = 32;
+
+// Bits [start, start + len) of `bits`, 1 <= len <= 64, the lowest first.
+// Two shifts, so that shift 0 takes nothing from the next word without a
+// branch; likewise the mask for len 64. Reads the word after the last bit's
+// word, so bit arrays keep a spare word.
+inline std::uint64_t BitRun(const std::uint64_t* bits, std::uint64_t start,
+                            unsigned len) {
+  const std::uint64_t w = start >> 6;
+  const unsigned shift = static_cast<unsigned>(start & 63);
+  const std::uint64_t v =
+      (bits[w] >> shift) | ((bits[w + 1] << 1) << (63 - shift));
+  return v & ((std::uint64_t{2} << (len - 1)) - 1);
+}
+
+// Floor and ceiling of a value well inside the int64 range.
+inline std::int64_t FloorToInt(double v) {
+  const auto i = static_cast<std::int64_t>(v);
+  return i - (static_cast<double>(i) > v);
+}
+inline std::int64_t CeilToInt(double v) {
+  const auto i = static_cast<std::int64_t>(v);
+  return i + (static_cast<double>(i) < v);
+}
+
+}  // namespace scatter::sampler::internal
+
+#endif  // SCATTER_SAMPLER_GRID_COMMON_H_
