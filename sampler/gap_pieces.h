@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "sampler/rng.h"
+#include "sampler/select.h"
 
 namespace scatter::sampler::internal {
 
@@ -24,9 +25,10 @@ template <int D>
 void ChildBox(const double* b0, const double* b1, const double* mid,
               unsigned child, double* c0, double* c1) {
   for (int a = 0; a < D; ++a) {
+    // Which child comes next is data, so no branch (select.h).
     const bool upper = ((child >> a) & 1) != 0;
-    c0[a] = upper ? mid[a] : b0[a];
-    c1[a] = upper ? b1[a] : mid[a];
+    c0[a] = SelectDouble(upper, mid[a], b0[a]);
+    c1[a] = SelectDouble(upper, b1[a], mid[a]);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "sampler/rng.h"
+#include "sampler/select.h"
 
 namespace scatter::sampler::internal {
 
@@ -70,10 +71,12 @@ template <int D>
       sa += a[2] * a[2];
       sb += b[2] * b[2];
     }
-    const bool ok_a = sa >= 0.25 && sa < 1;
-    const bool ok_b = sb >= 0.25 && sb < 1;
-    for (int i = 0; i < D; ++i) v[i] = 2 * (ok_a ? a[i] : b[i]);
-    if (ok_a || ok_b) return;
+    // & and |, not && and ||, and selects by mask (select.h): written
+    // plainly, GCC branches on each comparison.
+    const bool ok_a = (sa >= 0.25) & (sa < 1);
+    const bool ok_b = (sb >= 0.25) & (sb < 1);
+    for (int i = 0; i < D; ++i) v[i] = 2 * SelectDouble(ok_a, a[i], b[i]);
+    if (Opaque(ok_a | ok_b)) return;
   }
 }
 
