@@ -57,6 +57,7 @@
 #include "sampler/rng.h"
 #include "sampler/rotation.h"
 #include "sampler/sampler.h"
+#include "sampler/select.h"
 #include "sampler/simd_ops.h"
 
 #ifdef SCATTER_POISSON_AVX2
@@ -623,7 +624,7 @@ class PoissonRun {
         n_near += is_near;
         if constexpr (D == 3) {
           for (int a = 0; a < D; ++a) far[a][n_far] = q[a];
-          n_far += !is_near && d2 < b2;
+          n_far += (!is_near) & (d2 < b2);  // &: no branch.
         }
       }
     };
@@ -1073,17 +1074,16 @@ class PoissonRun {
         const double d = kept[a][j] - centre[a];
         d2 += d * d;
       }
-      if (d2 < second_d2) {
-        if (d2 < first_d2) {
-          second = first;
-          second_d2 = first_d2;
-          first = j;
-          first_d2 = d2;
-        } else {
-          second = j;
-          second_d2 = d2;
-        }
-      }
+      // Without branches (which of the sites is nearest is data): as
+      // `if (d2 < second_d2) { if (d2 < first_d2) shift and take first;
+      // else take second }`, since first_d2 <= second_d2.
+      const bool closer_first = d2 < first_d2;
+      const bool closer_second = d2 < second_d2;
+      second = closer_first ? first : (closer_second ? j : second);
+      second_d2 = SelectDouble(closer_first, first_d2,
+                               SelectDouble(closer_second, d2, second_d2));
+      first = closer_first ? j : first;
+      first_d2 = SelectDouble(closer_first, d2, first_d2);
     }
     // Covered by two disks together (most pieces that straddle the
     // boundary between two disks): nothing here for the search below to
@@ -1190,7 +1190,7 @@ class PoissonRun {
         // dir[a] != 0 since the sign changed.
         double ys = 0, yt = 0;
         for (int e = 0; e < D; ++e) {
-          double y = ((k >> e) & 1) != 0 ? b1[e] : b0[e];
+          double y = SelectDouble(((k >> e) & 1) != 0, b1[e], b0[e]);
           if (e == a) y = std::min(std::max(y - s0 / dir[a], b0[a]), b1[a]);
           const double es = y - s[e];
           const double et = y - t[e];
