@@ -22,17 +22,25 @@ struct Avx2Ops {
     const __m256d vcx = _mm256_set1_pd(cx);
     const __m256d vcy = _mm256_set1_pd(cy);
     const __m256d vt = _mm256_set1_pd(t);
-    __m256d hit = _mm256_setzero_pd();
-    std::size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
+    // Whether any of the 4 points from j on is within the bound.
+    auto group = [&](std::size_t j) {
       const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(xs + j), vcx);
       const __m256d dy = _mm256_sub_pd(_mm256_loadu_pd(ys + j), vcy);
       const __m256d d2 =
           _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
-      // Each lane is its own yes/no; OR-ing them does not depend on order.
-      hit = _mm256_or_pd(hit, _mm256_cmp_pd(d2, vt, _CMP_LT_OQ));
-      if ((j & 12) == 12 && _mm256_movemask_pd(hit) != 0) return true;
+      return _mm256_cmp_pd(d2, vt, _CMP_LT_OQ);
+    };
+    std::size_t j = 0;
+    // Blocks of 16 points, unrolled, one branch each. Each lane is its own
+    // yes/no; OR-ing them does not depend on order.
+    for (; j + 16 <= n; j += 16) {
+      const __m256d hit =
+          _mm256_or_pd(_mm256_or_pd(group(j), group(j + 4)),
+                       _mm256_or_pd(group(j + 8), group(j + 12)));
+      if (_mm256_movemask_pd(hit) != 0) return true;
     }
+    __m256d hit = _mm256_setzero_pd();
+    for (; j + 4 <= n; j += 4) hit = _mm256_or_pd(hit, group(j));
     if (_mm256_movemask_pd(hit) != 0) return true;
     return ScalarOps::AnyWithin2d(xs + j, ys + j, n - j, cx, cy, t);
   }
@@ -44,18 +52,24 @@ struct Avx2Ops {
     const __m256d vcy = _mm256_set1_pd(cy);
     const __m256d vcz = _mm256_set1_pd(cz);
     const __m256d vt = _mm256_set1_pd(t);
-    __m256d hit = _mm256_setzero_pd();
-    std::size_t j = 0;
-    for (; j + 4 <= n; j += 4) {
+    auto group = [&](std::size_t j) {
       const __m256d dx = _mm256_sub_pd(_mm256_loadu_pd(xs + j), vcx);
       const __m256d dy = _mm256_sub_pd(_mm256_loadu_pd(ys + j), vcy);
       const __m256d dz = _mm256_sub_pd(_mm256_loadu_pd(zs + j), vcz);
       const __m256d d2 = _mm256_add_pd(
           _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
           _mm256_mul_pd(dz, dz));
-      hit = _mm256_or_pd(hit, _mm256_cmp_pd(d2, vt, _CMP_LT_OQ));
-      if ((j & 12) == 12 && _mm256_movemask_pd(hit) != 0) return true;
+      return _mm256_cmp_pd(d2, vt, _CMP_LT_OQ);
+    };
+    std::size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      const __m256d hit =
+          _mm256_or_pd(_mm256_or_pd(group(j), group(j + 4)),
+                       _mm256_or_pd(group(j + 8), group(j + 12)));
+      if (_mm256_movemask_pd(hit) != 0) return true;
     }
+    __m256d hit = _mm256_setzero_pd();
+    for (; j + 4 <= n; j += 4) hit = _mm256_or_pd(hit, group(j));
     if (_mm256_movemask_pd(hit) != 0) return true;
     return ScalarOps::AnyWithin3d(xs + j, ys + j, zs + j, n - j, cx, cy, cz, t);
   }
