@@ -17,8 +17,10 @@ struct Avx2Ops {
   // Lists are short (8 to 50 points), and where the conflict sits is
   // unpredictable, so lanes are OR-ed over 16 points before one branch:
   // fewer mispredictions than leaving at the first hit.
-  static bool AnyWithin2d(const double* xs, const double* ys, std::size_t n,
-                          double cx, double cy, double t) {
+  [[gnu::always_inline]] static bool AnyWithin2d(const double* xs,
+                                                 const double* ys,
+                                                 std::size_t n, double cx,
+                                                 double cy, double t) {
     const __m256d vcx = _mm256_set1_pd(cx);
     const __m256d vcy = _mm256_set1_pd(cy);
     const __m256d vt = _mm256_set1_pd(t);
@@ -45,9 +47,9 @@ struct Avx2Ops {
     return ScalarOps::AnyWithin2d(xs + j, ys + j, n - j, cx, cy, t);
   }
 
-  static bool AnyWithin3d(const double* xs, const double* ys, const double* zs,
-                          std::size_t n, double cx, double cy, double cz,
-                          double t) {
+  [[gnu::always_inline]] static bool AnyWithin3d(
+      const double* xs, const double* ys, const double* zs, std::size_t n,
+      double cx, double cy, double cz, double t) {
     const __m256d vcx = _mm256_set1_pd(cx);
     const __m256d vcy = _mm256_set1_pd(cy);
     const __m256d vcz = _mm256_set1_pd(cz);
