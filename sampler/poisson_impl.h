@@ -1402,7 +1402,11 @@ class PoissonRun {
   // covers whole; 8 spare words let FillGaps read 8 at a time.
   HugePageVector<CoverWord> cover_;
   // The last plane whose points' marks are in cover_ (see MarkedPlane).
-  std::int64_t marked_through_ = -1;
+  // Dense 2D marks each point as it comes: its grid has no occupancy bits
+  // to find the points of a row by, its cover bytes are few, and testing
+  // every cell of the grid costs more than the scattered writes did.
+  std::int64_t marked_through_ =
+      scan_bits_ ? -1 : std::numeric_limits<std::int64_t>::max() / 2;
   const CoverStencil2d* stencil_ = &CoverStencil2d::Get();
   const CoverStencil3d* stencil3d_ = D == 3 ? &CoverStencil3d::Get() : nullptr;
 
