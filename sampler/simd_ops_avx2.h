@@ -14,6 +14,27 @@
 namespace scatter::sampler::internal {
 
 struct Avx2Ops {
+  // Whether group(j), a lane mask for the 4 points from j on, has a lane
+  // set for some j < n, in blocks of 16 points unrolled with one branch
+  // each (each lane is its own yes/no; OR-ing them does not depend on
+  // order). On false, *rest is where the points past the last whole group
+  // start.
+  template <class Group>
+  [[gnu::always_inline]] static bool AnyGroup(std::size_t n, const Group& group,
+                                              std::size_t* rest) {
+    std::size_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+      const __m256d hit =
+          _mm256_or_pd(_mm256_or_pd(group(j), group(j + 4)),
+                       _mm256_or_pd(group(j + 8), group(j + 12)));
+      if (_mm256_movemask_pd(hit) != 0) return true;
+    }
+    __m256d hit = _mm256_setzero_pd();
+    for (; j + 4 <= n; j += 4) hit = _mm256_or_pd(hit, group(j));
+    *rest = j;
+    return _mm256_movemask_pd(hit) != 0;
+  }
+
   // Lists are short (8 to 50 points), and where the conflict sits is
   // unpredictable, so lanes are OR-ed over 16 points before one branch:
   // fewer mispredictions than leaving at the first hit.
@@ -33,17 +54,7 @@ struct Avx2Ops {
       return _mm256_cmp_pd(d2, vt, _CMP_LT_OQ);
     };
     std::size_t j = 0;
-    // Blocks of 16 points, unrolled, one branch each. Each lane is its own
-    // yes/no; OR-ing them does not depend on order.
-    for (; j + 16 <= n; j += 16) {
-      const __m256d hit =
-          _mm256_or_pd(_mm256_or_pd(group(j), group(j + 4)),
-                       _mm256_or_pd(group(j + 8), group(j + 12)));
-      if (_mm256_movemask_pd(hit) != 0) return true;
-    }
-    __m256d hit = _mm256_setzero_pd();
-    for (; j + 4 <= n; j += 4) hit = _mm256_or_pd(hit, group(j));
-    if (_mm256_movemask_pd(hit) != 0) return true;
+    if (AnyGroup(n, group, &j)) return true;
     return ScalarOps::AnyWithin2d(xs + j, ys + j, n - j, cx, cy, t);
   }
 
@@ -64,15 +75,7 @@ struct Avx2Ops {
       return _mm256_cmp_pd(d2, vt, _CMP_LT_OQ);
     };
     std::size_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-      const __m256d hit =
-          _mm256_or_pd(_mm256_or_pd(group(j), group(j + 4)),
-                       _mm256_or_pd(group(j + 8), group(j + 12)));
-      if (_mm256_movemask_pd(hit) != 0) return true;
-    }
-    __m256d hit = _mm256_setzero_pd();
-    for (; j + 4 <= n; j += 4) hit = _mm256_or_pd(hit, group(j));
-    if (_mm256_movemask_pd(hit) != 0) return true;
+    if (AnyGroup(n, group, &j)) return true;
     return ScalarOps::AnyWithin3d(xs + j, ys + j, zs + j, n - j, cx, cy, cz, t);
   }
 
