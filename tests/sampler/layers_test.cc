@@ -155,16 +155,37 @@ TEST(LayersTest, BadLayersAreInvalidArgumentNamingTheLayer) {
 namespace scatter::sampler {
 namespace {
 
+// A named digest, and the check of one SIMD path's digests against them
+// (a mismatch prints the actual values, ready to paste).
+struct GoldenCase {
+  const char* name;
+  std::uint64_t digest;
+};
+
+template <std::size_t N>
+void ExpectDigests(const GoldenCase (&expected)[N],
+                   const std::vector<std::uint64_t>& actual, SimdLevel level) {
+  ASSERT_EQ(actual.size(), N);
+  bool all_match = true;
+  for (std::size_t i = 0; i < N; ++i) {
+    EXPECT_EQ(actual[i], expected[i].digest)
+        << expected[i].name << " (" << SimdLevelName(level) << ")";
+    all_match = all_match && actual[i] == expected[i].digest;
+  }
+  if (!all_match) {
+    for (std::size_t i = 0; i < N; ++i) {
+      std::printf("      {\"%s\", 0x%016llxULL},\n", expected[i].name,
+                  static_cast<unsigned long long>(actual[i]));
+    }
+  }
+}
+
 // Golden digests for algorithm_version 3 (the same as 1) beyond the box: a
 // polygon with a lake, islands with obstacles, a ball, and three layers. Like
 // the box goldens in sampler_test.cc they change only with a version bump; a
 // mismatch prints the actual values.
 TEST(GoldenTest, RegionsObstaclesAndLayersArePinned) {
-  struct Case {
-    const char* name;
-    std::uint64_t digest;
-  };
-  const Case expected[] = {
+  const GoldenCase expected[] = {
       {"dense lake", 0xe206eeba7f5d687fULL},
       {"classic islands with obstacles", 0xec6c7498e73312eaULL},
       {"dense ball", 0xb1e59ddc800076b2ULL},
@@ -210,18 +231,7 @@ TEST(GoldenTest, RegionsObstaclesAndLayersArePinned) {
                     })
                     .ok());
     actual.push_back(test::Digest(all));
-    bool all_match = true;
-    for (std::size_t i = 0; i < actual.size(); ++i) {
-      EXPECT_EQ(actual[i], expected[i].digest)
-          << expected[i].name << " (" << SimdLevelName(level) << ")";
-      all_match = all_match && actual[i] == expected[i].digest;
-    }
-    if (!all_match) {
-      for (std::size_t i = 0; i < actual.size(); ++i) {
-        std::printf("      {\"%s\", 0x%016llxULL},\n", expected[i].name,
-                    static_cast<unsigned long long>(actual[i]));
-      }
-    }
+    ExpectDigests(expected, actual, level);
   }
 }
 
@@ -238,11 +248,7 @@ namespace {
 // change (de8f7d8), so they pin that the marks, and the points, are the
 // same.
 TEST(GoldenTest, BallWithObstaclesAndSameLayerPointsIsPinned) {
-  struct Case {
-    const char* name;
-    std::uint64_t digest;
-  };
-  const Case expected[] = {
+  const GoldenCase expected[] = {
       {"dense", 0xca621e0c84ce61fbULL},
       {"classic", 0x5930f895bc8f5835ULL},
   };
@@ -275,14 +281,7 @@ TEST(GoldenTest, BallWithObstaclesAndSameLayerPointsIsPinned) {
       EXPECT_GT(points.size(), 2000u);
       actual.push_back(test::Digest(points));
     }
-    for (std::size_t i = 0; i < actual.size(); ++i) {
-      EXPECT_EQ(actual[i], expected[i].digest)
-          << expected[i].name << " (" << SimdLevelName(level) << ")";
-      if (actual[i] != expected[i].digest) {
-        std::printf("      {\"%s\", 0x%016llxULL},\n", expected[i].name,
-                    static_cast<unsigned long long>(actual[i]));
-      }
-    }
+    ExpectDigests(expected, actual, level);
   }
 }
 
