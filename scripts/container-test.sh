@@ -65,7 +65,8 @@ podman build --format docker --build-arg BASE="$base" -t "$image" . >/tmp/scatte
 stage "image built"
 size=$(podman image inspect --format '{{.Size}}' "$image")
 echo "container-test: image $image is $((size / 1000000)) MB"
-podman image inspect --format '{{json .Config.Healthcheck}}' "$image" | grep -q 'scatter' \
+healthcheck=$(podman image inspect --format '{{json .Config.Healthcheck}}' "$image")
+grep -q 'scatter' <<<"$healthcheck" \
   || { echo "container-test: FAIL: the image has no HEALTHCHECK"; exit 1; }
 
 port=$((20000 + RANDOM % 20000))
@@ -110,6 +111,9 @@ stage "Scatter call checked"
 podman stop -t 25 "$name" >/dev/null
 code=$(podman inspect --format '{{.State.ExitCode}}' "$name")
 [ "$code" = 0 ] || { podman logs "$name" | tail -5; echo "container-test: FAIL: exit $code on SIGTERM"; exit 1; }
-podman logs "$name" 2>&1 | grep -q "draining" || { echo "container-test: FAIL: no drain on stop"; exit 1; }
+# Read the whole log before searching it: with pipefail, `podman logs | grep -q`
+# fails whenever grep exits on the match while podman is still writing (SIGPIPE).
+logs=$(podman logs "$name" 2>&1)
+grep -q "draining" <<<"$logs" || { tail -5 <<<"$logs"; echo "container-test: FAIL: no drain on stop"; exit 1; }
 stage "stopped gracefully (exit 0 after draining)"
 echo "container-test: PASS"

@@ -16,7 +16,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-members=$(ar t "$lib" | grep avx2 || true)
+# The member list is read once: under pipefail, `ar t | grep -q` can fail when
+# grep exits on its match while ar is still writing (SIGPIPE).
+all_members=$(ar t "$lib")
+members=$(grep avx2 <<<"$all_members" || true)
 if [ -z "$members" ]; then
   echo "no AVX2 members in $lib (a build without the AVX2 path): nothing to check"
   exit 0
@@ -24,7 +27,7 @@ fi
 
 # A build for an AVX target as a whole (-march=x86-64-v3, native, ...) has
 # VEX code everywhere, and no scalar path to protect.
-if ar t "$lib" | grep -qx poisson.cc.o; then
+if grep -qx poisson.cc.o <<<"$all_members"; then
   ar x "$lib" poisson.cc.o
   if objdump -d --no-show-raw-insn poisson.cc.o |
       awk -F'\t' 'NF >= 2 && $2 ~ /^v[a-z]/ {found = 1} END {exit !found}'; then
