@@ -8,6 +8,14 @@
 
 #include <cstdint>
 
+// For a lambda the hot loop calls per stored point: GCC otherwise may
+// call it, and its prologue costs as much as its body.
+#if defined(__GNUC__) || defined(__clang__)
+#define SCATTER_INLINE_LAMBDA __attribute__((always_inline))
+#else
+#define SCATTER_INLINE_LAMBDA
+#endif
+
 namespace scatter::sampler::internal {
 
 // Two points are accepted only when their computed squared distance is at

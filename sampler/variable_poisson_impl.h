@@ -684,15 +684,21 @@ class VariableRun {
           yz_bits |= static_cast<unsigned>((hz & 1) << 2);
         }
         if (hx0 > hx1) continue;
-        // Whole cells take both x halves; odd ends take one.
+        // Whole cells take both x halves; odd ends take one. Which ends are
+        // odd is data (about 5 branch misses a point): both end cells are
+        // written, with no bit where the end is whole. (cx1 >= hx0 >> 1 >=
+        // 0, so cells[cx1] is in the row even when the odd start took the
+        // only cell.)
         std::int64_t cx0 = hx0 >> 1, cx1 = hx1 >> 1;
         std::uint8_t* cells = &l0.cover[row];
-        if ((hx0 & 1) != 0) {
-          cells[cx0++] |= static_cast<std::uint8_t>(1u << (yz_bits | 1));
-        }
-        if ((hx1 & 1) == 0 && cx1 >= cx0) {
-          cells[cx1--] |= static_cast<std::uint8_t>(1u << yz_bits);
-        }
+        const bool odd_start = (hx0 & 1) != 0;
+        cells[cx0] |= static_cast<std::uint8_t>(static_cast<unsigned>(odd_start)
+                                                << (yz_bits | 1));
+        cx0 += odd_start;
+        const bool even_end = (hx1 & 1) == 0 && cx1 >= cx0;
+        cells[cx1] |= static_cast<std::uint8_t>(static_cast<unsigned>(even_end)
+                                                << yz_bits);
+        cx1 -= even_end;
         OrRun(cells + cx0, cx1 - cx0 + 1,
               static_cast<std::uint8_t>(3u << yz_bits));
       }
@@ -703,9 +709,13 @@ class VariableRun {
 
   // Collects into the list every stored point that can conflict with a
   // candidate within `rho` of p whose radius is at most `rc_hi`: those with
-  // |q - p| < rho + max(rc_hi, r_q). Those nearer than rho / 2 + max(rc_hi,
-  // r_q) come first: candidates mostly die on them, and Conflicts stops at
-  // the first hit.
+  // |q - p| < rho + max(rc_hi, r_q). In 3D, those nearer than rho / 2 +
+  // max(rc_hi, r_q) come first: candidates mostly die on them, and
+  // Conflicts stops at the first hit. 2D lists are short (about 10 points),
+  // and putting the near ones first saved less than it cost.
+  // Whether a point is in, near or far is data the branch predictor cannot
+  // learn (8 misses a point in dense 2D): each point is written to the
+  // lists it may join, and each count grows by its test.
   void Gather(const double* p, double rho, double rc_hi) {
     list_size_ = 0;
     far_size_ = 0;
@@ -714,7 +724,7 @@ class VariableRun {
         [&](double max_r) {
           return (rho + std::max(rc_hi, max_r)) * kBoundSlack;
         },
-        [&](const double* q) {
+        [&](const double* q) SCATTER_INLINE_LAMBDA {
           double d2 = 0;
           for (int a = 0; a < D; ++a) {
             const double d = q[a] - p[a];
@@ -722,16 +732,22 @@ class VariableRun {
           }
           const double m = std::max(rc_hi, q[D]);
           const double t = (rho + m) * kBoundSlack;
-          if (!(d2 < t * t)) return;
-          const double near = rho * 0.5 + m;
-          if (d2 < near * near) {
-            Append(q, q[D]);
+          const bool in_bound = d2 < t * t;
+          MakeRoom();
+          for (int a = 0; a < D; ++a) list_[a][list_size_] = q[a];
+          list_r2_[list_size_] = q[D] * q[D] * (1 + kDistanceSlack);
+          if constexpr (D == 2) {
+            list_size_ += in_bound;
           } else {
+            const double near = rho * 0.5 + m;
+            const bool is_near = d2 < near * near;  // Implies in_bound.
             if (far_size_ + D + 1 > far_.size()) {
               far_.resize(std::max<std::size_t>(64, 2 * far_.size()));
             }
             std::copy(q, q + D + 1, &far_[far_size_]);
-            far_size_ += D + 1;
+            list_size_ += is_near;
+            far_size_ +=
+                static_cast<std::size_t>(in_bound & !is_near) * (D + 1);
           }
         });
     for (std::size_t j = 0; j < far_size_; j += D + 1) {
