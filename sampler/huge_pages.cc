@@ -1,11 +1,13 @@
 #include "sampler/huge_pages.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
 #include <new>
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 
 namespace scatter::sampler::internal {
@@ -94,6 +96,44 @@ void FreeScratch(void* p, std::size_t bytes) {
   for (int i = 0; i < n_evicted; ++i) {
     ::operator delete(evicted[i], evicted_bytes[i]);
   }
+}
+
+void* AllocateZeroed(std::size_t bytes) {
+#if defined(__linux__)
+  if (bytes >= kHugePageBytes) {
+    // Map a huge page more than asked, and give back what lies before the
+    // first aligned address and after the block.
+    const std::size_t mapped = bytes + kHugePageBytes;
+    void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) std::abort();  // As operator new would.
+    const auto begin = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t aligned =
+        (begin + kHugePageBytes - 1) & ~(std::uintptr_t{kHugePageBytes} - 1);
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const std::uintptr_t kept_end = (aligned + bytes + page - 1) & ~(page - 1);
+    const std::uintptr_t end = begin + mapped;
+    if (aligned > begin) munmap(p, aligned - begin);
+    if (end > kept_end) {
+      munmap(reinterpret_cast<void*>(kept_end), end - kept_end);
+    }
+    return reinterpret_cast<void*>(aligned);
+  }
+#endif
+  void* p = std::calloc(bytes == 0 ? 1 : bytes, 1);
+  if (p == nullptr) std::abort();  // As operator new would.
+  return p;
+}
+
+void FreeZeroed(void* p, std::size_t bytes) {
+  if (p == nullptr) return;
+#if defined(__linux__)
+  if (bytes >= kHugePageBytes) {
+    munmap(p, bytes);
+    return;
+  }
+#endif
+  std::free(p);
 }
 
 std::size_t ScratchBlocksHeld() {

@@ -12,7 +12,9 @@
 //
 // Only for arrays written whole: a huge page is backed as soon as one byte
 // of it is touched, so an array left sparse on purpose (variable radius's
-// fine levels) would cost up to 2 MiB per touched place.
+// fine levels) would cost up to 2 MiB per touched place. Those come from
+// AllocateZeroed, and take the advice only over the parts the run will
+// touch densely (VariableRun::AdviseWhereLevelLands).
 //
 // Memory still comes from operator new, so heap accounting (the benches'
 // heap_bytes_per_point) sees it; smaller blocks are plain operator new.
@@ -54,6 +56,17 @@ void FreeScratch(void* p, std::size_t bytes);
 std::size_t ScratchBlocksHeld();
 // Deletes every kept block.
 void ReleaseScratch();
+
+// Zero-filled memory for an array a run touches sparsely on purpose
+// (variable radius's level grids): pages nothing touches cost nothing.
+// Blocks of kHugePageBytes or more come straight from the kernel, aligned
+// to kHugePageBytes, so that the parts a run will touch densely can be
+// advised for huge pages (AdviseHugePages) and the rest left as it is;
+// smaller ones come from calloc. Not seen by operator new (heap accounting).
+// Aborts when out of memory, as operator new would.
+void* AllocateZeroed(std::size_t bytes);
+// Frees a block of AllocateZeroed(bytes).
+void FreeZeroed(void* p, std::size_t bytes);
 
 template <class T>
 class HugePageAllocator {

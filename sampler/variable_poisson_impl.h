@@ -27,6 +27,7 @@
 #include "sampler/directions.h"
 #include "sampler/gap_pieces.h"
 #include "sampler/grid_common.h"
+#include "sampler/huge_pages.h"
 #include "sampler/rng.h"
 #include "sampler/rotation.h"
 #include "sampler/simd_ops.h"
@@ -218,23 +219,32 @@ class DensityBounds {
   double to_row_ = 1;
 };
 
-// A zeroed array from calloc: large ones come straight from the kernel as
-// zero pages, so cells of a fine level that no point reaches (a region of
-// big radii) are never touched, where std::vector would write them all.
+// A zeroed array (AllocateZeroed): cells of a fine level that no point
+// reaches (a region of big radii) are never touched, where std::vector
+// would write them all; parts that will be touched densely can take huge
+// pages (AdviseHugePages).
 template <class T>
 class ZeroedArray {
  public:
   void Reset(std::size_t n) {
-    data_.reset(static_cast<T*>(std::calloc(n, sizeof(T))));
-    if (data_ == nullptr && n != 0) std::abort();  // As operator new would.
+    data_.reset();
+    data_ = std::unique_ptr<T, Free>(
+        static_cast<T*>(AllocateZeroed(n * sizeof(T))), Free{n * sizeof(T)});
   }
   T& operator[](std::size_t i) { return data_.get()[i]; }
   const T& operator[](std::size_t i) const { return data_.get()[i]; }
   const T* data() const { return data_.get(); }
+  std::size_t bytes() const { return data_.get_deleter().bytes; }
+  // Asks for huge pages over the whole huge pages in bytes [begin, end).
+  void AdviseHugePages(std::size_t begin, std::size_t end) {
+    internal::AdviseHugePages(reinterpret_cast<char*>(data_.get()) + begin,
+                              end - begin);
+  }
 
  private:
   struct Free {
-    void operator()(T* p) const { std::free(p); }
+    std::size_t bytes = 0;
+    void operator()(T* p) const { FreeZeroed(p, bytes); }
   };
   std::unique_ptr<T, Free> data_;
 };
@@ -304,14 +314,18 @@ class VariableRun {
 
   absl::Status Run() {
     for (Level& level : levels_) {
-      // Not zeroed: a cell is read only where its occupancy bit is set, so
-      // pages of cells that never hold a point are never touched.
-      level.points.reset(new double[level.cells * (D + 1)]);
+      // A cell is read only where its occupancy bit is set, so pages of
+      // cells that never hold a point are never touched.
+      level.points.Reset(level.cells * (D + 1));
+      AdviseWhereLevelLands(level, &level.points, D + 1);
       level.bits.Reset(level.cells / 64 + 2);
       level.block_bits.Reset(level.blocks / 64 + 2);
     }
     if (fill_gaps_) {
-      for (Level& level : levels_) level.cover.Reset(level.cells + 8);
+      for (Level& level : levels_) {
+        level.cover.Reset(level.cells + 8);
+        AdviseWhereLevelLands(level, &level.cover, 1);
+      }
       // Places within an obstacle's clearance (without the point's own
       // footprint, which only adds to it) need no point.
       obstacles_.ForEach([&](const double* c, double clearance) {
@@ -386,7 +400,7 @@ class VariableRun {
     // Per cell: the point's D coordinates and radius, valid where the
     // occupancy bit is set; in the cell itself, so a window's row is one
     // run of memory.
-    std::unique_ptr<double[]> points;
+    ZeroedArray<double> points;
     ZeroedArray<std::uint64_t> bits;  // Occupancy; two spare words.
     // Blocks of kBlockSide^D cells: one bit each, set when one holds a
     // point; two spare words.
@@ -399,6 +413,48 @@ class VariableRun {
     // single disk of this level's radii covers whole; 8 spare bytes.
     ZeroedArray<std::uint8_t> cover;
   };
+
+  // Asks for huge pages in the parts of one of a level's per-cell arrays
+  // (`per_cell` elements a cell) whose cells may hold a point of the level:
+  // where the raster's radius bounds over the rows a huge page spans meet
+  // the level's radii. A run touches those parts over most of their pages
+  // (a band of the field), and a huge page maps with one fault what took
+  // hundreds, and covers as much per TLB entry; elsewhere it touches
+  // nothing, so those parts stay unmapped. (Points of another radius,
+  // same-layer obstacles', only miss the advice.)
+  template <class T>
+  void AdviseWhereLevelLands(const Level& level, ZeroedArray<T>* array,
+                             std::size_t per_cell) const {
+    if (array->bytes() < kHugePageBytes) return;
+    const std::size_t cell_bytes = sizeof(T) * per_cell;
+    const auto row_cells = static_cast<std::uint64_t>(level.n[0]);
+    const auto rows_y = static_cast<std::uint64_t>(level.n[1]);
+    for (std::size_t begin = 0; begin + kHugePageBytes <= array->bytes();
+         begin += kHugePageBytes) {
+      const std::size_t end = begin + kHugePageBytes;
+      const std::uint64_t first_row = begin / cell_bytes / row_cells;
+      const std::uint64_t last_row = (end - 1) / cell_bytes / row_cells;
+      // Rows are y (and z above them in 3D); the raster spans x-y.
+      std::uint64_t y0 = first_row % rows_y, y1 = last_row % rows_y;
+      if (first_row / rows_y != last_row / rows_y) {
+        y0 = 0;
+        y1 = rows_y - 1;
+      }
+      double lo[D], hi[D];
+      for (int a = 0; a < D; ++a) {
+        lo[a] = lo_[a];
+        hi[a] = hi_[a];
+      }
+      lo[1] = lo_[1] + static_cast<double>(y0) * level.cell;
+      hi[1] =
+          std::min(hi_[1], lo_[1] + static_cast<double>(y1 + 1) * level.cell);
+      double r_lo, r_hi;
+      RadiusBounds(lo, hi, &r_lo, &r_hi);
+      if (r_hi * (1 + 1e-9) >= level.lo_r && r_lo * (1 - 1e-9) <= level.hi_r) {
+        array->AdviseHugePages(begin, end);
+      }
+    }
+  }
 
   int LevelOf(double r) const {
     int l = 0;

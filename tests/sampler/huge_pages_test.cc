@@ -146,5 +146,33 @@ TEST(HugePagesTest, ThreadsShareTheScratchCache) {
   ReleaseScratch();
 }
 
+TEST(HugePagesTest, ZeroedBlocksAreZeroAlignedAndAdvisedOnlyWhereAsked) {
+  // Small: calloc.
+  auto* small = static_cast<std::uint8_t*>(AllocateZeroed(1000));
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(small[i], 0) << i;
+  small[999] = 7;
+  FreeZeroed(small, 1000);
+  // Large, not a whole number of pages: mapped, aligned, zero, writable to
+  // its last byte.
+  const std::size_t bytes = 3 * kHugePageBytes + 12345;
+  auto* large = static_cast<std::uint8_t*>(AllocateZeroed(bytes));
+  EXPECT_TRUE(HugeAligned(large));
+  for (std::size_t i = 0; i < bytes; i += 4093) ASSERT_EQ(large[i], 0) << i;
+  EXPECT_EQ(large[bytes - 1], 0);
+  large[0] = 1;
+  large[bytes - 1] = 2;
+  if (std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    // Advice for the second huge page only.
+    AdviseHugePages(large + kHugePageBytes, kHugePageBytes);
+    const std::string advised = VmFlagsAt(large + kHugePageBytes);
+    const std::string plain = VmFlagsAt(large);
+    ASSERT_FALSE(advised.empty() || plain.empty());
+    EXPECT_NE(advised.find(" hg"), std::string::npos) << advised;
+    EXPECT_EQ(plain.find(" hg"), std::string::npos) << plain;
+  }
+  FreeZeroed(large, bytes);
+  FreeZeroed(nullptr, bytes);
+}
+
 }  // namespace
 }  // namespace scatter::sampler::internal
