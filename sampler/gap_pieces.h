@@ -48,6 +48,76 @@ bool ClippedHalfCell(const double* u0, const double* u1, const double* lo,
   return !empty;
 }
 
+// Whether every place of the box [b0, b1] is inside the disk (ball) of
+// squared radius s2 around s or the one of squared radius t2 around t,
+// with a margin, so rounding can only make it answer no. The power
+// bisector (radical plane) |x - s|^2 - s2 = |x - t|^2 - t2 cuts the box into
+// two convex polytopes; on each, the site of the lower power must hold the
+// place farthest from it, a vertex: a box corner on that side, or where a
+// box edge crosses the bisector (equal power for both). With s2 = t2 the
+// bisector is the plain one.
+template <int D>
+bool TwoDisksCover(const double* s, double s2, const double* t, double t2,
+                   const double* b0, const double* b1) {
+  s2 *= 1 - 1e-9;
+  t2 *= 1 - 1e-9;
+  double mid[D], dir[D];
+  for (int a = 0; a < D; ++a) {
+    mid[a] = (s[a] + t[a]) / 2;
+    dir[a] = t[a] - s[a];
+  }
+  // sigma(x) = (power_s(x) - power_t(x)) / 2 = (x - mid) . dir + shift.
+  const double shift = (t2 - s2) / 2;
+  constexpr unsigned kCorners = 1u << D;
+  // Per axis and side of the box, the terms of the corners' sums.
+  double ts[D][2], tt[D][2], tm[D][2];
+  for (int a = 0; a < D; ++a) {
+    for (int h = 0; h < 2; ++h) {
+      const double x = h != 0 ? b1[a] : b0[a];
+      const double es = x - s[a];
+      const double et = x - t[a];
+      ts[a][h] = es * es;
+      tt[a][h] = et * et;
+      tm[a][h] = (x - mid[a]) * dir[a];
+    }
+  }
+  double side[kCorners];
+  for (unsigned k = 0; k < kCorners; ++k) {
+    double ds = ts[0][k & 1], dt = tt[0][k & 1], sigma = tm[0][k & 1];
+    for (int a = 1; a < D; ++a) {
+      const unsigned h = (k >> a) & 1;
+      ds += ts[a][h];
+      dt += tt[a][h];
+      sigma += tm[a][h];
+    }
+    if (!(std::min(ds - s2, dt - t2) < 0)) return false;
+    side[k] = sigma + shift;
+  }
+  // Edges: corner k and k + (1 << a), for k without bit a.
+  for (int a = 0; a < D; ++a) {
+    const unsigned bit = 1u << a;
+    for (unsigned k = 0; k < kCorners; ++k) {
+      if ((k & bit) != 0) continue;
+      const double s0 = side[k];
+      const double s1 = side[k | bit];
+      if ((s0 < 0) == (s1 < 0)) continue;
+      // sigma changes by dir[a] per unit of x[a] along the edge, and
+      // dir[a] != 0 since the sign changed.
+      double ys = 0, yt = 0;
+      for (int e = 0; e < D; ++e) {
+        double y = SelectDouble(((k >> e) & 1) != 0, b1[e], b0[e]);
+        if (e == a) y = std::min(std::max(y - s0 / dir[a], b0[a]), b1[a]);
+        const double es = y - s[e];
+        const double et = y - t[e];
+        ys += es * es;
+        yt += et * et;
+      }
+      if (!(std::max(ys - s2, yt - t2) < 0)) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace scatter::sampler::internal
 
 #endif  // SCATTER_SAMPLER_GAP_PIECES_H_

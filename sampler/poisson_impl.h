@@ -1213,66 +1213,10 @@ class PoissonRun {
   }
 
   // Whether every place of the box [b0, b1] is closer than r to s or to t
-  // (with a margin, so rounding can only make it answer no). Each of the
-  // two sides of their bisector is a convex polytope whose farthest place
-  // from its site is a vertex: a box corner on that side, or where a box
-  // edge crosses the bisector (equally far from both).
+  // (with a margin, so rounding can only make it answer no; gap_pieces.h).
   bool TwoDisksCover(const double* s, const double* t, const double* b0,
                      const double* b1) const {
-    const double limit = min_d2_ * (1 - 1e-9);
-    double mid[D], dir[D];
-    for (int a = 0; a < D; ++a) {
-      mid[a] = (s[a] + t[a]) / 2;
-      dir[a] = t[a] - s[a];
-    }
-    constexpr unsigned kCorners = 1u << D;
-    // Per axis and side of the box, the terms of the corners' sums.
-    double ts[D][2], tt[D][2], tm[D][2];
-    for (int a = 0; a < D; ++a) {
-      for (int h = 0; h < 2; ++h) {
-        const double x = h != 0 ? b1[a] : b0[a];
-        const double es = x - s[a];
-        const double et = x - t[a];
-        ts[a][h] = es * es;
-        tt[a][h] = et * et;
-        tm[a][h] = (x - mid[a]) * dir[a];
-      }
-    }
-    double side[kCorners];
-    for (unsigned k = 0; k < kCorners; ++k) {
-      double ds = ts[0][k & 1], dt = tt[0][k & 1], sigma = tm[0][k & 1];
-      for (int a = 1; a < D; ++a) {
-        const unsigned h = (k >> a) & 1;
-        ds += ts[a][h];
-        dt += tt[a][h];
-        sigma += tm[a][h];
-      }
-      if (!(std::min(ds, dt) < limit)) return false;
-      side[k] = sigma;
-    }
-    // Edges: corner k and k + (1 << a), for k without bit a.
-    for (int a = 0; a < D; ++a) {
-      const unsigned bit = 1u << a;
-      for (unsigned k = 0; k < kCorners; ++k) {
-        if ((k & bit) != 0) continue;
-        const double s0 = side[k];
-        const double s1 = side[k | bit];
-        if ((s0 < 0) == (s1 < 0)) continue;
-        // sigma changes by dir[a] per unit of x[a] along the edge, and
-        // dir[a] != 0 since the sign changed.
-        double ys = 0, yt = 0;
-        for (int e = 0; e < D; ++e) {
-          double y = SelectDouble(((k >> e) & 1) != 0, b1[e], b0[e]);
-          if (e == a) y = std::min(std::max(y - s0 / dir[a], b0[a]), b1[a]);
-          const double es = y - s[e];
-          const double et = y - t[e];
-          ys += es * es;
-          yt += et * et;
-        }
-        if (!(std::max(ys, yt) < limit)) return false;
-      }
-    }
-    return true;
+    return internal::TwoDisksCover<D>(s, min_d2_, t, min_d2_, b0, b1);
   }
 
   // Where the children of (cell, piece) start in the scan order.

@@ -1243,6 +1243,44 @@ class VariableRun {
       ++m;
     }
     const int max_depth = D == 2 ? kMaxGapDepth2d : kMaxGapDepth3d;
+    if (m >= 2 && depth < max_depth) {
+      // Covered by two disks together (most pieces that straddle the
+      // boundary between two disks): nothing here for the search below to
+      // find, so leaving now changes no output. The two: the lowest powers
+      // |c - q|^2 - R_q^2 at the piece's centre c, where R_q^2 =
+      // max(r_q^2, r_lo^2) (shrunk) is what q covers for sure in the piece.
+      double centre[D];
+      for (int a = 0; a < D; ++a) centre[a] = b0[a] + (b1[a] - b0[a]) / 2;
+      std::size_t first = 0, second = 0;
+      double first_pow = std::numeric_limits<double>::infinity();
+      double second_pow = first_pow;
+      for (std::size_t j = 0; j < m; ++j) {
+        const double* q = &kept[j * (D + 1)];
+        double d2 = 0;
+        for (int a = 0; a < D; ++a) {
+          const double d = q[a] - centre[a];
+          d2 += d * d;
+        }
+        const double power = d2 - std::max(q[D] * kCoverShrink, lo2);
+        if (power < second_pow) {
+          if (power < first_pow) {
+            second = first;
+            second_pow = first_pow;
+            first = j;
+            first_pow = power;
+          } else {
+            second = j;
+            second_pow = power;
+          }
+        }
+      }
+      const double* s = &kept[first * (D + 1)];
+      const double* t = &kept[second * (D + 1)];
+      if (TwoDisksCover<D>(s, std::max(s[D] * kCoverShrink, lo2), t,
+                           std::max(t[D] * kCoverShrink, lo2), b0, b1)) {
+        return false;
+      }
+    }
     if (m == 0) {
       for (int attempt = 0; attempt < (partial ? 4 : 1); ++attempt) {
         RandomPointIn(b0, b1, cell,

@@ -1,0 +1,104 @@
+#include "sampler/gap_pieces.h"
+
+#include <cstdint>
+#include <random>
+
+#include "gtest/gtest.h"
+
+namespace scatter::sampler::internal {
+namespace {
+
+// Whether x is strictly inside the disk of squared radius r2 around c.
+template <int D>
+bool Within(const double* x, const double* c, double r2) {
+  double d2 = 0;
+  for (int a = 0; a < D; ++a) d2 += (x[a] - c[a]) * (x[a] - c[a]);
+  return d2 < r2;
+}
+
+// Random boxes and pairs of disks of unequal radii, placed so that about a
+// tenth of the pairs cover their box. Whenever TwoDisksCover says yes, a
+// grid over the box (edges and corners included) and random places in it
+// must all be inside one of the disks.
+template <int D>
+void NeverClaimsAnUncoveredPlace() {
+  std::mt19937_64 rng(12345 + D);
+  std::uniform_real_distribution<double> u(0, 1);
+  int yes = 0;
+  constexpr int kTrials = 20000;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    double b0[D], b1[D], s[D], t[D];
+    for (int a = 0; a < D; ++a) {
+      b0[a] = u(rng);
+      b1[a] = b0[a] + 0.1 + 0.4 * u(rng);
+      s[a] = b0[a] - 0.3 + 1.2 * u(rng);
+      t[a] = b0[a] - 0.3 + 1.2 * u(rng);
+    }
+    const double s2 = 0.05 + 0.4 * u(rng);
+    const double t2 = 0.02 + 0.2 * u(rng);
+    if (!TwoDisksCover<D>(s, s2, t, t2, b0, b1)) continue;
+    ++yes;
+    constexpr int kSteps = 12;
+    int index[D] = {};
+    for (;;) {
+      double x[D];
+      for (int a = 0; a < D; ++a) {
+        x[a] = b0[a] + (b1[a] - b0[a]) * index[a] / kSteps;
+      }
+      ASSERT_TRUE(Within<D>(x, s, s2) || Within<D>(x, t, t2))
+          << "trial " << trial;
+      int a = 0;
+      while (a < D && ++index[a] > kSteps) index[a++] = 0;
+      if (a == D) break;
+    }
+    for (int k = 0; k < 200; ++k) {
+      double x[D];
+      for (int a = 0; a < D; ++a) x[a] = b0[a] + (b1[a] - b0[a]) * u(rng);
+      ASSERT_TRUE(Within<D>(x, s, s2) || Within<D>(x, t, t2))
+          << "trial " << trial;
+    }
+  }
+  // Not a vacuous pass: a good share of the pairs was found to cover.
+  EXPECT_GT(yes, kTrials / 20) << yes;
+}
+
+TEST(TwoDisksCoverTest, NeverClaimsAnUncoveredPlace2d) {
+  NeverClaimsAnUncoveredPlace<2>();
+}
+
+TEST(TwoDisksCoverTest, NeverClaimsAnUncoveredPlace3d) {
+  NeverClaimsAnUncoveredPlace<3>();
+}
+
+// The unit square between s = (0, 0.5) and t = (1, 0.5), t's squared radius
+// 0.36. The radical line is x = (1 + s2 - 0.36) / 2, and the square is
+// covered exactly when s's disk reaches where it meets the bottom edge:
+// s2 = 0.70 puts it at x = 0.67, 0.6989 from s (covered); s2 = 0.69 at
+// x = 0.665, 0.692225 from s (not). The plain bisector (x = 0.5) would say
+// no to both: there t is 0.5 away.
+TEST(TwoDisksCoverTest, UsesThePowerBisectorForUnequalRadii) {
+  const double b0[2] = {0, 0}, b1[2] = {1, 1};
+  const double s[2] = {0, 0.5}, t[2] = {1, 0.5};
+  EXPECT_TRUE(TwoDisksCover<2>(s, 0.70, t, 0.36, b0, b1));
+  EXPECT_TRUE(TwoDisksCover<2>(t, 0.36, s, 0.70, b0, b1));
+  EXPECT_FALSE(TwoDisksCover<2>(s, 0.69, t, 0.36, b0, b1));
+  // A corner outside both.
+  EXPECT_FALSE(TwoDisksCover<2>(s, 0.70, t, 0.24, b0, b1));
+}
+
+TEST(TwoDisksCoverTest, EqualRadiiAndOneDiskAlone) {
+  const double b0[3] = {0, 0, 0}, b1[3] = {1, 1, 1};
+  const double s[3] = {0.5, 0.5, 0.5}, t[3] = {0.5, 0.5, 0.6};
+  // One ball holds the cube (corners 0.75 away squared): the other may be
+  // anything.
+  EXPECT_TRUE(TwoDisksCover<3>(s, 0.76, t, 0.01, b0, b1));
+  EXPECT_FALSE(TwoDisksCover<3>(s, 0.74, t, 0.01, b0, b1));
+  // Two equal balls at opposite faces' centres.
+  const double l[3] = {0, 0.5, 0.5}, r[3] = {1, 0.5, 0.5};
+  // The bisector x = 0.5 meets the edges 0.25 + 0.25 + 0.25 from each.
+  EXPECT_TRUE(TwoDisksCover<3>(l, 0.76, r, 0.76, b0, b1));
+  EXPECT_FALSE(TwoDisksCover<3>(l, 0.74, r, 0.74, b0, b1));
+}
+
+}  // namespace
+}  // namespace scatter::sampler::internal
