@@ -54,11 +54,11 @@ bool ClippedHalfCell(const double* u0, const double* u1, const double* lo,
 // bisector (radical plane) |x - s|^2 - s2 = |x - t|^2 - t2 cuts the box into
 // two convex polytopes; on each, the site of the lower power must hold the
 // place farthest from it, a vertex: a box corner on that side, or where a
-// box edge crosses the bisector (equal power for both). With s2 = t2 the
-// bisector is the plain one.
-template <int D>
-bool TwoDisksCover(const double* s, double s2, const double* t, double t2,
-                   const double* b0, const double* b1) {
+// box edge crosses the bisector (equal power for both). kEqual: s2 = t2,
+// the plain bisector, and fewer operations (the constant-radius engine).
+template <int D, bool kEqual>
+bool TwoDisksCoverImpl(const double* s, double s2, const double* t, double t2,
+                       const double* b0, const double* b1) {
   s2 *= 1 - 1e-9;
   t2 *= 1 - 1e-9;
   double mid[D], dir[D];
@@ -90,8 +90,13 @@ bool TwoDisksCover(const double* s, double s2, const double* t, double t2,
       dt += tt[a][h];
       sigma += tm[a][h];
     }
-    if (!(std::min(ds - s2, dt - t2) < 0)) return false;
-    side[k] = sigma + shift;
+    if constexpr (kEqual) {
+      if (!(std::min(ds, dt) < s2)) return false;
+      side[k] = sigma;
+    } else {
+      if (!(std::min(ds - s2, dt - t2) < 0)) return false;
+      side[k] = sigma + shift;
+    }
   }
   // Edges: corner k and k + (1 << a), for k without bit a.
   for (int a = 0; a < D; ++a) {
@@ -112,10 +117,28 @@ bool TwoDisksCover(const double* s, double s2, const double* t, double t2,
         ys += es * es;
         yt += et * et;
       }
-      if (!(std::max(ys - s2, yt - t2) < 0)) return false;
+      if constexpr (kEqual) {
+        if (!(std::max(ys, yt) < s2)) return false;
+      } else {
+        if (!(std::max(ys - s2, yt - t2) < 0)) return false;
+      }
     }
   }
   return true;
+}
+
+// Disks of squared radii s2 and t2.
+template <int D>
+bool TwoDisksCover(const double* s, double s2, const double* t, double t2,
+                   const double* b0, const double* b1) {
+  return TwoDisksCoverImpl<D, false>(s, s2, t, t2, b0, b1);
+}
+
+// Disks of one squared radius r2.
+template <int D>
+bool TwoDisksCover(const double* s, const double* t, double r2,
+                   const double* b0, const double* b1) {
+  return TwoDisksCoverImpl<D, true>(s, r2, t, r2, b0, b1);
 }
 
 }  // namespace scatter::sampler::internal

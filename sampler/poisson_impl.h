@@ -1216,7 +1216,7 @@ class PoissonRun {
   // (with a margin, so rounding can only make it answer no; gap_pieces.h).
   bool TwoDisksCover(const double* s, const double* t, const double* b0,
                      const double* b1) const {
-    return internal::TwoDisksCover<D>(s, min_d2_, t, min_d2_, b0, b1);
+    return internal::TwoDisksCover<D>(s, t, min_d2_, b0, b1);
   }
 
   // Where the children of (cell, piece) start in the scan order.

@@ -36,6 +36,10 @@ void NeverClaimsAnUncoveredPlace() {
     }
     const double s2 = 0.05 + 0.4 * u(rng);
     const double t2 = 0.02 + 0.2 * u(rng);
+    // The equal-radii form is the general one with t2 = s2.
+    ASSERT_EQ(TwoDisksCover<D>(s, t, s2, b0, b1),
+              TwoDisksCover<D>(s, s2, t, s2, b0, b1))
+        << "trial " << trial;
     if (!TwoDisksCover<D>(s, s2, t, t2, b0, b1)) continue;
     ++yes;
     constexpr int kSteps = 12;
@@ -98,6 +102,8 @@ TEST(TwoDisksCoverTest, EqualRadiiAndOneDiskAlone) {
   // The bisector x = 0.5 meets the edges 0.25 + 0.25 + 0.25 from each.
   EXPECT_TRUE(TwoDisksCover<3>(l, 0.76, r, 0.76, b0, b1));
   EXPECT_FALSE(TwoDisksCover<3>(l, 0.74, r, 0.74, b0, b1));
+  EXPECT_TRUE(TwoDisksCover<3>(l, r, 0.76, b0, b1));
+  EXPECT_FALSE(TwoDisksCover<3>(l, r, 0.74, b0, b1));
 }
 
 }  // namespace
