@@ -728,8 +728,7 @@ class PoissonRun {
 
   std::size_t Padded() const { return (list_size_ + 3) & ~std::size_t{3}; }
 
-  bool Conflicts(const double* c) const { return ConflictsWithin(Padded(), c); }
-  // Conflicts, given Padded().
+  // Whether c is closer than r to a listed point, given Padded().
   SCATTER_ALWAYS_INLINE bool ConflictsWithin(std::size_t padded,
                                              const double* c) const {
     if constexpr (D == 2) {
@@ -749,12 +748,17 @@ class PoissonRun {
       since_poll_ = 0;
       if (stop_()) Halt(absl::CancelledError("sampling stopped by the caller"));
     }
-    // Outside the interior, the cheap bounds test first, then the
-    // neighbours, and only then the region and obstacles: most candidates
-    // fail on a neighbour, and the order changes no answer.
-    if (!interior_ && !InBounds(c)) return false;
-    if (Conflicts(c)) return false;
-    if (!interior_ && !InShape(c)) return false;
+    return AcceptIfClear(Padded(), interior_, c);
+  }
+  // TryCandidate without the poll, given Padded() and interior_ (which a
+  // caller may hold in locals). Outside the interior, the cheap bounds test
+  // first, then the neighbours, and only then the region and obstacles:
+  // most candidates fail on a neighbour, and the order changes no answer.
+  SCATTER_ALWAYS_INLINE bool AcceptIfClear(std::size_t padded, bool interior,
+                                           const double* c) {
+    if (!interior && !InBounds(c)) return false;
+    if (ConflictsWithin(padded, c)) return false;
+    if (!interior && !InShape(c)) return false;
     AppendToList(c);
     Accept(c);
     return true;
@@ -824,14 +828,10 @@ class PoissonRun {
         UnitShellPoint<D>(&rng, v);
         double c[D];
         for (int a = 0; a < D; ++a) c[a] = p[a] + r * v[a];
-        // As TryCandidate orders the tests.
-        if (!interior && !InBounds(c)) continue;
-        if (ConflictsWithin(padded, c)) continue;
-        if (!interior && !InShape(c)) continue;
-        AppendToList(c);
-        Accept(c);
-        accepted = true;
-        break;
+        if (AcceptIfClear(padded, interior, c)) {
+          accepted = true;
+          break;
+        }
       }
       if (!accepted || !halt_.ok()) return;
     }
