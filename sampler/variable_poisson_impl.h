@@ -518,35 +518,48 @@ class VariableRun {
   // near (a big point over small ones) costs a few words.
   //
   // Stored radii are the field's at their places (radii_from_field_), so
-  // the raster bounds the radii of every point that can matter: those in
-  // the box grown by the widest reach. A level whose radii all miss those
-  // bounds is skipped, and the others' windows reach only as far as the
-  // bounds allow. In a smooth field that leaves one level or two.
+  // the raster bounds the radii of every point that can matter. A level
+  // whose radii all miss those bounds is skipped, and the others' windows
+  // reach only as far as the bounds allow. In 2D the bounds are read once,
+  // loosely, over the box grown by the widest reach of any level. In 3D,
+  // where a window costs rows squared, each level reads tighter bounds over
+  // the box grown by its own widest reach (its points that can matter lie
+  // there): fewer levels are scanned (callgrind, ratio 10: dense 3D -10 %
+  // instructions), where in 2D the extra reads cost more than they spare.
+  // In a smooth field that leaves one level or two.
   template <class Reach, class F>
   void ForEachNear(const double* b0, const double* b1, Reach reach, F f) const {
     double r_lo = 0;
     double r_hi = std::numeric_limits<double>::infinity();
-    if (radii_from_field_) {
-      double stored = 0;
-      for (const Level& level : levels_) {
-        if (level.count != 0) stored = std::max(stored, level.max_r);
-      }
-      const double w = reach(stored);
+    // The raster's bounds over [b0, b1] grown by w, widened far past the
+    // hair by which bilinear sampling may round past the pixels it blends.
+    auto bounds_within = [&](double w, bool loose) {
       double e0[D], e1[D];
       for (int a = 0; a < D; ++a) {
         e0[a] = b0[a] - w;
         e1[a] = b1[a] + w;
       }
-      LooseRadiusBounds(e0, e1, &r_lo, &r_hi);
-      // Bilinear sampling may round a hair past the pixels it blends;
-      // widen the bounds far past that.
+      if (loose) {
+        LooseRadiusBounds(e0, e1, &r_lo, &r_hi);
+      } else {
+        RadiusBounds(e0, e1, &r_lo, &r_hi);
+      }
       r_lo *= 1 - 1e-9;
       r_hi *= 1 + 1e-9;
+    };
+    if (D == 2 && radii_from_field_) {
+      double stored = 0;
+      for (const Level& level : levels_) {
+        if (level.count != 0) stored = std::max(stored, level.max_r);
+      }
+      bounds_within(reach(stored), /*loose=*/true);
     }
     for (const Level& level : levels_) {
-      if (level.count == 0 || level.max_r < r_lo || level.min_r > r_hi) {
-        continue;
+      if (level.count == 0) continue;
+      if (D == 3 && radii_from_field_) {
+        bounds_within(reach(level.max_r), /*loose=*/false);
       }
+      if (level.max_r < r_lo || level.min_r > r_hi) continue;
       const double w = reach(std::min(level.max_r, r_hi));
       std::int64_t c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0};
       for (int a = 0; a < D; ++a) {
