@@ -79,17 +79,22 @@ struct Avx2Ops {
     return ScalarOps::AnyWithin3d(xs + j, ys + j, zs + j, n - j, cx, cy, cz, t);
   }
 
-  // ScalarOps::AnyConflict, 4 points at a time, leaving at the first group
-  // with a hit: the lists put their nearest points first. max_pd(r2, rc)
-  // is r2 > rc ? r2 : rc, the scalar rc2 < r2 ? r2 : rc2 exactly, so every
+  // ScalarOps::AnyConflict, 4 points at a time in AnyGroup's blocks of 16
+  // with one branch each: where in a list the conflict sits is data the
+  // branch predictor cannot learn, and a branch per group of 4 missed about
+  // once a candidate. The list must be padded to a whole group of 4 (NaN
+  // coordinates, whose distances compare false). max_pd(r2, rc) is
+  // r2 > rc ? r2 : rc, the scalar rc2 < r2 ? r2 : rc2 exactly, so every
   // comparison is the scalar one.
   template <int D>
-  static bool AnyConflict(const double* const* xs, const double* r2,
-                          std::size_t n, const double* c, double rc2) {
+  [[gnu::always_inline]] static bool AnyConflict(const double* const* xs,
+                                                 const double* r2,
+                                                 std::size_t n, const double* c,
+                                                 double rc2) {
     __m256d vc[D];
     for (int a = 0; a < D; ++a) vc[a] = _mm256_set1_pd(c[a]);
     const __m256d vrc = _mm256_set1_pd(rc2);
-    for (std::size_t j = 0; j < n; j += 4) {
+    auto group = [&](std::size_t j) {
       __m256d d2 = _mm256_setzero_pd();
       for (int a = 0; a < D; ++a) {
         const __m256d d = _mm256_sub_pd(_mm256_loadu_pd(xs[a] + j), vc[a]);
@@ -97,11 +102,10 @@ struct Avx2Ops {
                     : _mm256_add_pd(d2, _mm256_mul_pd(d, d));
       }
       const __m256d t = _mm256_max_pd(_mm256_loadu_pd(r2 + j), vrc);
-      if (_mm256_movemask_pd(_mm256_cmp_pd(d2, t, _CMP_LT_OQ)) != 0) {
-        return true;
-      }
-    }
-    return false;
+      return _mm256_cmp_pd(d2, t, _CMP_LT_OQ);
+    };
+    std::size_t rest = 0;
+    return AnyGroup((n + 3) & ~std::size_t{3}, group, &rest);
   }
 
   // ScalarOps::FilterBox, 4 points at a time. The lists must be padded with
