@@ -699,16 +699,34 @@ class VariableRun {
     return static_cast<std::int64_t>(f < last ? f : last);
   }
 
-  // ORs `mask` into n bytes (n may be <= 0), 8 at a time.
+  // ORs `mask` into n bytes (n may be <= 0), 8 at a time. The last word
+  // is OR-ed whole, with `mask` only in the bytes of the run: rows are
+  // mostly shorter than 8 cells, and a loop over the odd bytes missed its
+  // exit about 3 times a point. The bytes past the run take 0, so p[0..7]
+  // must be readable and writable (the cover array has 8 spare bytes).
   static void OrRun(std::uint8_t* p, std::int64_t n, std::uint8_t mask) {
     const std::uint64_t wide = 0x0101010101010101ULL * mask;
-    for (; n >= 8; n -= 8, p += 8) {
+    for (; n > 8; n -= 8, p += 8) {
       std::uint64_t v;
       std::memcpy(&v, p, sizeof v);
       v |= wide;
       std::memcpy(p, &v, sizeof v);
     }
-    for (; n > 0; --n, ++p) *p |= mask;
+    // n in [.., 8]: the low n bytes of the word (none for n <= 0).
+    static constexpr std::uint64_t kLowBytes[9] = {
+        0,
+        0xffULL,
+        0xffffULL,
+        0xffffffULL,
+        0xffffffffULL,
+        0xffffffffffULL,
+        0xffffffffffffULL,
+        0xffffffffffffffULL,
+        ~std::uint64_t{0}};
+    std::uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    v |= wide & kLowBytes[n > 0 ? n : 0];
+    std::memcpy(p, &v, sizeof v);
   }
 
   // Marks the half-cells (2^D per cell, one bit each) of the level that
