@@ -482,18 +482,47 @@ class VariableRun {
   }
 
   // Calls f(q) for every stored point q (D coordinates, then its radius) in
-  // the cells [c0, c1] (per axis) of `level`, scanning occupancy bits.
+  // the cells [c0, c1] (per axis) of `level`, scanning occupancy bits, in
+  // cell order. In 3D, where a window has rows squared, rows of up to 16
+  // cells (nearly every window) go 4 to a word, 16 bits each, and one loop
+  // takes the word's points: a loop per row exits after 0 to 3 points, in
+  // no order a predictor learns. (In 2D that was no faster.)
   template <class F>
   void ScanCells(const Level& level, const std::int64_t* c0,
                  const std::int64_t* c1, F& f) const {
     const auto len = static_cast<std::uint64_t>(c1[0] - c0[0] + 1);
     for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
-      for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
-        std::uint64_t start = static_cast<std::uint64_t>(c0[0]) +
-                              static_cast<std::uint64_t>(y) * level.stride[1];
-        if constexpr (D == 3) {
-          start += static_cast<std::uint64_t>(z) * level.stride[2];
+      std::uint64_t base = static_cast<std::uint64_t>(c0[0]);
+      if constexpr (D == 3) {
+        base += static_cast<std::uint64_t>(z) * level.stride[2];
+      }
+      if (D == 3 && len <= 16) {
+        for (std::int64_t y = c0[1]; y <= c1[1]; y += 4) {
+          std::uint64_t start[4];
+          std::uint64_t word = 0;
+          for (int k = 0; k < 4; ++k) {
+            // Rows past c1 repeat the last one, their bits dropped.
+            const std::int64_t row = std::min<std::int64_t>(y + k, c1[1]);
+            start[k] = base + static_cast<std::uint64_t>(row) * level.stride[1];
+            const std::uint64_t keep =
+                std::uint64_t{0} - static_cast<std::uint64_t>(y + k <= c1[1]);
+            word |= (BitRun(level.bits.data(), start[k],
+                            static_cast<unsigned>(len)) &
+                     keep)
+                    << (16 * k);
+          }
+          while (word != 0) {
+            const auto bit = static_cast<unsigned>(__builtin_ctzll(word));
+            word &= word - 1;
+            const std::uint64_t cell = start[bit >> 4] + (bit & 15);
+            f(&level.points[cell * (D + 1)]);
+          }
         }
+        continue;
+      }
+      for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
+        const std::uint64_t start =
+            base + static_cast<std::uint64_t>(y) * level.stride[1];
         for (std::uint64_t off = 0; off < len; off += 64) {
           std::uint64_t bits = BitRun(
               level.bits.data(), start + off,
