@@ -560,15 +560,16 @@ class VariableRun {
   void ForEachNear(const double* b0, const double* b1, Reach reach, F f) const {
     double r_lo = 0;
     double r_hi = std::numeric_limits<double>::infinity();
-    // The raster's bounds over [b0, b1] grown by w, widened far past the
-    // hair by which bilinear sampling may round past the pixels it blends.
-    auto bounds_within = [&](double w, bool loose) {
+    // The raster's bounds over [b0, b1] grown by w (loose in 2D, tight in
+    // 3D), widened far past the hair by which bilinear sampling may round
+    // past the pixels it blends.
+    auto bounds_within = [&](double w) {
       double e0[D], e1[D];
       for (int a = 0; a < D; ++a) {
         e0[a] = b0[a] - w;
         e1[a] = b1[a] + w;
       }
-      if (loose) {
+      if constexpr (D == 2) {
         LooseRadiusBounds(e0, e1, &r_lo, &r_hi);
       } else {
         RadiusBounds(e0, e1, &r_lo, &r_hi);
@@ -581,12 +582,12 @@ class VariableRun {
       for (const Level& level : levels_) {
         if (level.count != 0) stored = std::max(stored, level.max_r);
       }
-      bounds_within(reach(stored), /*loose=*/true);
+      bounds_within(reach(stored));
     }
     for (const Level& level : levels_) {
       if (level.count == 0) continue;
       if (D == 3 && radii_from_field_) {
-        bounds_within(reach(level.max_r), /*loose=*/false);
+        bounds_within(reach(level.max_r));
       }
       if (level.max_r < r_lo || level.min_r > r_hi) continue;
       const double w = reach(std::min(level.max_r, r_hi));
@@ -1289,14 +1290,18 @@ class VariableRun {
     }
     const double hi2 = r_hi * r_hi * (1 + kDistanceSlack) * kBoundSlack;
     const double lo2 = r_lo * r_lo * kCoverShrink;
+    // The squared radius (shrunk) that listed q covers for sure in the
+    // piece: its own radius's, or r_lo's where that is larger.
+    auto sure2 = [lo2](const double* q) {
+      return std::max(q[D] * kCoverShrink, lo2);
+    };
     const std::vector<double>& in = gap_lists_[depth - 1];
     std::vector<double>& kept = GapList(depth, n);
     std::size_t m = 0;
     for (std::size_t j = 0; j < n; ++j) {
       const double* q = &in[j * (D + 1)];
       if (NearestDistance2(q, b0, b1, D) >= std::max(q[D], hi2)) continue;
-      if (FarthestDistance2(q, b0, b1, D) <
-          std::max(q[D] * kCoverShrink, lo2)) {
+      if (FarthestDistance2(q, b0, b1, D) < sure2(q)) {
         return false;  // Covered whole.
       }
       std::copy(q, q + D + 1, &kept[m * (D + 1)]);
@@ -1307,8 +1312,7 @@ class VariableRun {
       // Covered by two disks together (most pieces that straddle the
       // boundary between two disks): nothing here for the search below to
       // find, so leaving now changes no output. The two: the lowest powers
-      // |c - q|^2 - R_q^2 at the piece's centre c, where R_q^2 =
-      // max(r_q^2, r_lo^2) (shrunk) is what q covers for sure in the piece.
+      // |c - q|^2 - sure2(q) at the piece's centre c.
       double centre[D];
       for (int a = 0; a < D; ++a) centre[a] = b0[a] + (b1[a] - b0[a]) / 2;
       std::size_t first = 0, second = 0;
@@ -1321,7 +1325,7 @@ class VariableRun {
           const double d = q[a] - centre[a];
           d2 += d * d;
         }
-        const double power = d2 - std::max(q[D] * kCoverShrink, lo2);
+        const double power = d2 - sure2(q);
         if (power < second_pow) {
           if (power < first_pow) {
             second = first;
@@ -1336,8 +1340,7 @@ class VariableRun {
       }
       const double* s = &kept[first * (D + 1)];
       const double* t = &kept[second * (D + 1)];
-      if (TwoDisksCover<D>(s, std::max(s[D] * kCoverShrink, lo2), t,
-                           std::max(t[D] * kCoverShrink, lo2), b0, b1)) {
+      if (TwoDisksCover<D>(s, sure2(s), t, sure2(t), b0, b1)) {
         return false;
       }
     }
