@@ -1267,6 +1267,17 @@ class VariableRun {
                      std::size_t n, std::uint64_t cell, std::uint64_t piece,
                      bool partial, double r_lo, double r_hi,
                      const DensityBounds::Range& outer, double* p, double* rp) {
+    const int max_depth = D == 2 ? kMaxGapDepth2d : kMaxGapDepth3d;
+    if (depth == max_depth && !partial) {
+      // One random place decides, as below, against every point of the
+      // parent's list: sorting out which reach the piece, or whether one
+      // covers it whole, would not change the answer (a point that misses
+      // the piece misses the place, one that covers the piece covers the
+      // place).
+      RandomPointIn(b0, b1, cell, piece, p);
+      *rp = field_.At(p);
+      return ClearOf(gap_lists_[depth - 1].data(), n, p, *rp);
+    }
     const DensityBounds::Range pixels = PixelsOf(b0, b1);
     if (!(pixels == outer)) {
       double lo_here, hi_here;
@@ -1307,7 +1318,10 @@ class VariableRun {
       std::copy(q, q + D + 1, &kept[m * (D + 1)]);
       ++m;
     }
-    const int max_depth = D == 2 ? kMaxGapDepth2d : kMaxGapDepth3d;
+    // The listed points of lowest power at the piece's centre (below),
+    // which cover most of its children that one disk covers.
+    const double* near_s = m >= 1 ? &kept[0] : nullptr;
+    const double* near_t = near_s;
     if (m >= 2 && depth < max_depth) {
       // Covered by two disks together (most pieces that straddle the
       // boundary between two disks): nothing here for the search below to
@@ -1343,6 +1357,8 @@ class VariableRun {
       if (TwoDisksCover<D>(s, sure2(s), t, sure2(t), b0, b1)) {
         return false;
       }
+      near_s = s;
+      near_t = t;
     }
     if (m == 0) {
       for (int attempt = 0; attempt < (partial ? 4 : 1); ++attempt) {
@@ -1365,6 +1381,15 @@ class VariableRun {
       const unsigned child = (t + turn) & ((1u << D) - 1);
       double c0[D], c1[D];
       ChildBox<D>(b0, b1, mid, child, c0, c1);
+      // A child one of the two disks covers whole has no place for the
+      // search below to find (it would find that disk with the child's
+      // radius bounds, which are at least as tight as these), so skipping
+      // it changes no output.
+      if (near_s != nullptr &&
+          (FarthestDistance2(near_s, c0, c1, D) < sure2(near_s) ||
+           FarthestDistance2(near_t, c0, c1, D) < sure2(near_t))) {
+        continue;
+      }
       if (FindUncovered(c0, c1, depth + 1, m, cell, (piece << D) + child,
                         partial, r_lo, r_hi, pixels, p, rp)) {
         return true;
