@@ -1160,14 +1160,15 @@ class PoissonRun {
     // Covered by two disks together (most pieces that straddle the
     // boundary between two disks): nothing here for the search below to
     // find, so leaving now changes no output.
-    if (m >= 2) {
-      double s[D], t[D];
-      for (int a = 0; a < D; ++a) {
-        s[a] = kept[a][first];
-        t[a] = kept[a][second];
-      }
-      if (TwoDisksCover(s, t, b0, b1)) return false;
+    // The two sites nearest the centre (one when m == 1; m == 0 reads a
+    // slot past the list and uses nothing), which also cover most of the
+    // children that one disk covers (see below).
+    double near_s[D], near_t[D];
+    for (int a = 0; a < D; ++a) {
+      near_s[a] = kept[a][first];
+      near_t[a] = kept[a][second];
     }
+    if (m >= 2 && TwoDisksCover(near_s, near_t, b0, b1)) return false;
     if (m == 0) {
       // No disk reaches the piece: any place in it that is in the region
       // will do. A few random tries before splitting a piece that the
@@ -1199,6 +1200,13 @@ class PoissonRun {
       if ((covered >> child) & 1) continue;
       double c0[D], c1[D];
       ChildBox<D>(b0, b1, mid, child, c0, c1);
+      // A child inside one of those two disks would find it in its own
+      // FilterBox (or its random place inside it): skipping it changes no
+      // output.
+      if (m >= 1 && (FarthestDistance2(near_s, c0, c1, D) < min_d2_ ||
+                     FarthestDistance2(near_t, c0, c1, D) < min_d2_)) {
+        continue;
+      }
       if (leaves) {
         RandomPointInCell(c0, c1, cell_key, (piece << D) + child, p);
         if (ClearOf(kept, m, p)) return true;
