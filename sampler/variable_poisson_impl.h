@@ -1235,6 +1235,42 @@ class VariableRun {
     return n;
   }
 
+  // Gap level 0 for cell i of level l (box [b0, b1], radius bound r_hi):
+  // what GatherAroundBox collects for it, or more. The cells of one block
+  // of 2^D often come one after another (FillCell takes a coarser cell's
+  // children in turn: 57 % of searched cells follow one of their block in
+  // 3D at ratio 10, 13 % in 2D), so the list is gathered for the block's
+  // box with the bound over the block's pixels and kept until a point is
+  // added or another block comes. A longer list changes no answer:
+  // FindUncovered's first filter drops every point that does not reach the
+  // piece, and the order of the rest decides only which cover test proves
+  // a piece covered first.
+  std::size_t GatherForCell(int l, const std::uint64_t* i, double r_hi) {
+    const Level& level = levels_[static_cast<std::size_t>(l)];
+    bool same = gap_block_level_ == l && r_hi <= gap_block_r_hi_;
+    std::uint64_t block[D];
+    for (int a = 0; a < D; ++a) {
+      block[a] = i[a] >> 1;
+      same &= block[a] == gap_block_[a];
+    }
+    if (same) return gap_block_n_;
+    double k0[D], k1[D];
+    for (int a = 0; a < D; ++a) {
+      k0[a] = lo_[a] + static_cast<double>(2 * block[a]) * level.cell;
+      k1[a] = std::min(
+          lo_[a] + static_cast<double>(2 * block[a] + 1) * level.cell +
+              level.cell,
+          hi_[a]);
+    }
+    double block_lo, block_hi;
+    RadiusBounds(PixelsOf(k0, k1), &block_lo, &block_hi);
+    gap_block_r_hi_ = std::max(block_hi, r_hi);
+    gap_block_n_ = GatherAroundBox(k0, k1, gap_block_r_hi_);
+    gap_block_level_ = l;
+    for (int a = 0; a < D; ++a) gap_block_[a] = block[a];
+    return gap_block_n_;
+  }
+
   // Whether p, of radius rp, is clear of all m points of `list`.
   static bool ClearOf(const double* list, std::size_t m, const double* p,
                       double rp) {
@@ -1494,7 +1530,7 @@ class VariableRun {
     const std::uint8_t mask = level.cover[cell];
     // Streams are keyed by (level, cell).
     const std::uint64_t key = (static_cast<std::uint64_t>(l) << 58) ^ cell;
-    const std::size_t n = GatherAroundBox(b0, b1, r_hi);
+    const std::size_t n = GatherForCell(l, i, r_hi);
     double p[D];
     double rp = 0;
     bool found = false;
@@ -1508,6 +1544,7 @@ class VariableRun {
                             r_hi, pixels, p, &rp);
     }
     if (!found) return absl::OkStatus();
+    gap_block_level_ = -1;  // The kept list lacks the new point.
     Accept(p, rp);
     return Drain();
   }
@@ -1568,6 +1605,13 @@ class VariableRun {
 
   bool obstacles_marked_ = false;  // Obstacles marked some level's cover.
   std::vector<double> gap_lists_[kMaxGapDepth + 1];
+  // What gap level 0 holds (GatherForCell): the list for block
+  // gap_block_ of level gap_block_level_ (none when -1), gathered with
+  // radius bound gap_block_r_hi_, gap_block_n_ points.
+  int gap_block_level_ = -1;
+  std::uint64_t gap_block_[D] = {};
+  double gap_block_r_hi_ = 0;
+  std::size_t gap_block_n_ = 0;
 };
 
 }  // namespace
