@@ -1235,7 +1235,7 @@ class VariableRun {
     return n;
   }
 
-  // Gap level 0 for cell i of level l (box [b0, b1], radius bound r_hi):
+  // Gap level 0 for cell i of level l, whose radius bound is r_hi:
   // what GatherAroundBox collects for it, or more. The cells of one block
   // of 2^D often come one after another (FillCell takes a coarser cell's
   // children in turn: 57 % of searched cells follow one of their block in
@@ -1243,8 +1243,8 @@ class VariableRun {
   // box with the bound over the block's pixels and kept until a point is
   // added or another block comes. A longer list changes no answer:
   // FindUncovered's first filter drops every point that does not reach the
-  // piece, and the order of the rest decides only which cover test proves
-  // a piece covered first.
+  // piece, and the order of the rest decides only which sound cover test
+  // proves a piece covered first (and which of two equal powers is taken).
   std::size_t GatherForCell(int l, const std::uint64_t* i, double r_hi) {
     const Level& level = levels_[static_cast<std::size_t>(l)];
     bool same = gap_block_level_ == l && r_hi <= gap_block_r_hi_;
@@ -1355,7 +1355,9 @@ class VariableRun {
       ++m;
     }
     // The listed points of lowest power at the piece's centre (below),
-    // which cover most of its children that one disk covers.
+    // which cover most of its children that one disk covers. (At the last
+    // depth, with `partial` set, they stay the first listed point; that
+    // piece has no children.)
     const double* near_s = m >= 1 ? &kept[0] : nullptr;
     const double* near_t = near_s;
     if (m >= 2 && depth < max_depth) {
