@@ -1254,6 +1254,9 @@ class VariableRun {
       same &= block[a] == gap_block_[a];
     }
     if (same) return gap_block_n_;
+    // The block's box, by FillCell's own expressions: k0 is its even
+    // cell's u0 and k1 its odd cell's u1, so every cell's box lies inside
+    // it bit for bit.
     double k0[D], k1[D];
     for (int a = 0; a < D; ++a) {
       k0[a] = lo_[a] + static_cast<double>(2 * block[a]) * level.cell;
