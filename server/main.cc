@@ -128,6 +128,21 @@ int main(int argc, char** argv) {
     spdlog::error("--{}", std::string(checked.message()));
     return 2;
   }
+  // Half a TLS setup would serve plaintext, or (a client CA alone) serve
+  // without asking for the client certificates it names: refuse it.
+  const bool has_cert = !absl::GetFlag(FLAGS_tls_cert).empty();
+  const bool has_key = !absl::GetFlag(FLAGS_tls_key).empty();
+  if (has_cert != has_key) {
+    spdlog::error("--tls_cert and --tls_key go together: {} given without {}",
+                  has_cert ? "--tls_cert" : "--tls_key",
+                  has_cert ? "--tls_key" : "--tls_cert");
+    return 2;
+  }
+  if (!absl::GetFlag(FLAGS_tls_client_ca).empty() && !has_cert) {
+    spdlog::error(
+        "--tls_client_ca needs TLS: give --tls_cert and --tls_key too");
+    return 2;
+  }
   for (const auto& [flag, path, out] :
        {std::tuple{"tls_cert", absl::GetFlag(FLAGS_tls_cert), &options.tls_cert_pem},
         std::tuple{"tls_key", absl::GetFlag(FLAGS_tls_key), &options.tls_key_pem},
@@ -139,7 +154,7 @@ int main(int argc, char** argv) {
     }
   }
   // gRPC would take bad files and then only fail to listen: name the file.
-  if (!options.tls_cert_pem.empty() && !options.tls_key_pem.empty()) {
+  if (has_cert) {
     for (const absl::Status& status :
          {scatter::server::CheckPemCertificate(
               absl::StrCat("--tls_cert=", absl::GetFlag(FLAGS_tls_cert)),

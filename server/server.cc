@@ -128,6 +128,13 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
     return absl::InvalidArgumentError(
         "tls: a certificate needs its key and a key its certificate");
   }
+  if (!options.tls_client_ca_pem.empty() && options.tls_cert_pem.empty()) {
+    // Without a certificate the server would listen in plaintext and ask
+    // no client for the certificate this CA is meant to check.
+    return absl::InvalidArgumentError(
+        "tls_client_ca_pem: client certificates need TLS; give tls_cert_pem "
+        "and tls_key_pem too");
+  }
   if (!options.tls_cert_pem.empty()) {
     for (const absl::Status& status :
          {CheckPemCertificate("tls_cert_pem", options.tls_cert_pem),

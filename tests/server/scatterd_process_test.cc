@@ -127,6 +127,25 @@ TEST(ScatterdTest, TlsFilesThatAreNotPemAreNamed) {
   std::remove(junk.c_str());
 }
 
+// Half a TLS setup exits 2 and names the flags, before any file is read
+// (the paths need not exist).
+TEST(ScatterdTest, HalfATlsSetupIsRefusedNamingTheFlags) {
+  for (const auto& [flags, message] : {
+           std::pair{std::vector<std::string>{"--tls_cert=cert.pem"},
+                     "--tls_cert given without --tls_key"},
+           std::pair{std::vector<std::string>{"--tls_key=key.pem"},
+                     "--tls_key given without --tls_cert"},
+           std::pair{std::vector<std::string>{"--tls_client_ca=ca.pem"},
+                     "--tls_client_ca needs TLS"},
+       }) {
+    SCOPED_TRACE(flags[0]);
+    const CommandResult got = RunScatterd(flags);
+    EXPECT_EQ(got.exit_code, 2) << got.err;
+    EXPECT_THAT(got.err, HasSubstr(message));
+    EXPECT_THAT(got.err, Not(HasSubstr("listening")));
+  }
+}
+
 TEST(ScatterdTest, HelpListsTheFlagsAndSucceeds) {
   const CommandResult got = RunCommand({SCATTERD_PATH, "--help"}, absl::Seconds(3));
   // A help request is not an error (Abseil 20220623 alone exits 1).
