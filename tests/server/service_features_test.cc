@@ -317,6 +317,63 @@ TEST(TlsTest, KeyWithoutCertificateIsRefusedAtStart) {
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(TlsTest, ClientCaWithoutCertificateIsRefusedAtStart) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.tls_client_ca_pem = SelfSigned().cert;
+  auto server = ScatterServer::Start(options);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(), HasSubstr("tls_client_ca_pem"));
+}
+
+// With a client CA the server takes only clients whose certificate that CA
+// signed: one with such a certificate gets points, one without any and one
+// with a certificate of its own making are refused, and so is a client that
+// trusts another CA than the one that signed the server's certificate.
+TEST(TlsTest, MutualTlsTakesOnlyClientsTheCaSigned) {
+  const Pem server_pem = SelfSigned();
+  const Pem client_pem = SelfSigned();
+  const Pem stranger_pem = SelfSigned();
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.tls_cert_pem = server_pem.cert;
+  options.tls_key_pem = server_pem.key;
+  options.tls_client_ca_pem = client_pem.cert;
+  LoopbackServer server(options);
+
+  auto call = [&](const std::string& trusted, const Pem* identity) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = trusted;
+    if (identity != nullptr) {
+      ssl.pem_private_key = identity->key;
+      ssl.pem_cert_chain = identity->cert;
+    }
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("localhost");
+    auto stub = v1::ScatterService::NewStub(grpc::CreateCustomChannel(
+        server.target(), grpc::SslCredentials(ssl), args));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(10));
+    return Collect(*stub, BoxRequest(1, 0.02), &context);
+  };
+  const Received signed_client = call(server_pem.cert, &client_pem);
+  ASSERT_TRUE(signed_client.status.ok()) << signed_client.status.error_message();
+  EXPECT_GT(signed_client.size(), 1000u);
+
+  for (const auto& [name, trusted, identity] : {
+           std::tuple{"no client certificate", server_pem.cert,
+                      static_cast<const Pem*>(nullptr)},
+           std::tuple{"a certificate the CA did not sign", server_pem.cert,
+                      &stranger_pem},
+           std::tuple{"trusts another CA", stranger_pem.cert, &client_pem},
+       }) {
+    SCOPED_TRACE(name);
+    const Received refused = call(trusted, identity);
+    EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::UNAVAILABLE)
+        << refused.status.error_message();
+    EXPECT_EQ(refused.size(), 0u);
+  }
+}
+
 TEST(TlsTest, BadCertificateOrKeyIsInvalidArgumentAtStartNamingIt) {
   const Pem pem = SelfSigned();
   const Pem other = SelfSigned();
