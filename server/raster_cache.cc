@@ -130,9 +130,11 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
   if (!raster.ok()) return raster.status();
   auto shared = std::make_shared<const sampler::Raster>(*std::move(raster));
   // The pixels, and the block levels a variable-radius run builds once
-  // and keeps with them (Raster::BlockLevels).
-  const std::size_t bytes = shared->decoded_bytes() +
-                            sampler::Raster::BlockLevelsBytes(width, height);
+  // and keeps with them (Raster::BlockLevels). The decoded size: a PNG's
+  // request says 0 x 0.
+  const std::size_t bytes =
+      shared->decoded_bytes() +
+      sampler::Raster::BlockLevelsBytes(shared->width(), shared->height());
 
   absl::MutexLock lock(&mu_);
   if (auto it = slots_.find(digest); it != slots_.end()) {

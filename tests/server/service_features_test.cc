@@ -286,6 +286,21 @@ TEST(RasterCacheTest, EvictsLeastRecentlyUsedButNeverAPinnedRaster) {
   EXPECT_THAT(std::string(d.status().message()), HasSubstr("raster_cache_bytes"));
 }
 
+// A PNG's request gives no size (0 x 0): the cache charges its block
+// bounds by the decoded size all the same.
+TEST(RasterCacheTest, ChargesAPngItsBlockBoundsToo) {
+  const std::size_t bytes = 4 * 32 * 32 + sampler::Raster::BlockLevelsBytes(32, 32);
+  ASSERT_GT(bytes, 4u * 32 * 32);
+  const std::string png = GrayPng(32, 32, 8);
+  RasterCache fits(bytes);
+  EXPECT_TRUE(fits.Put("r", v1::RASTER_FORMAT_PNG, 0, 0, png, 1 << 20).ok());
+  RasterCache short_by_one(bytes - 1);
+  auto over = short_by_one.Put("r", v1::RASTER_FORMAT_PNG, 0, 0, png, 1 << 20);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(over.status().message()),
+              HasSubstr(absl::StrCat("a raster of ", bytes, " bytes")));
+}
+
 TEST(TlsTest, TlsClientGetsPointsAndPlaintextClientIsRefused) {
   const Pem pem = SelfSigned();
   ServerOptions options = LoopbackServer::DefaultOptions();
