@@ -117,6 +117,18 @@ for ((i = 0; i < completions; i++)); do
   done
 done
 whole=$(find "$work/whole" -type f | wc -l)
+# One file per tile of the rectangle, so an export that wrote nothing (in
+# every index and in the single run alike) cannot pass.
+if [[ "$tiles" =~ ^(-?[0-9]+):(-?[0-9]+),(-?[0-9]+):(-?[0-9]+)$ ]]; then
+  expected=$(((BASH_REMATCH[2] - BASH_REMATCH[1]) * (BASH_REMATCH[4] - BASH_REMATCH[3])))
+  if [[ $whole -ne $expected ]]; then
+    echo "batch-export-test: FAIL: the single export wrote $whole files; TILES=$tiles has $expected tiles" >&2
+    status=1
+  fi
+else
+  echo "batch-export-test: FAIL: TILES=$tiles is not a rectangle x0:x1,y0:y1" >&2
+  status=1
+fi
 if [[ ${#seen[@]} -ne $whole ]]; then
   echo "batch-export-test: FAIL: the indices wrote ${#seen[@]} files, the area has $whole" >&2
   status=1
