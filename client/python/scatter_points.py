@@ -20,32 +20,43 @@ PROTO_ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "proto"))
 
 
 def load_stubs(proto_root=PROTO_ROOT):
-    """Compiles scatter.proto with grpc_tools and imports the modules."""
+    """Compiles scatter.proto with grpc_tools and imports the modules.
+
+    The generated files live only until they are imported: the directory
+    is removed before this returns."""
     from grpc_tools import protoc  # Debian: python3-grpc-tools
 
-    out = tempfile.mkdtemp(prefix="scatter_stubs_")
-    status = protoc.main([
-        "protoc", "-I" + proto_root, "--python_out=" + out,
-        "--grpc_python_out=" + out,
-        os.path.join(proto_root, "scatter", "v1", "scatter.proto")
-    ])
-    if status != 0:
-        raise RuntimeError("protoc failed on scatter.proto")
-    sys.path.insert(0, out)
-    from scatter.v1 import scatter_pb2, scatter_pb2_grpc
+    with tempfile.TemporaryDirectory(prefix="scatter_stubs_") as out:
+        status = protoc.main([
+            "protoc", "-I" + proto_root, "--python_out=" + out,
+            "--grpc_python_out=" + out,
+            os.path.join(proto_root, "scatter", "v1", "scatter.proto")
+        ])
+        if status != 0:
+            raise RuntimeError("protoc failed on scatter.proto")
+        sys.path.insert(0, out)
+        try:
+            from scatter.v1 import scatter_pb2, scatter_pb2_grpc
+        finally:
+            sys.path.remove(out)
     return scatter_pb2, scatter_pb2_grpc
 
 
-def scatter(stub, pb, request, timeout=60):
-    """Yields (dims, coords, layers, ids) per batch; returns the summary."""
-    summary = None
-    for response in stub.Scatter(request, timeout=timeout):
-        if response.HasField("points"):
-            p = response.points
-            yield p.dims, list(p.coords), list(p.layer), list(p.id)
-        else:
-            summary = response.summary
-    scatter.summary = summary
+class Points:
+    """Iterates over (dims, coords, layers, ids) per batch of one Scatter
+    call; `summary` holds the call's summary once the stream has ended."""
+
+    def __init__(self, stub, request, timeout):
+        self._responses = stub.Scatter(request, timeout=timeout)
+        self.summary = None
+
+    def __iter__(self):
+        for response in self._responses:
+            if response.HasField("points"):
+                p = response.points
+                yield p.dims, list(p.coords), list(p.layer), list(p.id)
+            else:
+                self.summary = response.summary
 
 
 def main():
@@ -59,7 +70,12 @@ def main():
     parser.add_argument("--method", default="dense",
                         choices=["dense", "classic", "jittered", "uniform"])
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--max-points", type=int, default=0)
+    parser.add_argument("--max-points", type=int, default=0,
+                        help="stop after this many points (0: no limit)")
+    parser.add_argument("--count", type=int, default=1000,
+                        help="points for --method uniform")
+    parser.add_argument("--timeout", type=float, default=60.0,
+                        help="seconds the whole call may take")
     args = parser.parse_args()
 
     import grpc  # Debian: python3-grpcio
@@ -68,26 +84,31 @@ def main():
     if len(values) not in (4, 6):
         parser.error("--box needs 4 or 6 numbers")
     dims = len(values) // 2
+    if args.count < 1:
+        parser.error("--count must be >= 1")
+    if not args.timeout > 0:
+        parser.error("--timeout must be > 0")
     request = pb.ScatterRequest(seed=args.seed, max_points=args.max_points)
     request.region.box.min.extend(values[:dims])
     request.region.box.max.extend(values[dims:])
     method = {"dense": pb.METHOD_POISSON_DENSE, "classic": pb.METHOD_POISSON_CLASSIC,
               "jittered": pb.METHOD_JITTERED_GRID, "uniform": pb.METHOD_UNIFORM}[args.method]
     request.layers.add(id=0, method=method, spacing=args.spacing,
-                       cell_size=args.spacing, count=1000)
+                       cell_size=args.spacing, count=args.count)
 
     with grpc.insecure_channel(args.address) as channel:
         stub = pb_grpc.ScatterServiceStub(channel)
         out = sys.stdout
+        points = Points(stub, request, args.timeout)
         try:
-            for d, coords, layers, ids in scatter(stub, pb, request):
+            for d, coords, layers, ids in points:
                 for i in range(len(ids)):
                     xyz = ",".join(repr(c) for c in coords[i * d:(i + 1) * d])
                     out.write("%s,%d,%d\n" % (xyz, layers[i], ids[i]))
         except grpc.RpcError as e:
             print("scatter: %s: %s" % (e.code().name, e.details()), file=sys.stderr)
             return 1
-        s = scatter.summary
+        s = points.summary
         print("summary: %d points, %.3f s, algorithm_version %d" %
               (s.total_points, s.elapsed_seconds, s.algorithm_version), file=sys.stderr)
     return 0

@@ -49,6 +49,29 @@ def check_min_distance(coords, r):
     return worst >= r * r
 
 
+def check_points_script(port):
+    """client/python/scatter_points.py prints one CSV line per point, takes
+    --count and --timeout, and leaves nothing in the temporary directory."""
+    script = os.path.join(sys.argv[2], "..", "client", "python", "scatter_points.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, TMPDIR=tmp)
+        run = subprocess.run(
+            ["/usr/bin/python3", script, "--address=127.0.0.1:%d" % port,
+             "--box=0,0,20,20", "--method=uniform", "--count=123", "--timeout=20"],
+            env=env, capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        lines = run.stdout.splitlines()
+        assert len(lines) == 123, len(lines)
+        for line in lines:
+            x, y, layer, point_id = line.split(",")
+            assert 0 <= float(x) < 20 and 0 <= float(y) < 20, line
+        assert "summary: 123 points" in run.stderr, run.stderr
+        assert os.listdir(tmp) == [], os.listdir(tmp)
+        bad = subprocess.run(["/usr/bin/python3", script, "--count=0"], env=env,
+                             capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and "--count must be >= 1" in bad.stderr, bad.stderr
+
+
 def main():
     scatterd = subprocess.Popen([sys.argv[1], "--address=127.0.0.1:0", "--metrics_address="],
                                 stdout=subprocess.PIPE, text=True)
@@ -106,8 +129,9 @@ def main():
             names = [s.name for a in answers for s in a.list_services_response.service]
             assert "scatter.v1.ScatterService" in names, names
             channel.close()
+            check_points_script(port)
             print("python client: %d points, min distance holds, health SERVING, "
-                  "reflection lists %s" % (n, ", ".join(sorted(names))))
+                  "reflection lists %s; scatter_points.py works" % (n, ", ".join(sorted(names))))
     finally:
         scatterd.send_signal(signal.SIGTERM)
         code = scatterd.wait(timeout=30)
