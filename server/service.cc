@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "grpc/grpc.h"
 #include "sampler/layers.h"
 #include "sampler/tiles.h"
 #include "sampler/version.h"
@@ -170,21 +171,29 @@ grpc::Status CheckVersion(std::uint32_t asked) {
 // stopping. ShouldStop() is safe from any thread (atomics and the clock), so
 // it can be the stop predicate of pool threads.
 //
-// Past max_call_duration the work stops and the handler returns
-// DEADLINE_EXCEEDED. Cancelling the call would also unblock a Write held up
-// by a client that stopped reading, but the client would then see CANCELLED
-// and not that status; so a watchdog thread cancels only when the handler
-// has not returned kWriteGrace later.
+// Past max_call_duration (or once the server stops) the work stops and the
+// handler returns its status: DEADLINE_EXCEEDED (UNAVAILABLE). A handler
+// blocked in a Write to a client that stopped reading, or in a Read from a
+// client that stopped sending, cannot return; so a watchdog thread cuts the
+// call off with that status when the handler has not returned `grace` later.
 class CallControl {
  public:
+  // How long a Write in progress when the call must stop may take before
+  // the call is cut off: a slow reader gets the handler's status (which
+  // says what was sent), one that stopped reading does not hold a handler
+  // thread for ever.
+  static constexpr absl::Duration kWriteGrace = absl::Milliseconds(500);
+
   CallControl(grpc::ServerContext* context, absl::Time start,
               absl::Duration max_call_duration,
-              const std::atomic<bool>& stopping)
+              const std::atomic<bool>& stopping, absl::Duration grace)
       : context_(context),
         // The client's deadline is checked by the sampler itself too, so it
         // stops at its next poll rather than when the writer next looks.
         deadline_(absl::FromChrono(context->deadline())),
+        max_call_duration_(max_call_duration),
         give_up_at_(start + max_call_duration),
+        grace_(grace),
         stopping_(stopping) {
     watchdog_ = std::thread([this] { Watch(); });
   }
@@ -208,12 +217,13 @@ class CallControl {
   // before gRPC noticed).
   bool past_deadline() const { return absl::Now() >= deadline_; }
   bool stopping() const { return stopping_.load(); }
+  // The watchdog cut the call off: the client has its status already.
+  bool cut_off() const { return cut_off_.load(); }
 
  private:
-  // How long a Write in progress at max_call_duration may take before the
-  // call is cancelled: a slow reader gets its status, one that stopped
-  // reading does not hold a handler thread for ever.
-  static constexpr absl::Duration kWriteGrace = absl::Milliseconds(500);
+  // The server stopping is a flag, not an event: the watchdog looks this
+  // often.
+  static constexpr absl::Duration kStopPoll = absl::Milliseconds(10);
 
   bool Expired() {
     if (absl::Now() < give_up_at_) return false;
@@ -222,21 +232,46 @@ class CallControl {
   }
 
   void Watch() {
-    if (finished_.WaitForNotificationWithDeadline(give_up_at_)) return;
-    // The writer stops at its next look even when the sampler is done.
+    for (;;) {
+      const absl::Time wake = std::min(give_up_at_, absl::Now() + kStopPoll);
+      if (finished_.WaitForNotificationWithDeadline(wake)) return;
+      if (stopping_.load()) {
+        if (finished_.WaitForNotificationWithDeadline(absl::Now() + grace_)) {
+          return;
+        }
+        CutOff(GRPC_STATUS_UNAVAILABLE,
+               "server shutting down; retry elsewhere");
+        return;
+      }
+      if (absl::Now() >= give_up_at_) break;
+    }
+    // The handler stops at its next look even when the work is done.
     timed_out_.store(true);
-    if (finished_.WaitForNotificationWithDeadline(give_up_at_ + kWriteGrace)) {
+    if (finished_.WaitForNotificationWithDeadline(give_up_at_ + grace_)) {
       return;
     }
-    context_->TryCancel();
+    CutOff(GRPC_STATUS_DEADLINE_EXCEEDED,
+           absl::StrCat("max_call_duration = ",
+                        absl::FormatDuration(max_call_duration_), " reached"));
+  }
+
+  // Ends the call with `code`, unblocking the handler's Read or Write.
+  // TryCancel() would do the same but tell the client CANCELLED.
+  void CutOff(grpc_status_code code, const std::string& message) {
+    cut_off_.store(true);
+    grpc_call_cancel_with_status(context_->c_call(), code, message.c_str(),
+                                 nullptr);
   }
 
   grpc::ServerContext* const context_;
   const absl::Time deadline_;
+  const absl::Duration max_call_duration_;
   const absl::Time give_up_at_;
+  const absl::Duration grace_;
   const std::atomic<bool>& stopping_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> timed_out_{false};
+  std::atomic<bool> cut_off_{false};
   absl::Notification finished_;
   std::thread watchdog_;  // Last: it starts once the rest is built.
 };
@@ -297,6 +332,13 @@ grpc::Status Interrupted(const CallControl& control, bool client_gone,
     return grpc::Status(
         grpc::StatusCode::DEADLINE_EXCEEDED,
         absl::StrCat("the call's deadline passed after ", sent, " sent"));
+  }
+  // Cut off for any other reason than max_call_duration: the server is
+  // stopping.
+  if (control.cut_off()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat("server shutting down after ", sent,
+                                     " sent; retry elsewhere"));
   }
   if (client_gone || context->IsCancelled()) {
     return grpc::Status(
@@ -383,6 +425,19 @@ grpc::Status ScatterServiceImpl::Admit(
   return status;
 }
 
+void ScatterServiceImpl::StopInFlight() {
+  stopping_.store(true);
+  // Each upload's watchdog cuts it off within milliseconds. Waiting for
+  // that means its status is queued before the server's shutdown sends
+  // GOAWAY: after that, gRPC closes a connection as soon as its last stream
+  // closes, and a status still queued is lost ("Socket closed").
+  absl::MutexLock lock(&uploads_mu_);
+  auto ended = [this]() ABSL_SHARED_LOCKS_REQUIRED(uploads_mu_) {
+    return uploads_ == 0;
+  };
+  uploads_mu_.AwaitWithTimeout(absl::Condition(&ended), absl::Seconds(1));
+}
+
 grpc::Status ScatterServiceImpl::Scatter(
     grpc::ServerContext* context, const v1::ScatterRequest* request,
     grpc::ServerWriter<v1::ScatterResponse>* writer) {
@@ -413,7 +468,8 @@ grpc::Status ScatterServiceImpl::Stream(
       job->region, job->layers, job->shared, job->overrides);
   if (!run.ok()) return ToGrpc(run.status());
 
-  CallControl control(context, start, options_.max_call_duration, stopping_);
+  CallControl control(context, start, options_.max_call_duration, stopping_,
+                      CallControl::kWriteGrace);
   auto should_stop = [&] { return control.ShouldStop(); };
   BatchQueue<v1::ScatterResponse> queue(options_.queue_batches);
   bool cap_hit = false;
@@ -536,7 +592,8 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   if (!estimate.ok()) return ToGrpc(estimate);
   tally->tiles_asked = job->tiles.size();
 
-  CallControl control(context, start, options_.max_call_duration, stopping_);
+  CallControl control(context, start, options_.max_call_duration, stopping_,
+                      CallControl::kWriteGrace);
   // Pool threads poll this too: atomics and the clock only.
   auto should_stop = [&] { return control.ShouldStop(); };
   BatchQueue<v1::TileResponse> queue(options_.queue_batches);
@@ -637,13 +694,19 @@ grpc::Status ScatterServiceImpl::StreamTiles(
 grpc::Status ScatterServiceImpl::Upload(
     grpc::ServerContext* context, grpc::ServerReader<v1::RasterChunk>* reader,
     v1::RasterRef* response, std::size_t* bytes) {
+  const absl::Time start = absl::Now();
+  // No grace: a Read from a client that stopped sending ends only when the
+  // watchdog cuts the call off, so a stalled upload holds its slot and its
+  // buffer no longer than max_call_duration.
+  CallControl control(context, start, options_.max_call_duration, stopping_,
+                      absl::ZeroDuration());
   grpc::Status status;
   v1::RasterChunk chunk;
   std::string pixels;
   v1::RasterFormat format = v1::RASTER_FORMAT_UNSPECIFIED;
   std::uint32_t width = 0, height = 0;
   bool first = true;
-  while (status.ok() && reader->Read(&chunk)) {
+  while (status.ok() && !control.ShouldStop() && reader->Read(&chunk)) {
     if (first) {
       format = chunk.format();
       width = chunk.width();
@@ -659,8 +722,16 @@ grpc::Status ScatterServiceImpl::Upload(
       pixels.append(chunk.pixels());
     }
   }
-  if (status.ok() && context->IsCancelled()) {
-    status = grpc::Status(grpc::StatusCode::CANCELLED, "upload cancelled");
+  if (status.ok()) {
+    status = Interrupted(control, /*client_gone=*/false, context,
+                         options_.max_call_duration,
+                         absl::StrCat(pixels.size(), " pixel bytes"));
+  }
+  if (status.ok() && control.stopping()) {
+    status =
+        grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                     absl::StrCat("server shutting down after ", pixels.size(),
+                                  " pixel bytes sent; retry elsewhere"));
   }
   if (status.ok() && first) {
     status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -690,8 +761,16 @@ grpc::Status ScatterServiceImpl::PutRaster(
   std::size_t bytes = 0;
   // An upload holds a handler thread and up to max_upload_bytes while it
   // runs, so it counts against max_streams like a stream.
-  const grpc::Status status =
-      Admit([&] { return Upload(context, reader, response, &bytes); });
+  const grpc::Status status = Admit([&] {
+    {
+      absl::MutexLock lock(&uploads_mu_);
+      ++uploads_;
+    }
+    const grpc::Status uploaded = Upload(context, reader, response, &bytes);
+    absl::MutexLock lock(&uploads_mu_);
+    --uploads_;
+    return uploaded;
+  });
   const absl::Duration elapsed = absl::Now() - start;
   Record("PutRaster", status, elapsed);
   logger_->info("PutRaster peer={} bytes={} code={} elapsed_ms={:.1f}{}{}",

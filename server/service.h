@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -32,8 +33,9 @@ struct ServiceOptions {
   int max_streams = 16;
   // Batches the sampler may run ahead of the writer.
   std::size_t queue_batches = 4;
-  // A call still running after this long is cancelled (a client that
-  // stopped reading without cancelling holds no stream for ever).
+  // A call still running after this long ends with DEADLINE_EXCEEDED (a
+  // client that stopped reading, or stopped sending an upload, without
+  // cancelling holds no slot for ever).
   absl::Duration max_call_duration = absl::Minutes(30);
   // Raster bytes kept for reference by digest: decoded pixels and the
   // block bounds variable-radius runs keep with them (RasterCache).
@@ -85,8 +87,11 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
 
   // Draining: new calls get UNAVAILABLE "server shutting down".
   void StartDraining() { draining_.store(true); }
-  // Stops running samplers; their streams end with UNAVAILABLE.
-  void StopInFlight() { stopping_.store(true); }
+  // Stops running samplers and uploads; their calls end with UNAVAILABLE.
+  // Returns once the uploads have ended (milliseconds; a second at most),
+  // so their statuses are on their way before the server closes its
+  // connections.
+  void StopInFlight();
 
   const ServiceStats& stats() const { return stats_; }
   RasterCache& rasters() { return rasters_; }
@@ -118,6 +123,8 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   ServiceStats stats_;
   std::atomic<bool> draining_{false};
   std::atomic<bool> stopping_{false};
+  absl::Mutex uploads_mu_;
+  int uploads_ ABSL_GUARDED_BY(uploads_mu_) = 0;  // PutRaster calls running.
 
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Counter& points_;

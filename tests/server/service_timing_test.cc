@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <memory>
+#include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -222,6 +224,100 @@ TEST(ServiceTimingTest, SlowTilesReaderHoldsTheGeneratorWorkers) {
   ASSERT_TRUE(reader->Read(&response));  // Still streaming.
   context.TryCancel();
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+// Starts an upload of an 8 x 8 u8 raster and sends half its pixels; the
+// server is left waiting for the rest. Waits until the server counts it.
+std::unique_ptr<grpc::ClientWriter<v1::RasterChunk>> StartStalledUpload(
+    v1::ScatterService::Stub& stub, ScatterServer& server,
+    grpc::ClientContext* context, v1::RasterRef* ref) {
+  auto writer = stub.PutRaster(context, ref);
+  v1::RasterChunk chunk;
+  chunk.set_format(v1::RASTER_FORMAT_U8);
+  chunk.set_width(8);
+  chunk.set_height(8);
+  chunk.set_pixels(std::string(32, 's'));
+  EXPECT_TRUE(writer->Write(chunk));
+  const absl::Time give_up = absl::Now() + absl::Seconds(5);
+  while (server.stats().in_flight.load() == 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return writer;
+}
+
+// A whole 8 x 8 u8 raster in one chunk.
+grpc::Status UploadWhole(v1::ScatterService::Stub& stub) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(5 * kSlowdown));
+  v1::RasterRef ref;
+  auto writer = stub.PutRaster(&context, &ref);
+  v1::RasterChunk chunk;
+  chunk.set_format(v1::RASTER_FORMAT_U8);
+  chunk.set_width(8);
+  chunk.set_height(8);
+  chunk.set_pixels(std::string(64, 'w'));
+  writer->Write(chunk);
+  writer->WritesDone();
+  return writer->Finish();
+}
+
+TEST(ServiceTimingTest, MaxCallDurationEndsAStalledUploadAndFreesItsSlot) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.max_streams = 1;
+  const absl::Duration limit = kSlowdown * absl::Milliseconds(200);
+  options.service.max_call_duration = limit;
+  LoopbackServer server(options);
+  auto stub = server.TcpStub();
+  grpc::ClientContext context;
+  // Only bounds the test: the server must let go well before this.
+  context.set_deadline(
+      absl::ToChronoTime(absl::Now() + limit + kSlowdown * absl::Seconds(5)));
+  const absl::Time start = absl::Now();
+  v1::RasterRef ref;
+  auto writer = StartStalledUpload(*stub, server.server(), &context, &ref);
+  ASSERT_EQ(server.server().stats().in_flight.load(), 1);
+
+  WaitIdle(server.server(), limit + kSlowdown * absl::Seconds(3));
+  EXPECT_EQ(server.server().stats().in_flight.load(), 0);
+  EXPECT_LT(absl::Now() - start, limit + kSlowdown * absl::Seconds(1));
+  const grpc::Status status = writer->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+      << status.error_message();
+  // The server's status, not the client's own deadline.
+  EXPECT_THAT(status.error_message(),
+              HasSubstr(absl::StrCat("max_call_duration = ",
+                                     absl::FormatDuration(limit), " reached")));
+
+  // The slot is free again: with max_streams = 1, an upload and a Scatter
+  // call both go through.
+  const grpc::Status upload = UploadWhole(*stub);
+  EXPECT_TRUE(upload.ok()) << upload.error_message();
+  const Received scatter = Collect(*stub, BoxRequest(1, 0.1));
+  EXPECT_TRUE(scatter.status.ok()) << scatter.status.error_message();
+}
+
+TEST(ServiceTimingTest, ShutdownEndsAStalledUploadWithUnavailable) {
+  LoopbackServer server;  // max_call_duration: 30 minutes.
+  auto stub = server.TcpStub();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(5 * kSlowdown));
+  v1::RasterRef ref;
+  auto writer = StartStalledUpload(*stub, server.server(), &context, &ref);
+  ASSERT_EQ(server.server().stats().in_flight.load(), 1);
+
+  // The upload gets the grace period (200 ms), then is cut off; unstopped
+  // it would hold the server until gRPC cancels what is left a second
+  // later, with a status of its own.
+  server.server().Shutdown();
+  EXPECT_EQ(server.server().stats().in_flight.load(), 0);
+  const grpc::Status status = writer->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("server shutting down"));
+  EXPECT_THAT(server.log(), HasSubstr("PutRaster"));
+  EXPECT_THAT(server.log(), HasSubstr("code=UNAVAILABLE"));
 }
 
 }  // namespace
