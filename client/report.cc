@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -176,18 +177,25 @@ absl::StatusOr<std::vector<LayerReport>> MeasureRun(
         reach = std::max(reach, spec.options.radius_max);
       }
     }
-    DiscGrid grid(dims, reach);
-    for (std::size_t m : members) {
-      grid.Add(points.coords().data() + m * dims, points.radius(static_cast<int>(m)));
-    }
+    // What blocks the layer: obstacles and earlier layers' points, each
+    // with the clearance this layer keeps from it. No point of the layer
+    // may lie within one.
+    DiscGrid blockers(dims, reach);
     for (const sampler::Obstacle& o : job->shared.obstacles) {
-      grid.Add(o.center.data(), o.radius + f);
+      blockers.Add(o.center.data(), o.radius + f);
     }
     for (std::uint32_t e : earlier) {
       const double c = clearance(e, report.layer);
       for (int i = 0; i < n; ++i) {
-        if (points.layer(i) == e) grid.Add(points.coords().data() + i * dims, c);
+        if (points.layer(i) == e) blockers.Add(points.coords().data() + i * dims, c);
       }
+    }
+    for (std::size_t m : members) {
+      report.blocked += blockers.Covers(points.coords().data() + m * dims);
+    }
+    DiscGrid grid = std::move(blockers);
+    for (std::size_t m : members) {
+      grid.Add(points.coords().data() + m * dims, points.radius(static_cast<int>(m)));
     }
     std::mt19937_64 random(0x5ca77e55u + report.layer);
     const sampler::Box& box = region.bounds();
@@ -235,8 +243,9 @@ std::string FormatReport(const std::vector<LayerReport>& layers,
         absl::StrAppendFormat(&text, ", spacing %g to %g", r.radius_min, r.radius_max);
       }
       absl::StrAppendFormat(&text,
-                            ", smallest distance %.9f x allowed (%d pairs closer)",
-                            r.min_ratio, r.violations);
+                            ", smallest distance %.9f x allowed (%d pairs closer, "
+                            "%d points within a clearance)",
+                            r.min_ratio, r.violations, r.blocked);
       absl::StrAppendFormat(&text, ", coverage %.7f (%d of %d probes uncovered)",
                             r.probes == 0 ? 0.0
                                           : 1 - static_cast<double>(r.uncovered) /

@@ -21,6 +21,10 @@ struct LayerReport {
   // when the minimum distance holds; `violations` pairs are closer.
   double min_ratio = 0;
   std::uint64_t violations = 0;
+  // Points closer to an obstacle than its radius plus the layer's
+  // footprint, or to an earlier layer's point than the clearance between
+  // the two layers: 0 when every clearance holds.
+  std::uint64_t blocked = 0;
   // Maximality (DESIGN.md): the fraction of probes in the region that some
   // point of the layer covers (d < its radius), or that an obstacle or an
   // earlier layer's point blocks (d < the clearance the layer keeps).

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -68,8 +70,9 @@ TEST_P(ExampleTest, ServerAndLocalAgreeAndThePointsAreRight) {
   absl::StatusOr<v1::PointBatch> points = ReadPoints(Format::kCsv, via_server);
   ASSERT_TRUE(points.ok()) << points.status();
   ASSERT_GT(points->id_size(), 100);
-  // Region membership and obstacle clearance, through the sampler's own
-  // region; minimum distance and maximality through the report.
+  // Region membership through the sampler's own region; minimum distance,
+  // clearance from obstacles and earlier layers, and maximality through
+  // the report.
   const v1::ScatterRequest request = InlineRequest(name);
   server::Limits limits;
   server::RasterCache cache(std::size_t{1} << 30);
@@ -97,6 +100,7 @@ TEST_P(ExampleTest, ServerAndLocalAgreeAndThePointsAreRight) {
     SCOPED_TRACE(absl::StrCat("layer ", layer.layer));
     EXPECT_GT(layer.points, 0u);
     EXPECT_EQ(layer.violations, 0u);
+    EXPECT_EQ(layer.blocked, 0u);
     EXPECT_GE(layer.min_ratio, 1.0);
     ASSERT_GT(layer.probes, 100'000u);
     EXPECT_LE(static_cast<double>(layer.uncovered) / static_cast<double>(layer.probes),
@@ -167,7 +171,7 @@ TEST(CliTest, ReportStatesTheMeasures) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_THAT(run.err, HasSubstr("layer 1: "));
   EXPECT_THAT(run.err, HasSubstr("layer 3: "));
-  EXPECT_THAT(run.err, HasSubstr("(0 pairs closer)"));
+  EXPECT_THAT(run.err, HasSubstr("(0 pairs closer, 0 points within a clearance)"));
   EXPECT_THAT(run.err, HasSubstr("coverage "));
   EXPECT_THAT(run.err, HasSubstr("rho 0."));
   EXPECT_THAT(run.err, HasSubstr("M points/s"));
@@ -331,6 +335,53 @@ TEST(ClientTest, UnknownDigestIsResentInline) {
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
 }
 
+// The report counts a point within an obstacle's clearance, and one within
+// an earlier layer's, and not the points clear of both.
+TEST(ReportTest, CountsPointsWithinAClearance) {
+  v1::ScatterRequest request;
+  request.mutable_region()->mutable_box()->add_min(0);
+  request.mutable_region()->mutable_box()->add_min(0);
+  request.mutable_region()->mutable_box()->add_max(10);
+  request.mutable_region()->mutable_box()->add_max(10);
+  for (const auto& [id, spacing] : {std::pair{0u, 2.0}, std::pair{1u, 1.0}}) {
+    v1::Layer* layer = request.add_layers();
+    layer->set_id(id);
+    layer->set_method(v1::METHOD_POISSON_DENSE);
+    layer->set_spacing(spacing);  // Footprint spacing / 2: 1 and 0.5.
+  }
+  v1::Obstacle* obstacle = request.add_obstacles();
+  obstacle->set_x(5);
+  obstacle->set_y(5);
+  obstacle->set_radius(1);
+  v1::PointBatch points;
+  points.set_dims(2);
+  for (const auto& [x, y, layer] : {
+           std::tuple{2.0, 2.0, 0u},
+           std::tuple{6.5, 5.0, 0u},  // 1.5 from the obstacle: within 1 + 1.
+           std::tuple{8.0, 8.0, 1u},
+           std::tuple{2.5, 2.0, 1u},  // 0.5 from (2, 2): within 1 + 0.5.
+       }) {
+    points.add_coords(x);
+    points.add_coords(y);
+    points.add_layer(layer);
+    points.add_radius(layer == 0 ? 2.0 : 1.0);
+    points.add_id(static_cast<std::uint64_t>(points.id_size()) + 1);
+  }
+  v1::Summary summary;
+  for (std::uint32_t id : {0u, 1u}) {
+    v1::LayerCount* count = summary.add_layers();
+    count->set_layer(id);
+    count->set_points(2);
+  }
+  auto report = MeasureRun(request, summary, points, 1000);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->size(), 2u);
+  EXPECT_EQ((*report)[0].blocked, 1u);
+  EXPECT_EQ((*report)[1].blocked, 1u);
+  EXPECT_THAT(FormatReport(*report, 4, 1.0),
+              HasSubstr("(0 pairs closer, 1 points within a clearance)"));
+}
+
 TEST(ClientTest, ConnectsOverTls) {
   const server::testing::Pem pem = server::testing::SelfSigned();
   server::ServerOptions options = server::testing::LoopbackServer::DefaultOptions();
@@ -352,7 +403,15 @@ TEST(ClientTest, ConnectsOverTls) {
                                     });
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->total_points(), points);
-  // Without the CA the server's certificate is not trusted.
+  // A client that trusts another CA does not trust the server's
+  // certificate, and a plaintext client is not served.
+  ClientOptions stranger = tls;
+  stranger.tls_ca_pem = server::testing::SelfSigned().cert;
+  auto untrusted = Client::Connect(stranger);
+  ASSERT_TRUE(untrusted.ok());
+  const absl::Status untrusted_health = (*untrusted)->Health(absl::Seconds(2));
+  EXPECT_EQ(untrusted_health.code(), absl::StatusCode::kUnavailable)
+      << untrusted_health;
   ClientOptions plain;
   plain.address = server.target();
   auto refused = Client::Connect(plain);
