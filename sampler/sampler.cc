@@ -48,7 +48,7 @@ absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
   }
   absl::Status candidates = ValidateCandidates(o);
   if (!candidates.ok()) return candidates;
-  const double grid_bytes = internal::PoissonGridBytes(box, o->radius);
+  const double grid_bytes = EstimatedRunBytes(box, *o);
   if (grid_bytes > static_cast<double>(o->max_memory_bytes)) {
     return absl::ResourceExhaustedError(
         absl::StrCat("radius ", o->radius, " in this box needs a ", grid_bytes,
@@ -166,6 +166,17 @@ absl::Status ValidateObstacles(int dims, SamplerOptions* o) {
 }
 
 }  // namespace
+
+double EstimatedRunBytes(const Box& box, const SamplerOptions& options) {
+  if (options.density != nullptr) {
+    return internal::EstimateVariablePoisson(box, *options.density,
+                                             options.radius_min,
+                                             options.radius_max)
+        .bytes;
+  }
+  if (!IsPoisson(options.method)) return 0;
+  return internal::PoissonGridBytes(box, options.radius);
+}
 
 const char* MethodName(Method method) {
   switch (method) {

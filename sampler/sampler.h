@@ -219,6 +219,14 @@ class Sampler {
       obstacles_;  // Defaults resolved: max_attempts > 0, simd set.
 };
 
+// The bytes a run of `options` over `box` holds at its peak, by the
+// estimate the max_memory_bytes check uses: a Poisson run's grid, occupancy
+// bits and cover marks; with a density raster, its grids and points. 0 for
+// the methods that hold nothing per point (uniform, jittered grid). The
+// options must be valid (Sampler::Create accepts them); a huge box gives a
+// huge figure, not an overflow.
+double EstimatedRunBytes(const Box& box, const SamplerOptions& options);
+
 // The stable id of a point: a hash of (seed, layer, coordinate bits), with
 // -0.0 folded into 0.0. Attribute streams are keyed by it.
 std::uint64_t PointId(std::uint64_t seed, std::uint32_t layer,

@@ -383,15 +383,6 @@ double EstimatePoints(const sampler::SamplerOptions& o, int dims,
   return 0;
 }
 
-// A point estimate for a message. Past 2^64 converting to an integer is
-// undefined, so large figures are given in floating point.
-std::string PointFigure(double n) {
-  if (n >= 0 && n < 0x1p64) {
-    return absl::StrCat(static_cast<std::uint64_t>(n));
-  }
-  if (std::isinf(n)) return "more than 1.8e308";
-  return absl::StrCat(n);
-}
 
 // How EstimatePoints() counted, for the methods of `layers`.
 std::string EstimateRule(const std::vector<sampler::LayerSpec>& layers,
@@ -694,13 +685,31 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
                                  &job.pinned, &job.layers, &job.overrides);
   if (!layers.ok()) return layers;
   const CoverCells cells = MeetingCells(job.region);
-  for (const sampler::LayerSpec& layer : job.layers) {
-    job.estimated_points += EstimatePoints(layer.options, dims, cells);
+  // Sampling memory: every layer's grid (with a density raster, grids and
+  // points), and the points a layered run keeps as obstacles for the
+  // layers after theirs: every layer's but the last placed, which has the
+  // smallest spacing (of those that tie, count the one with fewest).
+  std::size_t last = 0;
+  std::vector<double> points(job.layers.size());
+  for (std::size_t i = 0; i < job.layers.size(); ++i) {
+    const sampler::SamplerOptions& o = job.layers[i].options;
+    points[i] = EstimatePoints(o, dims, cells);
+    job.estimated_points += points[i];
+    job.estimated_bytes += sampler::EstimatedRunBytes(job.region.bounds(), o);
+    const auto spacing = [](const sampler::SamplerOptions& l) {
+      return l.density != nullptr ? l.radius_max : l.radius;
+    };
+    const double s = spacing(o), least = spacing(job.layers[last].options);
+    if (s < least || (s == least && points[i] < points[last])) last = i;
   }
-  // Compared in double (a NaN estimate is refused too); see PointFigure().
+  if (job.layers.size() > 1) {
+    job.estimated_bytes +=
+        (job.estimated_points - points[last]) * kKeptPointBytes;
+  }
+  // Compared in double (a NaN estimate is refused too); see WholeFigure().
   if (!(job.estimated_points <= static_cast<double>(limits.max_points))) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the request could make ", PointFigure(job.estimated_points),
+        "the request could make ", WholeFigure(job.estimated_points),
         " points (over the region, summed over layers: ",
         EstimateRule(job.layers, dims),
         "), over the limit max_points = ", limits.max_points));
@@ -743,13 +752,43 @@ absl::Status CheckTilesEstimate(const TilesJob& job,
   }
   if (!(estimate <= static_cast<double>(limits.max_points))) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the tiles could hold ", PointFigure(estimate), " points (",
+        "the tiles could hold ", WholeFigure(estimate), " points (",
         job.dims == 2 ? "2 / (sqrt(3) r^2) per unit area"
                       : "sqrt(2) / r^3 per unit volume",
         " over each tile, per layer), over the limit max_points = ",
         limits.max_points));
   }
   return absl::OkStatus();
+}
+
+// Past 2^64 converting to an integer is undefined, so large figures are
+// given in floating point.
+std::string WholeFigure(double n) {
+  if (n >= 0 && n < 0x1p64) {
+    return absl::StrCat(static_cast<std::uint64_t>(n));
+  }
+  if (std::isinf(n)) return "more than 1.8e308";
+  return absl::StrCat(n);
+}
+
+double GeneratorBytes(const TilesJob& job, const sampler::TileWorld& world) {
+  const sampler::Box tile = world.TileBounds(sampler::TileCoord{});
+  const double margin = 5 * world.r_max();
+  std::array<double, 3> lo{}, hi{};
+  for (int a = 0; a < job.dims; ++a) {
+    // In 3D, columns keep the world's height.
+    hi[static_cast<std::size_t>(a)] =
+        tile.extent(a) + (a == 2 ? 0 : 2 * margin);
+  }
+  const absl::StatusOr<sampler::Box> grown =
+      sampler::Box::Create(job.dims, lo, hi);
+  // A grown tile too wide for a double: no budget holds it.
+  if (!grown.ok()) return std::numeric_limits<double>::infinity();
+  double bytes = 0;
+  for (const sampler::LayerSpec& layer : job.world.layers) {
+    bytes += sampler::EstimatedRunBytes(*grown, layer.options);
+  }
+  return bytes;
 }
 
 std::string WorldKey(const v1::ScatterTilesRequest& request) {

@@ -51,6 +51,9 @@ struct ScatterJob {
   // Points to send at most: the request's cap or the server's.
   std::uint64_t point_cap = 0;
   double estimated_points = 0;
+  // Sampling memory the run holds at most (see ServiceOptions::
+  // memory_budget_bytes).
+  double estimated_bytes = 0;
   std::size_t batch_size = 4096;
 };
 
@@ -69,6 +72,10 @@ struct TilesJob {
 
 // Points per message when the request says 0.
 inline constexpr std::size_t kDefaultBatchSize = 4096;
+// Bytes a layered run holds per point it keeps for later layers: the
+// point, its obstacle copy and index entry (sampler/layers.cc), rounded up.
+inline constexpr double kKeptPointBytes = 128;
+
 // A PointBatch message stays under this many bytes.
 inline constexpr std::size_t kMaxBatchBytes = std::size_t{1} << 20;
 
@@ -92,6 +99,15 @@ absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
 absl::Status CheckTilesEstimate(const TilesJob& job,
                                 const sampler::TileWorld& world,
                                 const Limits& limits);
+
+// Estimated sampling bytes of one tile generator of the world: every
+// layer's sampler::EstimatedRunBytes over a tile grown by 5 r_max on each
+// side (in 3D, over the world's height), as a generator samples it.
+double GeneratorBytes(const TilesJob& job, const sampler::TileWorld& world);
+
+// An estimate (points, bytes) for a message: the integer, or past 2^64 the
+// floating-point figure.
+std::string WholeFigure(double n);
 
 // The name of the request's world in a sampler::GeneratorCache: lower-case
 // hex SHA-256 of its deterministic serialization without tiles, rect,

@@ -41,6 +41,13 @@ ABSL_FLAG(std::uint64_t, max_tiles_per_request, 10'000,
           "tiles one ScatterTiles call may ask for");
 ABSL_FLAG(std::uint64_t, tile_cache_bytes, std::uint64_t{512} << 20,
           "bytes of finished tile generators kept for later ScatterTiles calls");
+ABSL_FLAG(std::uint64_t, max_grid_bytes, std::uint64_t{8} << 30,
+          "sampling grid bytes of one layer of one request (tile generators: "
+          "of one generator)");
+ABSL_FLAG(std::uint64_t, memory_budget_bytes, std::uint64_t{8} << 30,
+          "sampling memory all running calls may hold at once, by their "
+          "estimates; a call that would go over is refused (the caches are "
+          "budgeted apart)");
 ABSL_FLAG(int, threads, 0,
           "threads computing tile generators, shared by all calls; 0 = one per core");
 ABSL_FLAG(int, max_request_bytes, 64 << 20, "largest request message accepted");
@@ -117,6 +124,8 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_max_tiles_per_request);
   options.service.tile_cache_bytes = absl::GetFlag(FLAGS_tile_cache_bytes);
   options.service.threads = absl::GetFlag(FLAGS_threads);
+  options.service.limits.max_grid_bytes = absl::GetFlag(FLAGS_max_grid_bytes);
+  options.service.memory_budget_bytes = absl::GetFlag(FLAGS_memory_budget_bytes);
   options.service.max_call_duration = absl::GetFlag(FLAGS_max_call_duration);
   options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.grace_period = absl::GetFlag(FLAGS_grace_period);

@@ -65,6 +65,10 @@ absl::Status CheckOptions(const ServerOptions& options) {
   for (const absl::Status& status : {
            AtLeast<std::uint64_t>("max_points", limits.max_points, 1),
            AtLeast<std::size_t>("max_raster_bytes", limits.max_raster_bytes, 4),
+           AtLeast<std::uint64_t>("max_grid_bytes", limits.max_grid_bytes,
+                                  1024),
+           AtLeast<std::uint64_t>("memory_budget_bytes",
+                                  service.memory_budget_bytes, 1024),
            AtLeast<std::size_t>("max_tiles_per_request",
                                 limits.max_tiles_per_request, 1),
            AtLeast("threads", service.threads, 0),

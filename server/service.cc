@@ -393,7 +393,48 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
           NewCounter(registry, "scatter_tile_generators_computed_total",
                      "Tile generators computed (not found in the cache)")),
       tile_cache_bytes_(NewGauge(registry, "scatter_tile_cache_bytes",
-                                 "Bytes of tile generators held for reuse")) {}
+                                 "Bytes of tile generators held for reuse")),
+      memory_held_gauge_(NewGauge(
+          registry, "scatter_memory_held_bytes",
+          "Sampling memory running calls hold, by their estimates, against "
+          "memory_budget_bytes")) {}
+
+grpc::Status ScatterServiceImpl::HoldMemory(double bytes, const char* what,
+                                            MemoryHold* hold) {
+  const double budget = static_cast<double>(options_.memory_budget_bytes);
+  // Compared in double: a NaN or huge estimate is refused too.
+  if (!(bytes <= budget)) {
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat(what, " would hold about ", WholeFigure(bytes),
+                     " bytes of sampling memory, over the limit "
+                     "memory_budget_bytes = ",
+                     options_.memory_budget_bytes));
+  }
+  absl::MutexLock lock(&memory_mu_);
+  if (memory_held_ + bytes > budget) {
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat(what, " would hold about ", WholeFigure(bytes),
+                     " bytes of sampling memory and running calls hold ",
+                     WholeFigure(memory_held_), " of memory_budget_bytes = ",
+                     options_.memory_budget_bytes, "; retry later"));
+  }
+  memory_held_ += bytes;
+  memory_held_gauge_.Set(memory_held_);
+  hold->service_ = this;
+  hold->bytes_ = bytes;
+  return grpc::Status::OK;
+}
+
+ScatterServiceImpl::MemoryHold::~MemoryHold() {
+  if (service_ == nullptr) return;
+  absl::MutexLock lock(&service_->memory_mu_);
+  service_->memory_held_ -= bytes_;
+  // Sums of doubles need not return to 0 exactly.
+  if (service_->memory_held_ < 1) service_->memory_held_ = 0;
+  service_->memory_held_gauge_.Set(service_->memory_held_);
+}
 
 void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
                                 absl::Duration elapsed) {
@@ -464,6 +505,10 @@ grpc::Status ScatterServiceImpl::Stream(
   if (!version.ok()) return version;
   absl::StatusOr<ScatterJob> job = ToJob(request, options_.limits, rasters_);
   if (!job.ok()) return ToGrpc(job.status());
+  MemoryHold memory;
+  const grpc::Status held =
+      HoldMemory(job->estimated_bytes, "the request", &memory);
+  if (!held.ok()) return held;
   absl::StatusOr<sampler::LayeredSampler> run = sampler::LayeredSampler::Create(
       job->region, job->layers, job->shared, job->overrides);
   if (!run.ok()) return ToGrpc(run.status());
@@ -590,6 +635,11 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   const absl::Status estimate =
       CheckTilesEstimate(*job, **world, options_.limits);
   if (!estimate.ok()) return ToGrpc(estimate);
+  // The pool's threads and this one each run a generator at a time.
+  MemoryHold memory;
+  const grpc::Status held = HoldMemory(
+      GeneratorBytes(*job, **world) * pool_.threads(), "the tiles", &memory);
+  if (!held.ok()) return held;
   tally->tiles_asked = job->tiles.size();
 
   CallControl control(context, start, options_.max_call_duration, stopping_,

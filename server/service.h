@@ -50,6 +50,14 @@ struct ServiceOptions {
   // ScatterTiles: threads computing generators, shared by every request
   // (each request's handler thread works too). 0 means one per core.
   int threads = 0;
+  // Sampling memory all running calls may hold at once, by their
+  // estimates (sampler::EstimatedRunBytes of each layer, and the points a
+  // layered run keeps for the layers after it; ScatterTiles: one
+  // generator's per pool thread). A call that would go over gets
+  // RESOURCE_EXHAUSTED naming memory_budget_bytes before it allocates: one
+  // request cannot take the memory every other call needs. The caches
+  // above are budgeted apart.
+  std::uint64_t memory_budget_bytes = std::uint64_t{8} << 30;
 };
 
 // Counters a test or an operator can read directly.
@@ -115,6 +123,24 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   void Record(const char* method, const grpc::Status& status,
               absl::Duration elapsed);
 
+  // Estimated bytes a running call holds against memory_budget_bytes,
+  // given back when it ends.
+  class MemoryHold {
+   public:
+    MemoryHold() = default;
+    MemoryHold(const MemoryHold&) = delete;
+    MemoryHold& operator=(const MemoryHold&) = delete;
+    ~MemoryHold();
+
+   private:
+    friend class ScatterServiceImpl;
+    ScatterServiceImpl* service_ = nullptr;
+    double bytes_ = 0;
+  };
+  // Takes `bytes` (what `what` needs, for the message) from the budget
+  // into *hold, or says RESOURCE_EXHAUSTED naming memory_budget_bytes.
+  grpc::Status HoldMemory(double bytes, const char* what, MemoryHold* hold);
+
   const ServiceOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
   RasterCache rasters_;
@@ -125,6 +151,8 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   std::atomic<bool> stopping_{false};
   absl::Mutex uploads_mu_;
   int uploads_ ABSL_GUARDED_BY(uploads_mu_) = 0;  // PutRaster calls running.
+  absl::Mutex memory_mu_;
+  double memory_held_ ABSL_GUARDED_BY(memory_mu_) = 0;
 
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Counter& points_;
@@ -134,6 +162,7 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   prometheus::Counter& tiles_;
   prometheus::Counter& generators_;
   prometheus::Gauge& tile_cache_bytes_;
+  prometheus::Gauge& memory_held_gauge_;
 };
 
 }  // namespace scatter::server

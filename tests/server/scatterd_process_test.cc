@@ -100,6 +100,9 @@ TEST(ScatterdTest, OutOfRangeLimitFlagsAreRefusedNamingTheFlag) {
            std::pair{"--max_tiles_per_request=0",
                      "--max_tiles_per_request must be >= 1"},
            std::pair{"--threads=-1", "--threads must be >= 0"},
+           std::pair{"--memory_budget_bytes=0",
+                     "--memory_budget_bytes must be >= 1024"},
+           std::pair{"--max_grid_bytes=5", "--max_grid_bytes must be >= 1024"},
            std::pair{"--keepalive_time=0s", "--keepalive_time must be > 0"},
        }) {
     SCOPED_TRACE(flag);

@@ -15,6 +15,8 @@
 #include "gtest/gtest.h"
 #include "sampler/quality.h"
 #include "sampler/version.h"
+#include "server/convert.h"
+#include "server/raster_cache.h"
 #include "tests/server/service_test_util.h"
 
 namespace scatter::server::testing {
@@ -367,6 +369,77 @@ TEST(ServiceTest, ConcurrencyLimitRefusesTheExtraStream) {
   reader->Finish();
   WaitIdle(server.server(), absl::Seconds(5));
   EXPECT_TRUE(Collect(*stub, BoxRequest(1, 0.1)).status.ok());
+}
+
+// The bytes the service holds for `request` while it runs.
+double EstimatedBytes(const v1::ScatterRequest& request) {
+  RasterCache cache(1 << 20);
+  absl::StatusOr<ScatterJob> job = ToJob(request, Limits(), cache);
+  EXPECT_TRUE(job.ok()) << job.status();
+  return job.ok() ? job->estimated_bytes : 0;
+}
+
+TEST(ServiceTest, MemoryBudgetRefusesARequestOverItNamingIt) {
+  // A grid of about 1.3 M cells at 17 bytes each (the unit square at
+  // r = 0.001, 2D dense) against a 16 MiB budget.
+  const double needed = EstimatedBytes(BoxRequest(1, 0.001));
+  ASSERT_GT(needed, 30e6);
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.memory_budget_bytes = 16 << 20;
+  LoopbackServer server(options);
+  const Received big = Collect(*server.TcpStub(), BoxRequest(1, 0.001));
+  EXPECT_EQ(big.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(big.status.error_message(),
+              HasSubstr(absl::StrCat("the request would hold about ",
+                                     static_cast<std::uint64_t>(needed),
+                                     " bytes of sampling memory, over the "
+                                     "limit memory_budget_bytes = 16777216")));
+  EXPECT_EQ(big.size(), 0u);
+  EXPECT_TRUE(Collect(*server.TcpStub(), BoxRequest(1, 0.01)).status.ok());
+}
+
+// A layered run keeps every layer's points but the last placed one's: the
+// estimate counts them.
+TEST(ServiceTest, MemoryEstimateCountsThePointsKeptForLaterLayers) {
+  v1::ScatterRequest two = BoxRequest(1, 0.01);
+  v1::Layer* small = two.add_layers();
+  small->set_id(2);
+  small->set_spacing(0.005);
+  const double one_big = EstimatedBytes(BoxRequest(1, 0.01));
+  v1::ScatterRequest alone = BoxRequest(1, 0.005);
+  const double one_small = EstimatedBytes(alone);
+  // The spacing-0.01 layer is placed first: its estimated points (at most
+  // 2 / (sqrt(3) r^2) = 11 547) are kept, at kKeptPointBytes each.
+  const double kept = EstimatedBytes(two) - one_big - one_small;
+  EXPECT_GT(kept, 5000 * kKeptPointBytes);
+  EXPECT_LE(kept, 11547 * kKeptPointBytes);
+}
+
+// Two calls that each fit the budget but not together: the second is
+// refused while the first runs, and served once it has ended.
+TEST(ServiceTest, MemoryBudgetIsSharedByRunningCalls) {
+  const double long_bytes = EstimatedBytes(LongRequest());
+  const v1::ScatterRequest second_request = BoxRequest(1, 0.002);
+  const double second_bytes = EstimatedBytes(second_request);
+  ASSERT_LT(second_bytes, long_bytes);
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.memory_budget_bytes =
+      static_cast<std::uint64_t>(long_bytes + second_bytes / 2);
+  LoopbackServer server(options);
+  auto stub = server.TcpStub();
+  grpc::ClientContext context;
+  auto reader = stub->Scatter(&context, LongRequest());
+  v1::ScatterResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  const Received second = Collect(*stub, second_request);
+  EXPECT_EQ(second.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(second.status.error_message(),
+              HasSubstr("bytes of sampling memory and running calls hold"));
+  EXPECT_THAT(second.status.error_message(), HasSubstr("retry later"));
+  context.TryCancel();
+  reader->Finish();
+  WaitIdle(server.server(), absl::Seconds(5));
+  EXPECT_TRUE(Collect(*stub, second_request).status.ok());
 }
 
 TEST(ServiceTest, ShutdownEndsAStreamInFlightWithAStatus) {

@@ -234,6 +234,44 @@ TEST(TilesServiceTest, ListInAnyOrderGivesTheSameTilesAndTheCacheIsReused) {
   }
 }
 
+// Every pool thread may run a generator at once: the call holds one
+// generator's estimate per thread, and a budget below that refuses it.
+TEST(TilesServiceTest, MemoryBudgetCountsAGeneratorPerThread) {
+  const v1::ScatterTilesRequest request = Rect(World(), 0, 2, 0, 2);
+  RasterCache cache(1 << 20);
+  absl::StatusOr<TilesJob> job = ToTilesJob(request, Limits(), cache);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto world = sampler::TileWorld::Create(job->world);
+  ASSERT_TRUE(world.ok()) << world.status();
+  const double generator = GeneratorBytes(*job, **world);
+  // Tiles of 16 grown by 5 on each side: two dense grids over 26 x 26.
+  EXPECT_GT(generator, 26 * 26 / (0.5 * 0.5 / 2) * 8);
+  EXPECT_LT(generator, 1e6);
+
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.threads = 2;  // The pool: 1 worker and the handler.
+  options.service.memory_budget_bytes =
+      static_cast<std::uint64_t>(1.5 * generator);
+  {
+    LoopbackServer server(options);
+    const TilesReceived got = CollectTiles(*server.TcpStub(), request);
+    EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(got.status.error_message(),
+                HasSubstr(absl::StrCat(
+                    "the tiles would hold about ",
+                    static_cast<std::uint64_t>(2 * generator),
+                    " bytes of sampling memory, over the limit "
+                    "memory_budget_bytes")));
+    EXPECT_TRUE(got.tiles.empty());
+  }
+  options.service.memory_budget_bytes =
+      static_cast<std::uint64_t>(2.5 * generator);
+  LoopbackServer server(options);
+  const TilesReceived got = CollectTiles(*server.TcpStub(), request);
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_EQ(got.tiles.size(), 4u);
+}
+
 TEST(TilesServiceTest, EmptyTileStillSendsOnePart) {
   LoopbackServer server;
   v1::ScatterTilesRequest request = World();
