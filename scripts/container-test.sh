@@ -47,10 +47,20 @@ podman rmi localhost/scatter-probe:latest >/dev/null 2>&1 || true
 
 base=localhost/scatter-bookworm:latest
 if ! podman image exists "$base"; then
+  # debootstrap runs as root only (and lives in /usr/sbin, off a user's
+  # PATH); rootless podman then imports the tree as the user.
+  as_root=()
+  if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || {
+      echo "container-test: SKIP: making the base image needs root (debootstrap) and there is no sudo"
+      exit 0
+    }
+    as_root=(sudo)
+  fi
   root=$(mktemp -d)
-  debootstrap --variant=minbase bookworm "$root" >/dev/null
-  tar -C "$root" -c . | podman import - "$base" >/dev/null
-  rm -rf "$root"
+  "${as_root[@]}" /usr/sbin/debootstrap --variant=minbase bookworm "$root" >/dev/null
+  "${as_root[@]}" tar -C "$root" -c . | podman import - "$base" >/dev/null
+  "${as_root[@]}" rm -rf "$root"
   stage "base image $base made with debootstrap"
 fi
 # ... and run a container at all?

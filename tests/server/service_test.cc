@@ -296,15 +296,25 @@ TEST(ServiceTest, HardCapEndsTheStreamAfterTheCountedPoints) {
   EXPECT_FALSE(got.has_summary);
 }
 
-TEST(ServiceTest, ServerPointLimitIsAHardCapToo) {
+// The server's max_points is judged on the estimate, an upper bound (the
+// densest packing), before any sampling. The stream also stops at the
+// limit while running, but no request's real count passes its estimate,
+// so that cap is a safety net no test can reach.
+TEST(ServiceTest, ServerPointLimitRefusesAnEstimateOverItAndServesOneUnder) {
   ServerOptions options = LoopbackServer::DefaultOptions();
   options.service.limits.max_points = 50'000;
   LoopbackServer server(options);
-  // The estimate is over the limit: refused before any sampling.
+  // 2 / (sqrt(3) r^2) = 128 300 points could fit: refused.
   Received got = Collect(*server.InProcessStub(), BoxRequest(1, 0.003));
   EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(got.status.error_message(), HasSubstr("max_points = 50000"));
   EXPECT_EQ(got.size(), 0u);
+  // 32 075 could fit: served whole.
+  got = Collect(*server.InProcessStub(), BoxRequest(1, 0.006));
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_GT(got.size(), 20'000u);
+  EXPECT_LT(got.size(), 32'075u);
+  EXPECT_EQ(got.summary.total_points(), got.size());
 }
 
 TEST(ServiceTest, EstimatesPast2To64AreGivenAsFiguresWithTheirMethodsRule) {
