@@ -22,6 +22,9 @@ constexpr double kKeep = 3;
 // The default tile side and the smallest allowed, in units of R.
 constexpr double kDefaultTile = 64;
 constexpr double kMinTile = 10;
+constexpr double kMaxTile = 1e150;
+// Tile indices Serve takes: see TileWorld::Serve.
+constexpr std::int64_t kMaxTileIndex = std::int64_t{1} << 31;
 // Tiles served per round of generation: few enough that finished tiles
 // waiting for a slow sink stay bounded (64 tiles of 3 600 points: 14 MB),
 // enough that every core has generators to make (a cold 16 x 16 block ran
@@ -396,17 +399,18 @@ absl::StatusOr<std::shared_ptr<const TileWorld>> TileWorld::Create(
     r = std::max(r, o.clearance);
   }
   world->r_max_ = r;
-  const double t = world->spec_.tile_size;
-  if (t == 0) {
-    world->tile_ = kDefaultTile * r;
-  } else if (!std::isfinite(t) || !(t >= kMinTile * r)) {
+  const double t = world->spec_.tile_size == 0 ? kDefaultTile * r
+                                               : world->spec_.tile_size;
+  // The largest tile keeps a tile's area and every corner of a tile index
+  // within 2^63 (times T) finite.
+  if (!std::isfinite(t) || !(t >= kMinTile * r) || !(t <= kMaxTile)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "tile_size must be finite and >= ", kMinTile,
-        " * r_max = ", kMinTile * r, " (r_max = ", r,
-        ", the largest spacing, footprint sum or clearance), got ", t));
-  } else {
-    world->tile_ = t;
+        "tile_size must be finite and in [", kMinTile, " * r_max, ",
+        kMaxTile, "] = [", kMinTile * r, ", ", kMaxTile, "] (r_max = ", r,
+        ", the largest spacing, footprint sum or clearance), got ", t,
+        world->spec_.tile_size == 0 ? " (the default, 64 r_max)" : ""));
   }
+  world->tile_ = t;
   if (dims == 3) {
     world->z_lo_ = world->spec_.region->bounds().min(2);
     world->z_hi_ = world->spec_.region->bounds().max(2);
@@ -982,6 +986,15 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
                               GeneratorCache* cache, ThreadPool* pool,
                               absl::FunctionRef<bool(const TilePoints&)> sink,
                               absl::FunctionRef<bool()> stop) const {
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    const TileCoord t = tiles[i];
+    if (t.x < -kMaxTileIndex || t.x >= kMaxTileIndex || t.y < -kMaxTileIndex ||
+        t.y >= kMaxTileIndex) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tiles[", i, "] = (", t.x, ", ", t.y,
+                       "): tile indices must be in [-2^31, 2^31)"));
+    }
+  }
   std::size_t chunk = kChunkTiles;
   for (std::size_t begin = 0; begin < tiles.size();) {
     const std::size_t end = std::min(tiles.size(), begin + chunk);

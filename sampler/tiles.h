@@ -113,7 +113,8 @@ struct WorldSpec {
   // one: its z extent is every column's.
   std::optional<Region> region;
   // Tile side T in world units. 0 means 64 R; otherwise finite and
-  // >= 10 R, so a generator depends on its immediate neighbours only.
+  // >= 10 R, so a generator depends on its immediate neighbours only, and
+  // <= 1e150, so areas and tile corners stay finite.
   double tile_size = 0;
   // Names this spec in a GeneratorCache shared by several worlds: two
   // worlds with the same non-empty key must have the same spec (the server
@@ -231,8 +232,9 @@ class TileWorld {
  public:
   // InvalidArgument naming the field and the rule for a bad layer (as
   // LayeredSampler says it, "layers[i]: ..."), a non-Poisson method, a 3D
-  // world without a region, or a tile_size that is not finite or below
-  // 10 R ("tile_size must be >= 10 * r_max = ...").
+  // world without a region, or a tile_size that is not finite or outside
+  // [10 R, 1e150] ("tile_size must be finite and in [10 * r_max, 1e+150]
+  // = ...").
   static absl::StatusOr<std::shared_ptr<const TileWorld>> Create(
       WorldSpec spec);
 
@@ -278,9 +280,10 @@ class TileWorld {
   // (each as soon as its lower neighbours are done, those of earlier tiles
   // first), and calls sink(tile) for each tile as soon as its generators
   // are done: always on the caller's thread, in the order of `tiles`, while
-  // the pool goes on with the later tiles' generators. Tile indices up to 2^31
-  // from the origin keep every coordinate within 2^31 T, where a double still
-  // resolves T / 2^21. Tiles are computed 64 at a time, so finished tiles
+  // the pool goes on with the later tiles' generators. Tile indices must be
+  // in [-2^31, 2^31) (else InvalidArgument naming the tile): every
+  // coordinate stays within 2^31 T, where a double still resolves T / 2^21.
+  // Tiles are computed 64 at a time, so finished tiles
   // waiting for a slow sink stay bounded; a sink returning false stops the work
   // (Cancelled). `stop` is polled by every thread in every long loop (it must
   // be thread-safe). ResourceExhausted when the generators one tile needs do

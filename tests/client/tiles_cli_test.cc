@@ -280,7 +280,8 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
       {{"tiles", world, "--tiles=1:0,0:1", "--local", out},
        "INVALID_ARGUMENT: rect.x1: must be > rect.x0 = 1"},
       {{"tiles", small_tile, "--tiles=0:1,0:1", "--local", out},
-       "INVALID_ARGUMENT: tile_size must be finite and >= 10 * r_max = 10"},
+       "INVALID_ARGUMENT: tile_size must be finite and in [10 * r_max, "
+       "1e+150] = [10, 1e+150]"},
       {{"tiles", kExamples + "/three_layers.json", "--tiles=0:1,0:1", "--local",
         out},
        "no \"world\" to tile"},

@@ -144,16 +144,41 @@ TEST(TileWorldTest, DefaultTileIs64RAndSmallTilesAreRefused) {
       TileWorld::Create(OneLayer(1, 9.5, 1));
   ASSERT_FALSE(small.ok());
   EXPECT_EQ(small.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(small.status().message().find("tile_size must be finite and >= 10"),
+  EXPECT_NE(small.status().message().find(
+                "tile_size must be finite and in [10 * r_max, 1e+150]"),
             std::string::npos)
       << small.status();
   EXPECT_FALSE(TileWorld::Create(OneLayer(1, NAN, 1)).ok());
+  EXPECT_EQ(TileWorld::Create(OneLayer(1, 1e151, 1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(TileWorld::Create(OneLayer(1, 1e150, 1)).ok());
   // r_max counts footprint sums and overrides too.
   WorldSpec wide = OneLayer(1, 20, 1);
   wide.layers[0].options.footprint = 1.5;  // Sum 3: T must be >= 30.
   absl::StatusOr<std::shared_ptr<const TileWorld>> w = TileWorld::Create(wide);
   ASSERT_FALSE(w.ok());
-  EXPECT_NE(w.status().message().find("= 30"), std::string::npos) << w.status();
+  EXPECT_NE(w.status().message().find("= [30, 1e+150]"), std::string::npos) << w.status();
+}
+
+// Far tiles are refused by index, before anything is computed: at a tile
+// of 1e150 a corner past 2^63 tiles would not be finite.
+TEST(TileWorldTest, ServeRefusesTileIndicesPast2To31NamingTheTile) {
+  std::shared_ptr<const TileWorld> world = MakeWorld(OneLayer(1, 1e150, 1));
+  GeneratorCache cache(std::size_t{1} << 20);
+  ThreadPool pool(1);
+  int served = 0;
+  const std::vector<TileCoord> tiles = {{0, 0}, {std::int64_t{1} << 31, 0}};
+  const absl::Status status = world->Serve(
+      tiles, &cache, &pool,
+      [&](const TilePoints&) {
+        ++served;
+        return true;
+      },
+      [] { return false; });
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "tiles[1] = (2147483648, 0): tile indices must be in [-2^31, 2^31)");
+  EXPECT_EQ(served, 0);
 }
 
 TEST(TileWorldTest, BadLayersAreInvalidArgumentNamingTheLayer) {

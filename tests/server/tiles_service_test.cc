@@ -306,10 +306,18 @@ TEST(TilesServiceTest, ErrorsHaveTheirCodesAndNameTheField) {
     v1::ScatterTilesRequest r = Rect(World(), 0, 1, 0, 1);
     r.set_tile_size(5);
     cases.push_back({"small tile", r, grpc::StatusCode::INVALID_ARGUMENT,
-                     "tile_size must be finite and >= 10 * r_max = 10"});
+                     "tile_size must be finite and in [10 * r_max, 1e+150] = "
+                     "[10, 1e+150]"});
     r.set_tile_size(-1);
     cases.push_back({"negative tile", r, grpc::StatusCode::INVALID_ARGUMENT,
                      "tile_size must be"});
+    // Its corners would overflow far from the origin: refused, where it
+    // once aborted the server.
+    v1::ScatterTilesRequest huge = World();
+    huge.set_tile_size(1e300);
+    huge.add_tiles()->set_x(2147483647);
+    cases.push_back({"huge tile", huge, grpc::StatusCode::INVALID_ARGUMENT,
+                     "tile_size must be finite and in [10 * r_max, 1e+150]"});
   }
   cases.push_back(
       {"too many tiles", Rect(World(), 0, 4, 0, 4),
