@@ -37,6 +37,7 @@ SamplerOptions LayerOptions(const LayerSpec& spec,
   o.max_points = shared.max_points;
   o.simd = shared.simd;
   o.obstacles = shared.obstacles;
+  o.max_obstacles = shared.max_obstacles;
   return o;
 }
 
@@ -116,6 +117,9 @@ absl::Status LayeredSampler::Run(BatchSink sink,
       o.obstacles.push_back(internal::EarlierLayerObstacle(
           q.center, q.layer, q.footprint, o, overrides_));
     }
+    // Create checked the caller's obstacles; earlier layers' points do not
+    // count against the limit.
+    o.max_obstacles = std::max(o.max_obstacles, o.obstacles.size());
     absl::StatusOr<Sampler> sampler = Sampler::Create(region_, o);
     if (!sampler.ok()) return sampler.status();
     const double footprint = o.footprint;

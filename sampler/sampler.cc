@@ -109,14 +109,13 @@ absl::Status ValidateVariable(const Box& box, SamplerOptions* o) {
   return absl::OkStatus();
 }
 
-constexpr std::size_t kMaxObstacles = std::size_t{1} << 20;
-
 // Checks the obstacles and resolves the footprint's default.
 absl::Status ValidateObstacles(int dims, SamplerOptions* o) {
-  if (o->obstacles.size() > kMaxObstacles) {
+  if (o->obstacles.size() > o->max_obstacles) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(o->obstacles.size(), " obstacles is over the limit of ",
-                     kMaxObstacles));
+        absl::StrCat(o->obstacles.size(),
+                     " obstacles is over the limit max_obstacles = ",
+                     o->max_obstacles));
   }
   for (std::size_t k = 0; k < o->obstacles.size(); ++k) {
     const Obstacle& ob = o->obstacles[k];

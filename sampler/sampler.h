@@ -104,8 +104,12 @@ struct SamplerOptions {
   // output with it on. Turning it off is for measuring Bridson alone.
   bool fill_gaps = true;
   // Existing objects: every new point stays at least obstacle.radius +
-  // footprint from each centre (all methods). Up to 1 << 20 of them.
+  // footprint from each centre (all methods). Up to max_obstacles of them.
   std::vector<Obstacle> obstacles;
+  // More obstacles is ResourceExhausted naming this limit. LayeredSampler
+  // checks the caller's obstacles against it; the points of earlier layers
+  // it adds as obstacles do not count (max_points bounds them).
+  std::size_t max_obstacles = std::size_t{1} << 20;
   // The new points' own radius when keeping clear of obstacles, >= 0; 0
   // means half the Poisson radius (half the cell size for a jittered grid;
   // uniform points have no size). With a density raster, 0 means half of

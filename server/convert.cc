@@ -514,6 +514,7 @@ absl::StatusOr<sampler::SamplerOptions> ToShared(const Request& request,
   shared.seed = request.seed();
   shared.batch_size = ClampBatchSize(request.batch_size(), dims);
   shared.max_memory_bytes = limits.max_grid_bytes;
+  shared.max_obstacles = limits.max_obstacles;
   if (static_cast<std::size_t>(request.obstacles_size()) >
       limits.max_obstacles) {
     return absl::ResourceExhaustedError(absl::StrCat(

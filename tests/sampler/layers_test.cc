@@ -132,6 +132,35 @@ TEST(LayersTest, AnOverrideReplacesTheFootprintSum) {
   EXPECT_LT(gap, 5.5L);  // And the ring around each tree gets filled.
 }
 
+// Earlier layers' points become obstacles of the later ones; they do not
+// count against max_obstacles, which bounds the caller's obstacles only.
+TEST(LayersTest, EarlierLayersPointsDoNotCountAsObstacles) {
+  const Region square = *Region::Polygons({test::Square(0, 0, 40, 40)});
+  SamplerOptions shared;
+  shared.max_obstacles = 100;
+  absl::StatusOr<LayeredSampler> sampler = LayeredSampler::Create(
+      square, {Layer(1, 1, 0.25), Layer(2, 0.5, 0.1)}, shared, {});
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  const Out out = RunLayers(*sampler);
+  EXPECT_GT(out.coords.at(1).size() / 2, 1000u);  // Far over 100.
+  EXPECT_GT(out.coords.at(2).size() / 2, 100u);
+  EXPECT_GE(MinCross(out.coords.at(1), out.coords.at(2)), 0.35L);
+
+  for (int i = 0; i < 101; ++i) {
+    Obstacle o;
+    o.center = {0.3 * i, 20, 0};
+    o.radius = 0.1;
+    shared.obstacles.push_back(o);
+  }
+  absl::StatusOr<LayeredSampler> crowded = LayeredSampler::Create(
+      square, {Layer(1, 1, 0.25), Layer(2, 0.5, 0.1)}, shared, {});
+  EXPECT_EQ(crowded.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(crowded.status().message().find(
+                "101 obstacles is over the limit max_obstacles = 100"),
+            std::string::npos)
+      << crowded.status();
+}
+
 TEST(LayersTest, BadLayersAreInvalidArgumentNamingTheLayer) {
   const Region square = *Region::Polygons({test::Square(0, 0, 10, 10)});
   SamplerOptions shared;
