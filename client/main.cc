@@ -226,8 +226,13 @@ int Run(const std::string& job_path) {
     request = &*uploaded;
   }
 
+  // A sphere or a 3D box makes 3D points; every other region 2D.
+  const v1::Region& region = request->region();
+  const int run_dims =
+      region.has_sphere() || (region.has_box() && region.box().min_size() == 3) ? 3
+                                                                               : 2;
   absl::StatusOr<std::unique_ptr<PointWriter>> writer =
-      OpenWriter(*format, absl::GetFlag(FLAGS_out));
+      OpenWriter(*format, absl::GetFlag(FLAGS_out), run_dims);
   if (!writer.ok()) return Fail(writer.status());
 
   const bool progress = isatty(STDERR_FILENO) == 1;

@@ -42,24 +42,13 @@ T GetLittleEndian(const char* at) {
 
 class FileWriter : public PointWriter {
  public:
-  FileWriter(Format format, std::string path, std::FILE* file)
-      : format_(format), path_(std::move(path)), file_(file) {}
-  ~FileWriter() override {
-    if (file_ != nullptr && file_ != stdout) std::fclose(file_);
-  }
+  FileWriter(Format format, std::string path, std::FILE* file, int dims)
+      : format_(format), path_(std::move(path)), file_(file), run_dims_(dims) {}
+  ~FileWriter() override { Close(); }
 
   absl::Status Write(const v1::PointBatch& batch) override {
     const int dims = static_cast<int>(batch.dims());
-    if (dims_ == 0) {
-      dims_ = dims;
-      if (format_ == Format::kCsv) {
-        buffer_ = dims == 3 ? "x,y,z" : "x,y";
-        buffer_ += ",layer,radius,id,yaw,scale\n";
-      } else if (format_ == Format::kRaw) {
-        buffer_.append(kRawMagic, 8);
-        PutLittleEndian<std::uint32_t>(static_cast<std::uint32_t>(dims), &buffer_);
-      }
-    }
+    if (dims_ == 0) Start(dims);
     const int n = batch.id_size();
     if (batch.radius_size() != n || batch.layer_size() != n ||
         batch.yaw_size() != n || batch.scale_size() != n ||
@@ -141,14 +130,36 @@ class FileWriter : public PointWriter {
       buffer_ += body_;
       body_.clear();
     }
-    if (dims_ == 0 && format_ == Format::kCsv) buffer_ = "x,y,layer,radius,id,yaw,scale\n";
+    // A run without points still gets its header.
+    if (dims_ == 0) Start(run_dims_);
     absl::Status status = Flush(true);
     if (!status.ok()) return status;
     if (std::fflush(file_) != 0) return IoError(path_);
     return absl::OkStatus();
   }
 
+  // Closes the file (never stdout). False when the close failed.
+  bool Close() {
+    const bool closed =
+        file_ == nullptr || file_ == stdout || std::fclose(file_) == 0;
+    file_ = nullptr;
+    return closed;
+  }
+
  private:
+  // The header the text and raw formats open with (PLY's waits for the
+  // count).
+  void Start(int dims) {
+    dims_ = dims;
+    if (format_ == Format::kCsv) {
+      buffer_ = dims == 3 ? "x,y,z" : "x,y";
+      buffer_ += ",layer,radius,id,yaw,scale\n";
+    } else if (format_ == Format::kRaw) {
+      buffer_.append(kRawMagic, 8);
+      PutLittleEndian<std::uint32_t>(static_cast<std::uint32_t>(dims), &buffer_);
+    }
+  }
+
   absl::Status Flush(bool all) {
     if (!all && buffer_.size() < (std::size_t{1} << 20)) return absl::OkStatus();
     if (!buffer_.empty() &&
@@ -162,6 +173,7 @@ class FileWriter : public PointWriter {
   const Format format_;
   const std::string path_;
   std::FILE* file_;
+  const int run_dims_;  // For the header of a file without points.
   int dims_ = 0;
   std::uint64_t count_ = 0;
   std::string buffer_;
@@ -238,11 +250,78 @@ absl::StatusOr<Format> ParseFormat(const std::string& name) {
       absl::StrCat("--format: expected csv, jsonl, ply or raw, got \"", name, "\""));
 }
 
+namespace {
+
+// A FileWriter on a hidden temporary file beside `path` (unique to this
+// process), renamed over `path` by Finish after an fsync: `path` holds the
+// old file or the whole new one, never a part of it, even across a crash.
+// Destroyed unfinished (the run failed), it removes the temporary file.
+class ReplacingWriter final : public PointWriter {
+ public:
+  ReplacingWriter(std::unique_ptr<FileWriter> file, std::string temp,
+                  std::string path)
+      : file_(std::move(file)), temp_(std::move(temp)), path_(std::move(path)) {}
+  ~ReplacingWriter() override {
+    if (file_ == nullptr) return;
+    file_.reset();
+    std::remove(temp_.c_str());
+  }
+
+  absl::Status Write(const v1::PointBatch& batch) override {
+    return file_->Write(batch);
+  }
+
+  absl::Status Finish() override {
+    absl::Status done = file_->Finish();
+    if (done.ok() && !file_->Close()) done = IoError(temp_);
+    file_.reset();
+    if (done.ok()) {
+      // The data reaches the disk before the name does.
+      const int fd = open(temp_.c_str(), O_RDONLY);
+      if (fd < 0 || fsync(fd) != 0) done = IoError(temp_);
+      if (fd >= 0) close(fd);
+    }
+    if (done.ok() && std::rename(temp_.c_str(), path_.c_str()) != 0) {
+      done = IoError(path_);
+    }
+    if (!done.ok()) std::remove(temp_.c_str());
+    return done;
+  }
+
+ private:
+  std::unique_ptr<FileWriter> file_;  // Null once finished.
+  const std::string temp_;
+  const std::string path_;
+};
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
-                                                        const std::string& path) {
-  std::FILE* file = path == "-" ? stdout : std::fopen(path.c_str(), "wb");
+                                                        const std::string& path,
+                                                        int dims) {
+  if (path == "-") return std::make_unique<FileWriter>(format, path, stdout, dims);
+  // A device or a pipe (/dev/null, a FIFO) is written in place: renaming a
+  // file over it would replace it.
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    std::FILE* file = std::fopen(path.c_str(), "wb");
+    if (file == nullptr) return IoError(path);
+    return std::make_unique<FileWriter>(format, path, file, dims);
+  }
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--out: \"", path, "\" names a directory, not a file"));
+  }
+  std::string temp = absl::StrCat(dir, slash == std::string::npos ? "/" : "",
+                                  ".", name, ".", getpid(), ".tmp");
+  std::FILE* file = std::fopen(temp.c_str(), "wb");
   if (file == nullptr) return IoError(path);
-  return std::make_unique<FileWriter>(format, path, file);
+  return std::make_unique<ReplacingWriter>(
+      std::make_unique<FileWriter>(format, temp, file, dims), std::move(temp),
+      path);
 }
 
 const char* FormatExtension(Format format) {
@@ -281,24 +360,18 @@ absl::StatusOr<std::unique_ptr<TileFiles>> TileFiles::Open(Format format,
   return std::unique_ptr<TileFiles>(new TileFiles(format, dir));
 }
 
-TileFiles::~TileFiles() {
-  if (open_ != nullptr) {
-    open_.reset();
-    std::remove(temp_.c_str());
-  }
-}
-
 absl::Status TileFiles::Write(const v1::TileResponse& part) {
   if (part.part() == 0) {
     if (open_ != nullptr) {
       return absl::InternalError(absl::StrCat("tile ", final_, " was never finished"));
     }
-    const std::string name = TileFileName(part.tile().x(), part.tile().y(), format_);
-    final_ = absl::StrCat(dir_, "/", name);
-    // Hidden, and unique to this process: two exports of the same tile
-    // (a retried shard still running) never share a temporary file.
-    temp_ = absl::StrCat(dir_, "/.", name, ".", getpid(), ".tmp");
-    absl::StatusOr<std::unique_ptr<PointWriter>> writer = OpenWriter(format_, temp_);
+    final_ = absl::StrCat(
+        dir_, "/", TileFileName(part.tile().x(), part.tile().y(), format_));
+    // OpenWriter writes a hidden temporary file unique to this process (two
+    // exports of the same tile, a retried shard still running, never share
+    // one) and renames it over the tile's file when the last part is in.
+    absl::StatusOr<std::unique_ptr<PointWriter>> writer = OpenWriter(
+        format_, final_, static_cast<int>(part.points().dims()));
     if (!writer.ok()) return writer.status();
     open_ = *std::move(writer);
   } else if (open_ == nullptr) {
@@ -310,21 +383,8 @@ absl::Status TileFiles::Write(const v1::TileResponse& part) {
   if (!written.ok()) return written;
   if (!part.last_part()) return absl::OkStatus();
   written = open_->Finish();
-  open_.reset();  // Closes the file.
-  if (written.ok()) {
-    // The data reaches the disk before the name does, so a crash leaves
-    // the old tile file or the new one, never a short one.
-    const int fd = open(temp_.c_str(), O_RDONLY);
-    if (fd < 0 || fsync(fd) != 0) written = IoError(temp_);
-    if (fd >= 0) close(fd);
-  }
-  if (written.ok() && std::rename(temp_.c_str(), final_.c_str()) != 0) {
-    written = IoError(final_);
-  }
-  if (!written.ok()) {
-    std::remove(temp_.c_str());
-    return written;
-  }
+  open_.reset();
+  if (!written.ok()) return written;
   ++tiles_;
   return absl::OkStatus();
 }

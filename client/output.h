@@ -39,9 +39,16 @@ class PointWriter {
   virtual absl::Status Finish() = 0;
 };
 
-// Writes to `path`, or to stdout when path is "-".
+// Writes to stdout when path is "-", and in place to a path that exists
+// and is not a regular file (/dev/null, a FIFO). Otherwise to a hidden
+// temporary file
+// beside `path` that Finish renames over it (after an fsync), so `path`
+// keeps its old content until the new one is whole; a writer destroyed
+// unfinished removes its temporary file. `dims` (2 or 3) is the run's, for
+// the header of a file that gets no points.
 absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
-                                                        const std::string& path);
+                                                        const std::string& path,
+                                                        int dims);
 
 // The file name ending of a format: "csv", "jsonl", "ply" or "raw".
 const char* FormatExtension(Format format);
@@ -57,11 +64,10 @@ std::string TileFileName(std::int64_t x, std::int64_t y, Format format);
 class TileFiles {
  public:
   // Creates DIR (and its parents) when missing. Unavailable naming the
-  // path when it cannot.
+  // path when it cannot. Destroyed with a tile unfinished, it removes that
+  // tile's temporary file.
   static absl::StatusOr<std::unique_ptr<TileFiles>> Open(Format format,
                                                          const std::string& dir);
-  // Removes the temporary file of an unfinished tile.
-  ~TileFiles();
 
   // Parts must come in order (part 0 first), one tile after the other.
   absl::Status Write(const v1::TileResponse& part);
@@ -74,7 +80,6 @@ class TileFiles {
   const Format format_;
   const std::string dir_;
   std::unique_ptr<PointWriter> open_;  // The tile being written.
-  std::string temp_;                   // Its temporary file.
   std::string final_;                  // Its tile file.
   std::uint64_t tiles_ = 0;
 };

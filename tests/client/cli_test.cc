@@ -2,11 +2,14 @@
 // and with --local, output formats, previews, health and errors.
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <png.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -142,6 +145,65 @@ TEST(CliTest, EveryFormatRoundTrips) {
   // stdout works too, and is the same bytes as a file.
   CommandResult to_stdout = Scatter({"run", job, "--local"});
   EXPECT_EQ(to_stdout.out, Slurp(csv));
+}
+
+// A run that fails leaves the file --out names as it was, and no
+// temporary file beside it.
+TEST(CliTest, AFailedRunLeavesTheOutputFileAsItWas) {
+  const std::string dir = Temp("keep");
+  ASSERT_EQ(mkdir(dir.c_str(), 0777), 0);
+  const std::string out = dir + "/points.csv";
+  {
+    std::ofstream old(out);
+    old << "the points of an earlier run\n";
+  }
+  const std::string job = dir + "/bad.json";
+  {
+    std::ofstream bad(job);
+    bad << R"({"request": {"region": {"box": {"min": [0, 0], "max": [10, 10]}},
+               "layers": [{"id": 1, "spacing": -1}]}})";
+  }
+  const CommandResult run = Scatter({"run", job, "--local", "--out=" + out});
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_THAT(run.err, HasSubstr("spacing"));
+  EXPECT_EQ(Slurp(out), "the points of an earlier run\n");
+  std::vector<std::string> names;
+  DIR* listing = opendir(dir.c_str());
+  ASSERT_NE(listing, nullptr);
+  while (const dirent* entry = readdir(listing)) names.push_back(entry->d_name);
+  closedir(listing);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{".", "..", "bad.json", "points.csv"}));
+}
+
+// A run that makes no point still writes a whole file of its dimensions:
+// the CSV header, raw's magic and dims, PLY's header.
+TEST(CliTest, ARunWithoutPointsWritesAWholeFile) {
+  const std::string job = Temp("empty.json");
+  {
+    // A 3D box inside one obstacle's clearance: no place for a point.
+    std::ofstream empty(job);
+    empty << R"({"request": {"region": {"box": {"min": [0, 0, 0], "max": [1, 1, 1]}},
+                 "obstacles": [{"x": 0.5, "y": 0.5, "z": 0.5, "radius": 5}],
+                 "layers": [{"id": 1, "spacing": 0.1}]}})";
+  }
+  for (const auto& [name, format] : {std::pair{"csv", Format::kCsv},
+                                     std::pair{"jsonl", Format::kJsonLines},
+                                     std::pair{"ply", Format::kPly},
+                                     std::pair{"raw", Format::kRaw}}) {
+    SCOPED_TRACE(name);
+    const std::string path = Temp(absl::StrCat("empty.", name));
+    const CommandResult run = Scatter(
+        {"run", job, "--local", absl::StrCat("--format=", name), "--out=" + path});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    auto back = ReadPoints(format, path);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->id_size(), 0);
+    if (format == Format::kCsv || format == Format::kRaw) {
+      EXPECT_EQ(back->dims(), 3u);
+    }
+  }
+  EXPECT_EQ(Slurp(Temp("empty.csv")), "x,y,z,layer,radius,id,yaw,scale\n");
 }
 
 TEST(CliTest, PreviewIsAPngOfTheAskedSize) {
