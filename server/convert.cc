@@ -295,11 +295,14 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(
   }
   o.footprint = layer.footprint();
   if (layer.scale_min() != 0 || layer.scale_max() != 0) {
+    // Named by the field that breaks the rule: scale_min when it is not a
+    // finite positive number, else scale_max.
     if (!FinitePositive(layer.scale_min()) ||
         !FinitePositive(layer.scale_max()) ||
         layer.scale_min() > layer.scale_max()) {
       return Invalid(
-          absl::StrCat(path, ".scale_min"),
+          absl::StrCat(path, FinitePositive(layer.scale_min()) ? ".scale_max"
+                                                               : ".scale_min"),
           absl::StrCat("needs finite 0 < scale_min <= scale_max, got ",
                        layer.scale_min(), " and ", layer.scale_max()));
     }
@@ -569,10 +572,26 @@ absl::Status ToLayers(const Request& request, const Limits& limits,
           absl::StrCat(path, ".layer_b"),
           absl::StrCat("names no layer of the request: ", c.layer_b()));
     }
+    if (c.layer_a() == c.layer_b()) {
+      // A layer's own points keep its spacing; a clearance could only be
+      // ignored.
+      return Invalid(absl::StrCat(path, ".layer_b"),
+                     absl::StrCat("a clearance is between two layers; layer ",
+                                  c.layer_a(), " keeps its own spacing"));
+    }
     if (!std::isfinite(c.clearance()) || c.clearance() < 0) {
       return Invalid(
           absl::StrCat(path, ".clearance"),
           absl::StrCat("must be finite and >= 0, got ", c.clearance()));
+    }
+    for (std::size_t j = 0; j < overrides->size(); ++j) {
+      const sampler::ClearanceOverride& o = (*overrides)[j];
+      if ((o.a == c.layer_a() && o.b == c.layer_b()) ||
+          (o.a == c.layer_b() && o.b == c.layer_a())) {
+        return Invalid(path, absl::StrCat("layers ", c.layer_a(), " and ",
+                                          c.layer_b(), " already have a clearance (clearances[",
+                                          j, "])"));
+      }
     }
     overrides->push_back({c.layer_a(), c.layer_b(), c.clearance()});
   }

@@ -228,6 +228,39 @@ const BadCase kBadCases[] = {
        c->set_layer_b(99);
      },
      grpc::StatusCode::INVALID_ARGUMENT, "clearances[0].layer_b"},
+    {"clearance of a layer with itself",
+     [](v1::ScatterRequest* r) {
+       auto* c = r->add_clearances();
+       c->set_layer_a(1);
+       c->set_layer_b(1);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "clearances[0].layer_b: a clearance is between two layers"},
+    {"one pair given two clearances",
+     [](v1::ScatterRequest* r) {
+       r->add_layers()->set_id(2);
+       r->mutable_layers(1)->set_spacing(0.01);
+       for (const auto& [a, b] : {std::pair{1u, 2u}, std::pair{2u, 1u}}) {
+         auto* c = r->add_clearances();
+         c->set_layer_a(a);
+         c->set_layer_b(b);
+         c->set_clearance(0.1);
+       }
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "clearances[1]: layers 2 and 1 already have a clearance (clearances[0])"},
+    {"scale_max below scale_min",
+     [](v1::ScatterRequest* r) {
+       r->mutable_layers(0)->set_scale_min(1);
+       r->mutable_layers(0)->set_scale_max(0.5);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT, "layers[0].scale_max"},
+    {"NaN scale_min",
+     [](v1::ScatterRequest* r) {
+       r->mutable_layers(0)->set_scale_min(std::nan(""));
+       r->mutable_layers(0)->set_scale_max(1);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT, "layers[0].scale_min"},
     {"raster size mismatch",
      [](v1::ScatterRequest* r) {
        auto* mask = r->mutable_region()->mutable_mask();
