@@ -348,10 +348,17 @@ absl::Status ApplyShard(const std::string& text, v1::ScatterTilesRequest* reques
         "--shard: needs a rectangle of tiles (--tiles=x0:x1,y0:y1 or the job's rect)");
   }
   const v1::TileRange rect = request->rect();
-  if (n >= 1 && RectTiles(rect) / static_cast<std::uint64_t>(n) >= kMaxRunTiles) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--shard: bands of ", RectTiles(rect) / static_cast<std::uint64_t>(n),
-        " tiles or more, over ", kMaxRunTiles, " for one run: use more shards"));
+  if (n >= 1) {
+    // The largest band: the tiles over n, rounded up (no overflow near
+    // 2^64). Exactly kMaxRunTiles is allowed, as --tiles allows it.
+    const std::uint64_t tiles = RectTiles(rect);
+    const auto shards = static_cast<std::uint64_t>(n);
+    const std::uint64_t band = tiles / shards + (tiles % shards != 0 ? 1 : 0);
+    if (band > kMaxRunTiles) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--shard: bands of up to ", band, " tiles, over ", kMaxRunTiles,
+          " for one run: use more shards"));
+    }
   }
   absl::StatusOr<std::vector<sampler::TileCoord>> band =
       sampler::ShardTiles(rect.x0(), rect.x1(), rect.y0(), rect.y1(), i, n);

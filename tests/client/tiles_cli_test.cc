@@ -275,6 +275,9 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
       {{"tiles", world, "--tiles=-9223372036854775808:9223372036854775807,0:9",
         "--shard=0/2", "--local", out},
        "--shard: bands of"},
+      // One band of 4097 x 4096 tiles: one row over the 2^24 a run takes.
+      {{"tiles", world, "--tiles=0:4097,0:4096", "--shard=0/1", "--local", out},
+       "--shard: bands of up to 16781312 tiles, over 16777216 for one run"},
       {{"tiles", world, "--tiles=0:1,0:1", "--local"},
        "--out: `scatter tiles` writes"},
       {{"tiles", world, "--tiles=1:0,0:1", "--local", out},
