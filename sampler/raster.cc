@@ -7,6 +7,7 @@
 #include <csetjmp>
 #include <cstring>
 #include <mutex>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,16 @@ absl::Status CheckRect(const RasterRect& r) {
     return absl::InvalidArgumentError(
         absl::StrCat("rect must be finite with x0 < x1 and y0 < y1, got (",
                      r.x0, ", ", r.y0, ") to (", r.x1, ", ", r.y1, ")"));
+  }
+  // Pixels per unit (up to 2^32 pixels over the extent) must be a finite
+  // number, and the extent itself one.
+  constexpr double kLeast = 0x1p32 / std::numeric_limits<double>::max();
+  const double w = r.x1 - r.x0, h = r.y1 - r.y0;
+  if (!std::isfinite(w) || !std::isfinite(h) || !(w > kLeast) ||
+      !(h > kLeast)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rect must be wider and taller than ", kLeast,
+        " and its extent a finite number, got ", w, " x ", h));
   }
   return absl::OkStatus();
 }

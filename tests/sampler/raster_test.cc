@@ -69,6 +69,23 @@ TEST(RasterTest, BadRawInputsGiveTheRightCode) {
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);  // Inverted rectangle.
+  // A rectangle whose extent or pixels per unit is not a finite number:
+  // sampling it would give NaN, or cast inf to an index.
+  for (const RasterRect& rect : {RasterRect{0, 0, 1e-310, 1},
+                                 RasterRect{-1.7e308, 0, 1.7e308, 1}}) {
+    const absl::Status status =
+        Raster::FromRaw(RasterFormat::kU8, 2, 2, four, rect, kLimit).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_NE(status.message().find("rect must be wider and taller than"),
+              std::string::npos)
+        << status;
+  }
+  // The least extent allowed still samples to numbers.
+  auto narrow = Raster::FromRaw(RasterFormat::kU8, 2, 2, four,
+                                {0, 0, 1e-280, 1}, kLimit);
+  ASSERT_TRUE(narrow.ok()) << narrow.status();
+  EXPECT_TRUE(std::isfinite(narrow->Sample(5e-281, 0.5)));
+  EXPECT_TRUE(std::isfinite(narrow->Sample(1e300, 0.5)));
   EXPECT_EQ(
       Raster::FromRaw(RasterFormat::kU8, 2, 2, four, kUnit, 3).status().code(),
       absl::StatusCode::kResourceExhausted);
