@@ -11,8 +11,9 @@ namespace {
 
 void ApplyCall(const CallOptions& call, grpc::ClientContext* context) {
   if (call.timeout > absl::ZeroDuration()) {
-    context->set_deadline(std::chrono::system_clock::now() +
-                          absl::ToChronoMilliseconds(call.timeout));
+    // absl's time saturates: an infinite timeout is the time_point gRPC
+    // reads as no deadline, where now() + milliseconds would overflow.
+    context->set_deadline(absl::ToChronoTime(absl::Now() + call.timeout));
   }
 }
 
@@ -179,8 +180,7 @@ absl::StatusOr<v1::RasterRef> Client::PutRaster(const v1::RasterData& raster,
 absl::Status Client::Health(absl::Duration timeout) {
   auto health = grpc::health::v1::Health::NewStub(channel_);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       absl::ToChronoMilliseconds(timeout));
+  context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   grpc::health::v1::HealthCheckRequest request;
   request.set_service("scatter.v1.ScatterService");
   grpc::health::v1::HealthCheckResponse response;

@@ -159,6 +159,22 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags() {
   return Client::Connect(options);
 }
 
+// Checks --timeout: 0 (no deadline) or at least the millisecond a
+// deadline is counted in; an infinite one means no deadline. Returns 0, or
+// the exit code of the one-line error.
+int CheckTimeoutFlag() {
+  const absl::Duration timeout = absl::GetFlag(FLAGS_timeout);
+  if (timeout == absl::InfiniteDuration()) {
+    absl::SetFlag(&FLAGS_timeout, absl::ZeroDuration());
+    return 0;
+  }
+  if (timeout == absl::ZeroDuration() || timeout >= absl::Milliseconds(1)) {
+    return 0;
+  }
+  return Fail(absl::StrCat("--timeout: must be 0 (no deadline) or at least 1ms, got ",
+                           absl::FormatDuration(timeout)));
+}
+
 // --timeout as call options: each call (uploads included) gets it.
 CallOptions CallFromFlags() {
   CallOptions call;
@@ -545,6 +561,7 @@ int main(int argc, char** argv) {
       "  scatter health [--server=ADDR] [--timeout=DUR] (default 5s)");
   std::vector<char*> args =
       scatter::server::ParseCommandLine(argc, argv, "client/main.cc");
+  if (const int bad = scatter::client::CheckTimeoutFlag(); bad != 0) return bad;
   if (args.size() == 3 && std::string(args[1]) == "run") {
     return scatter::client::Run(args[2]);
   }

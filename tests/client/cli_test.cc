@@ -282,6 +282,10 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
   const std::string three = kExamples + "/three_layers.json";
   const std::vector<Case> cases = {
       {{"run", bad_field, server}, "bad_field.json: not a scatter job"},
+      {{"run", three, server, "--timeout=-5s"},
+       "--timeout: must be 0 (no deadline) or at least 1ms, got -5s"},
+      {{"health", server, "--timeout=500us"},
+       "--timeout: must be 0 (no deadline) or at least 1ms, got 500us"},
       {{"run", truncated, "--local"},
        "truncated.json: not a scatter job: Unexpected end of string"},
       {{"run", empty, "--local"}, "empty.json: not a scatter job: Unexpected"},
@@ -316,6 +320,17 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
     EXPECT_THAT(result.err, HasSubstr(c.message));
     EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
   }
+}
+
+// An infinite --timeout is no deadline, not one already past.
+TEST(CliTest, AnInfiniteTimeoutIsNoDeadline) {
+  Scatterd scatterd({});
+  const std::string server = absl::StrCat("--server=127.0.0.1:", scatterd.port());
+  const CommandResult health = Scatter({"health", server, "--timeout=inf"});
+  EXPECT_EQ(health.exit_code, 0) << health.err;
+  const CommandResult run = Scatter({"run", kExamples + "/three_layers.json", server,
+                                     "--timeout=inf", "--out=/dev/null"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
 }
 
 TEST(CliTest, HelpListsTheFlags) {
