@@ -217,13 +217,23 @@ TEST(TilesCliTest, FourShardsAddUpToTheAreaEachTileOnce) {
   for (const auto& [name, bytes] : single) {
     EXPECT_TRUE(joined.at(name) == bytes) << name << " differs in its shard";
   }
-  // A retried shard rewrites the same bytes in place.
+  // A retried shard rewrites the same bytes in place: a tile file spoiled
+  // and one removed since the first try come back whole.
   const std::string dir = Temp("shard_2");
+  const auto before = Files(dir);
+  ASSERT_GE(before.size(), 2u);
+  const std::string spoiled = before.begin()->first;
+  const std::string removed = std::next(before.begin())->first;
+  std::ofstream(dir + "/" + spoiled, std::ios::trunc) << "junk";
+  ASSERT_EQ(std::remove((dir + "/" + removed).c_str()), 0);
   CommandResult retry = Scatter(
       {"tiles", WorldJob(), area, "--shard=2/4", "--local", "--out=" + dir});
   ASSERT_EQ(retry.exit_code, 0) << retry.err;
-  for (const auto& [name, bytes] : Files(dir))
+  const auto after = Files(dir);
+  EXPECT_EQ(Keys(after), Keys(before));
+  for (const auto& [name, bytes] : after) {
     EXPECT_TRUE(single.at(name) == bytes) << name;
+  }
 }
 
 // More shards than tiles: some bands are empty, and an empty band is
@@ -320,7 +330,7 @@ TEST(TilesCliTest, TheJobsOwnTilesServeWithoutTheFlag) {
   EXPECT_EQ(Keys(Files(dir)), std::set<std::string>{"tile_2_-5.csv"});
 }
 
-TEST(TilesCliTest, WoodlandExampleExportsItsEightByEightTiles) {
+TEST(TilesCliTest, WoodlandExampleExportsATileOfItsWorld) {
   const std::string dir = Temp("woodland");
   // Its own rect is 8 x 8 tiles of 96 m; one of them here, to stay quick.
   CommandResult run =

@@ -438,7 +438,11 @@ TEST_P(SamplerPropertyTest, NeverEmitsMorePointsThanMaxPoints) {
   // max_points is checked against an estimate before the run and, as
   // DESIGN.md asks, as a hard cap while running. k = 40 packs denser than
   // the usual k, so an estimate made without regard to k may let the run
-  // start and the cap has to stop it.
+  // start and the cap has to stop it. That happens in dense 2D at k = 40
+  // (rho 0.9 passes the estimate's 0.81 of the hexagonal count); in the
+  // other setups the estimate refuses every cap below the full count, and
+  // only that is checked.
+  int stopped_running = 0;
   for (int attempts : {0, 40}) {
     SamplerOptions base = base_options();
     base.max_attempts = attempts;
@@ -462,6 +466,7 @@ TEST_P(SamplerPropertyTest, NeverEmitsMorePointsThanMaxPoints) {
       EXPECT_TRUE(absl::StrContains(points.status.message(), "max_points"))
           << points.status.message();
       EXPECT_LE(points.size(), cap);
+      ++stopped_running;
     }
     SamplerOptions options = base;
     options.max_points = full.size();
@@ -471,6 +476,9 @@ TEST_P(SamplerPropertyTest, NeverEmitsMorePointsThanMaxPoints) {
       EXPECT_TRUE(points.status.ok()) << points.status;
       EXPECT_EQ(points.size(), full.size());
     }
+  }
+  if (config().dims == 2 && config().method == Method::kPoissonDense) {
+    EXPECT_GT(stopped_running, 0) << "no run reached the running cap";
   }
 }
 
