@@ -185,8 +185,8 @@ class CallControl {
   static constexpr absl::Duration kWriteGrace = absl::Milliseconds(500);
 
   CallControl(grpc::ServerContext* context, absl::Time start,
-              absl::Duration max_call_duration,
-              const std::atomic<bool>& stopping, absl::Duration grace)
+              absl::Duration max_call_duration, StopSignal& stopping,
+              absl::Duration grace)
       : context_(context),
         // The client's deadline is checked by the sampler itself too, so it
         // stops at its next poll rather than when the writer next looks.
@@ -199,7 +199,10 @@ class CallControl {
   }
   // The handler is returning: the watchdog stands down.
   ~CallControl() {
-    finished_.Notify();
+    {
+      absl::MutexLock lock(&stopping_.mu);
+      finished_ = true;
+    }
     watchdog_.join();
   }
   CallControl(const CallControl&) = delete;
@@ -207,7 +210,7 @@ class CallControl {
 
   bool ShouldStop() {
     return stop_.load(std::memory_order_relaxed) ||
-           stopping_.load(std::memory_order_relaxed) || Expired() ||
+           stopping_.raised() || Expired() ||
            absl::Now() >= deadline_;
   }
   // The writer saw the client go.
@@ -216,43 +219,49 @@ class CallControl {
   // The client's deadline has passed (the work may have stopped for it
   // before gRPC noticed).
   bool past_deadline() const { return absl::Now() >= deadline_; }
-  bool stopping() const { return stopping_.load(); }
+  bool stopping() const { return stopping_.raised(); }
   // The watchdog cut the call off: the client has its status already.
   bool cut_off() const { return cut_off_.load(); }
 
  private:
-  // The server stopping is a flag, not an event: the watchdog looks this
-  // often.
-  static constexpr absl::Duration kStopPoll = absl::Milliseconds(10);
-
   bool Expired() {
     if (absl::Now() < give_up_at_) return false;
     timed_out_.store(true);
     return true;
   }
 
+  // Sleeps until the handler returns, the server stops or
+  // max_call_duration passes; then gives the handler `grace` to return
+  // before cutting the call off.
   void Watch() {
-    for (;;) {
-      const absl::Time wake = std::min(give_up_at_, absl::Now() + kStopPoll);
-      if (finished_.WaitForNotificationWithDeadline(wake)) return;
-      if (stopping_.load()) {
-        if (finished_.WaitForNotificationWithDeadline(absl::Now() + grace_)) {
-          return;
-        }
-        CutOff(GRPC_STATUS_UNAVAILABLE,
-               "server shutting down; retry elsewhere");
+    absl::Time cut_at;
+    bool stopping = false;
+    {
+      absl::MutexLock lock(&stopping_.mu);
+      auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(stopping_.mu) {
+        return finished_ || stopping_.raised_locked();
+      };
+      stopping_.mu.AwaitWithDeadline(absl::Condition(&settled), give_up_at_);
+      if (finished_) return;
+      stopping = stopping_.raised_locked();
+      // The handler stops at its next look even when the work is done.
+      if (!stopping) timed_out_.store(true);
+      cut_at = (stopping ? absl::Now() : give_up_at_) + grace_;
+      auto finished = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(stopping_.mu) {
+        return finished_;
+      };
+      if (stopping_.mu.AwaitWithDeadline(absl::Condition(&finished), cut_at)) {
         return;
       }
-      if (absl::Now() >= give_up_at_) break;
     }
-    // The handler stops at its next look even when the work is done.
-    timed_out_.store(true);
-    if (finished_.WaitForNotificationWithDeadline(give_up_at_ + grace_)) {
-      return;
+    if (stopping) {
+      CutOff(GRPC_STATUS_UNAVAILABLE, "server shutting down; retry elsewhere");
+    } else {
+      CutOff(GRPC_STATUS_DEADLINE_EXCEEDED,
+             absl::StrCat("max_call_duration = ",
+                          absl::FormatDuration(max_call_duration_),
+                          " reached"));
     }
-    CutOff(GRPC_STATUS_DEADLINE_EXCEEDED,
-           absl::StrCat("max_call_duration = ",
-                        absl::FormatDuration(max_call_duration_), " reached"));
   }
 
   // Ends the call with `code`, unblocking the handler's Read or Write.
@@ -268,11 +277,11 @@ class CallControl {
   const absl::Duration max_call_duration_;
   const absl::Time give_up_at_;
   const absl::Duration grace_;
-  const std::atomic<bool>& stopping_;
+  StopSignal& stopping_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> timed_out_{false};
   std::atomic<bool> cut_off_{false};
-  absl::Notification finished_;
+  bool finished_ ABSL_GUARDED_BY(stopping_.mu) = false;
   std::thread watchdog_;  // Last: it starts once the rest is built.
 };
 
@@ -467,7 +476,7 @@ grpc::Status ScatterServiceImpl::Admit(
 }
 
 void ScatterServiceImpl::StopInFlight() {
-  stopping_.store(true);
+  stopping_.Raise();
   // Each upload's watchdog cuts it off within milliseconds. Waiting for
   // that means its status is queued before the server's shutdown sends
   // GOAWAY: after that, gRPC closes a connection as soon as its last stream

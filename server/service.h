@@ -77,6 +77,28 @@ struct TilesTally {
   std::uint64_t generators_computed = 0;
 };
 
+// The server stopping: a flag that pool threads poll without a lock, and
+// an event that call watchdogs wait on (through mu, with conditions of
+// their own) instead of polling it.
+class StopSignal {
+ public:
+  void Raise() {
+    absl::MutexLock lock(&mu);
+    raised_locked_ = true;
+    raised_.store(true);
+  }
+  bool raised() const { return raised_.load(std::memory_order_relaxed); }
+  bool raised_locked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return raised_locked_;
+  }
+
+  absl::Mutex mu;
+
+ private:
+  bool raised_locked_ ABSL_GUARDED_BY(mu) = false;
+  std::atomic<bool> raised_{false};
+};
+
 class ScatterServiceImpl final : public v1::ScatterService::Service {
  public:
   ScatterServiceImpl(const ServiceOptions& options,
@@ -148,7 +170,7 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   sampler::ThreadPool pool_;
   ServiceStats stats_;
   std::atomic<bool> draining_{false};
-  std::atomic<bool> stopping_{false};
+  StopSignal stopping_;
   absl::Mutex uploads_mu_;
   int uploads_ ABSL_GUARDED_BY(uploads_mu_) = 0;  // PutRaster calls running.
   absl::Mutex memory_mu_;
