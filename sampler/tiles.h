@@ -254,7 +254,9 @@ class TileWorld {
 
   // The tile holding x-y position (x, y): floor(x / T), floor(y / T).
   TileCoord TileOf(double x, double y) const;
-  // The tile's bounds (half-open), in 3D over the world's z extent.
+  // The tile's bounds (half-open), in 3D over the world's z extent. Tile
+  // indices must be in [-2^31, 2^31), as Serve checks: far past that a
+  // tile's corners stop being distinct doubles.
   Box TileBounds(TileCoord t) const;
 
   // The generator of one layer of a tile, given the same layer's
