@@ -55,12 +55,22 @@ inline std::uint64_t BitRun(const std::uint64_t* bits, std::uint64_t start,
   return v & ((std::uint64_t{2} << (len - 1)) - 1);
 }
 
-// Floor and ceiling of a value well inside the int64 range.
+// v clamped to [-2^62, 2^62], NaN to -2^62: the floor and ceiling below
+// are clipped to a grid by their callers, and a far value (a huge obstacle
+// or radius, an inf) must not overflow the cast to int64, nor the +-1
+// callers add.
+inline double ClampForInt(double v) {
+  constexpr double kLimit = 0x1p62;
+  return v >= -kLimit ? (v <= kLimit ? v : kLimit) : -kLimit;
+}
+// Floor and ceiling as int64, of v clamped by ClampForInt.
 inline std::int64_t FloorToInt(double v) {
+  v = ClampForInt(v);
   const auto i = static_cast<std::int64_t>(v);
   return i - (static_cast<double>(i) > v);
 }
 inline std::int64_t CeilToInt(double v) {
+  v = ClampForInt(v);
   const auto i = static_cast<std::int64_t>(v);
   return i + (static_cast<double>(i) < v);
 }

@@ -56,15 +56,38 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
   double volume = 1;
   for (int a = 0; a < dims; ++a) volume *= std::max(hi[a] - lo[a], 1e-300);
   const double cells_wanted = 4.0 * static_cast<double>(clearance_.size());
-  const double cell = std::max(
+  double cell = std::max(
       {max_clear, std::pow(volume / cells_wanted, 1.0 / dims), 1e-300});
-  inv_cell_ = 1 / cell;
+  // Extents that underflow the volume (obstacles far apart on one axis,
+  // with clearances near 0) would ask for billions of cells: widen the
+  // cells until there are at most 8 per obstacle (64 at least). Cells stay
+  // at least the largest clearance, so an obstacle meets at most 3 a side.
+  const double most_cells =
+      std::max(64.0, 2 * cells_wanted);
+  auto cells_for = [&](double side) {
+    double n = 1;
+    for (int a = 0; a < dims; ++a) {
+      n *= std::max(1.0, std::ceil((hi[a] - lo[a]) / side));
+    }
+    return n;
+  };
+  while (std::isfinite(cell) && cells_for(cell) > most_cells) cell *= 2;
+  bool finite = std::isfinite(cell);
+  for (int a = 0; a < dims; ++a) finite &= std::isfinite(hi[a] - lo[a]);
   std::size_t cells = 1;
-  for (int a = 0; a < dims; ++a) {
-    origin_[a] = lo[a];
-    n_[a] = std::max<std::int64_t>(
-        1, static_cast<std::int64_t>(std::ceil((hi[a] - lo[a]) * inv_cell_)));
-    cells *= static_cast<std::size_t>(n_[a]);
+  if (!finite) {
+    // A reach or extent too large for a double (an obstacle of radius
+    // 1e308): one cell holds them all.
+    one_cell_ = true;
+  } else {
+    inv_cell_ = 1 / cell;
+    for (int a = 0; a < dims; ++a) {
+      origin_[a] = lo[a];
+      n_[a] = std::max<std::int64_t>(
+          1,
+          static_cast<std::int64_t>(std::ceil((hi[a] - lo[a]) * inv_cell_)));
+      cells *= static_cast<std::size_t>(n_[a]);
+    }
   }
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
   for (std::size_t k = 0; k < clearance_.size(); ++k) {
@@ -98,13 +121,16 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
 bool ObstacleIndex::CellRange(const double* lo, const double* hi,
                               std::int64_t* c0, std::int64_t* c1) const {
   for (int a = 0; a < 3; ++a) c0[a] = c1[a] = 0;
+  if (one_cell_) return true;
   for (int a = 0; a < dims_; ++a) {
     const double f0 = (lo[a] - origin_[a]) * inv_cell_;
     const double f1 = (hi[a] - origin_[a]) * inv_cell_;
+    const auto last = static_cast<double>(n_[a] - 1);
     if (f1 < 0 || f0 >= static_cast<double>(n_[a])) return false;
-    c0[a] = f0 <= 0 ? 0 : static_cast<std::int64_t>(f0);
-    c1[a] = std::min<std::int64_t>(n_[a] - 1,
-                                   f1 <= 0 ? 0 : static_cast<std::int64_t>(f1));
+    // Clamped in double before the cast (a box may reach far past the
+    // grid); NaN keeps the whole range.
+    c0[a] = f0 > 0 ? static_cast<std::int64_t>(std::min(f0, last)) : 0;
+    c1[a] = f1 < last ? (f1 > 0 ? static_cast<std::int64_t>(f1) : 0) : n_[a] - 1;
   }
   return true;
 }

@@ -185,6 +185,7 @@ class ObstacleIndex {
   std::vector<double> same_radius_;
   std::vector<std::int32_t> same_wake_;
   bool takes_own_radius_ = false;
+  bool one_cell_ = false;  // Extents too large to divide: every obstacle in cell 0.
   double origin_[3] = {0, 0, 0};
   double inv_cell_ = 1;
   std::int64_t n_[3] = {1, 1, 1};

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -249,6 +250,45 @@ INSTANTIATE_TEST_SUITE_P(AllPackings, VariableRadiusTest,
 
 // ---------------------------------------------------------------------------
 // Density and spacing.
+
+// Radii and obstacles far larger than the grid once made the cover marks'
+// row ends overflow int64 (the index was then written far outside the
+// marks: a segfault in scatterd). Each run ends, in both dimensions and
+// packings, and keeps its distances.
+TEST(VariableRadiusDensityTest, HugeRadiiAndObstaclesRunToTheEnd) {
+  for (int dims : {2, 3}) {
+    for (Method method : {Method::kPoissonDense, Method::kPoissonClassic}) {
+      SCOPED_TRACE(absl::StrFormat("%dD, %s", dims, MethodName(method)));
+      // radius_max 1e300: one point takes the whole box, or a few do
+      // where the raster is bright.
+      const PointSet wide = RunToEnd(
+          Region::FromBox(UnitBox(dims)),
+          VariableOptions(method, 0.2, 1e300, GradientRaster()));
+      EXPECT_GE(wide.size(), 1u);
+      SamplerOptions options;
+      options.method = method;
+      options.radius = 0.1;
+      // The first two cover the box; the third, 1.4e308 from it, does not.
+      for (const auto& [center, radius, covers] :
+           {std::tuple{Vec{50, 50, 50}, 1e200, true},
+            std::tuple{Vec{1e13, 0, 0}, 1e13, true},
+            std::tuple{Vec{1e308, -1e308, 0}, 1e308, false}}) {
+        options.obstacles = {Obstacle{center, radius}};
+        const PointSet run = RunToEnd(Region::FromBox(UnitBox(dims)), options);
+        if (covers) {
+          EXPECT_EQ(run.size(), 0u) << center[0] << " " << radius;
+        } else {
+          EXPECT_GT(run.size(), 50u) << center[0] << " " << radius;
+        }
+      }
+      // Clearances near 0 on obstacles 5e-292 apart: their index must not
+      // ask for a cell per 1e-300.
+      options.footprint = 1e-310;
+      options.obstacles = {Obstacle{{0, 0, 0}, 0}, Obstacle{{5e-292, 0, 0}, 0}};
+      EXPECT_GT(RunToEnd(Region::FromBox(UnitBox(dims)), options).size(), 50u);
+    }
+  }
+}
 
 TEST(VariableRadiusDensityTest, BrightHalfGetsProportionallyMorePoints) {
   // Left half bright (density 1, r = r_min = 0.01), right half dark
