@@ -66,6 +66,23 @@ absl::StatusOr<LayeredSampler> LayeredSampler::Create(
     // Keep the resolved options (footprint default and the like).
     layers[i].options = alone->options();
   }
+  // Two layers keep the sum of their footprints apart (a density layer's
+  // footprint goes up to radius_max / 2): the sum must be a number.
+  auto largest_footprint = [](const SamplerOptions& o) {
+    return o.density != nullptr && o.footprint == 0 ? o.radius_max / 2
+                                                    : o.footprint;
+  };
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    for (std::size_t j = i + 1; j < layers.size(); ++j) {
+      const double a = largest_footprint(layers[i].options);
+      const double b = largest_footprint(layers[j].options);
+      if (!std::isfinite(a + b)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "layers[", i, "] and layers[", j, "]: footprints ", a, " and ", b,
+            " add up past the largest double"));
+      }
+    }
+  }
   for (std::size_t k = 0; k < overrides.size(); ++k) {
     const ClearanceOverride& o = overrides[k];
     if (seen.count(o.a) == 0 || seen.count(o.b) == 0) {

@@ -161,6 +161,20 @@ TEST(LayersTest, EarlierLayersPointsDoNotCountAsObstacles) {
       << crowded.status();
 }
 
+// Footprints whose sum is not a number are refused up front, not halfway
+// through the run.
+TEST(LayersTest, FootprintsThatSumPastADoubleAreRefused) {
+  const Region square = *Region::Polygons({test::Square(0, 0, 40, 40)});
+  absl::StatusOr<LayeredSampler> sampler = LayeredSampler::Create(
+      square, {Layer(1, 2, 1e308), Layer(2, 1, 1e308)}, SamplerOptions(), {});
+  EXPECT_EQ(sampler.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(sampler.status().message().find(
+                "layers[0] and layers[1]: footprints 1e+308 and 1e+308 add up "
+                "past the largest double"),
+            std::string::npos)
+      << sampler.status();
+}
+
 TEST(LayersTest, BadLayersAreInvalidArgumentNamingTheLayer) {
   const Region square = *Region::Polygons({test::Square(0, 0, 10, 10)});
   SamplerOptions shared;
