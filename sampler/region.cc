@@ -203,8 +203,31 @@ class PolygonIndex {
           Clamp((std::min(e[1], e[3]) - y0_) / ch_ - 1e-9, gy_);
       const std::int64_t j1 =
           Clamp((std::max(e[1], e[3]) - y0_) / ch_ + 1e-9, gy_);
+      const double dx = e[2] - e[0];
+      const double dy = e[3] - e[1];
       for (std::int64_t j = j0; j <= j1; ++j) {
-        for (std::int64_t i = i0; i <= i1; ++i) {
+        // Only the cells of this row that the segment can reach: its x
+        // extent over the row's band grown by the test's own y margin
+        // (SegmentTouchesRect), and by a cell a side for rounding; cells
+        // the test then rejects cost nothing. A long edge so walks a line
+        // of cells, not its bounding box, which for a star of
+        // near-diameters made the index quadratic in edges.
+        std::int64_t r0 = i0, r1 = i1;
+        if (dy != 0) {
+          const double ymin = y0_ + static_cast<double>(j) * ch_;
+          const double ymax = y0_ + static_cast<double>(j + 1) * ch_;
+          const double my =
+              (ymax - ymin) * 1e-9 +
+              (std::abs(ymin) + std::abs(ymax) + std::abs(e[1]) +
+               std::abs(e[3])) *
+                  0x1.0p-40;
+          const double t0 = std::clamp((ymin - my - e[1]) / dy, 0.0, 1.0);
+          const double t1 = std::clamp((ymax + my - e[1]) / dy, 0.0, 1.0);
+          const double xa = e[0] + t0 * dx, xb = e[0] + t1 * dx;
+          r0 = std::max(i0, Clamp((std::min(xa, xb) - x0_) / cw_, gx_) - 1);
+          r1 = std::min(i1, Clamp((std::max(xa, xb) - x0_) / cw_, gx_) + 1);
+        }
+        for (std::int64_t i = r0; i <= r1; ++i) {
           if (SegmentTouchesCell(e, i, j)) {
             pairs.emplace_back(static_cast<std::uint32_t>(j * gx_ + i),
                                static_cast<std::uint32_t>(k));
