@@ -342,9 +342,9 @@ grpc::Status Interrupted(const CallControl& control, bool client_gone,
         grpc::StatusCode::DEADLINE_EXCEEDED,
         absl::StrCat("the call's deadline passed after ", sent, " sent"));
   }
-  // Cut off for any other reason than max_call_duration: the server is
-  // stopping.
-  if (control.cut_off()) {
+  // The server is stopping (the watchdog cuts a call off for nothing
+  // else once max_call_duration is ruled out).
+  if (control.stopping() || control.cut_off()) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE,
                         absl::StrCat("server shutting down after ", sent,
                                      " sent; retry elsewhere"));
@@ -582,11 +582,6 @@ grpc::Status ScatterServiceImpl::Stream(
                          ? " (the request's own)"
                          : " (the server's)"));
   }
-  if (control.stopping()) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                        absl::StrCat("server shutting down after ", *sent,
-                                     " points sent; retry elsewhere"));
-  }
   if (!sampled.ok()) {
     return grpc::Status(
         static_cast<grpc::StatusCode>(sampled.code()),
@@ -719,11 +714,6 @@ grpc::Status ScatterServiceImpl::StreamTiles(
                      "; the next tile would pass the limit max_points = ", cap,
                      " (the server's); ask for fewer tiles per call"));
   }
-  if (control.stopping()) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                        absl::StrCat("server shutting down after ", sent,
-                                     " sent; retry elsewhere"));
-  }
   if (!served.ok()) {
     return grpc::Status(
         static_cast<grpc::StatusCode>(served.code()),
@@ -785,12 +775,6 @@ grpc::Status ScatterServiceImpl::Upload(
     status = Interrupted(control, /*client_gone=*/false, context,
                          options_.max_call_duration,
                          absl::StrCat(pixels.size(), " pixel bytes"));
-  }
-  if (status.ok() && control.stopping()) {
-    status =
-        grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                     absl::StrCat("server shutting down after ", pixels.size(),
-                                  " pixel bytes sent; retry elsewhere"));
   }
   if (status.ok() && first) {
     status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
