@@ -465,6 +465,26 @@ std::vector<GeneratorKey> TileWorld::Dependencies(GeneratorKey key) const {
   return deps;
 }
 
+double TileWorld::EstimatedGeneratorPoints(GeneratorKey key) const {
+  const SamplerOptions& o =
+      spec_.layers[static_cast<std::size_t>(key.layer)].options;
+  const double g = kGrow * r_max_;
+  const double x0 = static_cast<double>(key.tile.x) * tile_ - g;
+  const double y0 = static_cast<double>(key.tile.y) * tile_ - g;
+  const double side = tile_ + 2 * g;
+  double r = o.radius;
+  if (o.density != nullptr) {
+    double least = 0, most = 1;
+    if (!o.density->Bounds(x0, y0, x0 + side, y0 + side, &least, &most)) {
+      most = 1;  // Too many pixels to look at: assume the brightest.
+    }
+    r = o.radius_min +
+        (o.radius_max - o.radius_min) * (1 - std::clamp(most, 0.0, 1.0));
+  }
+  if (dims_ == 2) return side * side * 2 / (std::sqrt(3.0) * r * r);
+  return side * side * (z_hi_ - z_lo_) * std::sqrt(2.0) / (r * r * r);
+}
+
 std::vector<GeneratorKey> TileWorld::Readers(TileCoord t) const {
   std::vector<GeneratorKey> keys;
   for (int l = 0; l < static_cast<int>(spec_.layers.size()); ++l) {
@@ -1007,7 +1027,17 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
     for (std::size_t i = begin; i < end; ++i) {
       for (GeneratorKey u : Readers(tiles[i])) pending.push_back(u);
     }
+    // Every layer reads the one before over 3 x 3 tiles, so deep stacks of
+    // layers plan many generators: their estimated points are bounded, and
+    // the loop polls `stop`.
+    double planned = 0;
+    const double limit = spec_.max_planned_points;
+    std::size_t since_poll = 0;
     while (!pending.empty()) {
+      if (++since_poll == 1024) {
+        since_poll = 0;
+        if (stop()) return absl::CancelledError("tiles stopped by the caller");
+      }
       const GeneratorKey u = pending.back();
       pending.pop_back();
       if (have.count(u) || todo.count(u)) continue;
@@ -1017,7 +1047,28 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
         continue;
       }
       todo.insert(u);
+      if (limit > 0) {
+        planned += EstimatedGeneratorPoints(u);
+        if (!(planned <= limit)) break;
+      }
       for (GeneratorKey v : Dependencies(u)) pending.push_back(v);
+    }
+    if (limit > 0 && !(planned <= limit)) {
+      if (end - begin > 1) {
+        chunk = 1;  // The chunk's tiles one at a time: each may fit.
+        continue;
+      }
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "tile (", tiles[begin].x, ", ", tiles[begin].y, ") needs ",
+          todo.size(), " generators or more (", spec_.layers.size(),
+          " layers: each reads the layer before over the 3 x 3 tiles around "
+          "it), which could make ", planned, " points or more (",
+          dims_ == 2 ? "2 / (sqrt(3) r^2) per unit area"
+                     : "sqrt(2) / r^3 per unit volume",
+          " over each grown tile), over the limit max_points = ",
+          limit < 0x1p64 ? absl::StrCat(static_cast<std::uint64_t>(limit))
+                         : absl::StrCat(limit),
+          "; use fewer layers"));
     }
     const std::vector<GeneratorKey> list(todo.begin(), todo.end());
     absl::StatusOr<ChunkResult> served =

@@ -120,6 +120,15 @@ struct WorldSpec {
   // worlds with the same non-empty key must have the same spec (the server
   // uses a digest of the request). Empty: a key unique to this world.
   std::string cache_key;
+  // The points the generators one tile needs may make at most, by estimate
+  // (EstimatedGeneratorPoints summed over every generator the tile reads,
+  // directly or through others, that the cache lacks). Every layer reads
+  // the layer before over the 3 x 3 tiles around, and the same layer of
+  // the lower-colour neighbours, so a tile not cached needs about 12 L^3
+  // generators for L layers (6 680 for 8, 3 million for 64), the first
+  // layer's over about (6L)^2 tiles. Past the limit Serve gives
+  // ResourceExhausted before making any. 0: no limit.
+  double max_planned_points = 0;
 };
 
 // The points one generator made, in generation order, as structure of
@@ -277,6 +286,11 @@ class TileWorld {
   // The lower-colour tiles among t's 8 neighbours, in a fixed order.
   static std::vector<TileCoord> LowerNeighbours(TileCoord t);
 
+  // The most points generator `key` can make: the densest packing
+  // (2 / (sqrt(3) r^2) per unit area, sqrt(2) / r^3 per unit volume) over
+  // its grown tile, at the least radius the layer's raster allows there.
+  double EstimatedGeneratorPoints(GeneratorKey key) const;
+
   // Serves `tiles` in the order given (repeats allowed): computes the
   // generators each needs that `cache` does not hold, in parallel on `pool`
   // (each as soon as its lower neighbours are done, those of earlier tiles
@@ -289,7 +303,8 @@ class TileWorld {
   // waiting for a slow sink stay bounded; a sink returning false stops the work
   // (Cancelled). `stop` is polled by every thread in every long loop (it must
   // be thread-safe). ResourceExhausted when the generators one tile needs do
-  // not fit in the cache's budget.
+  // not fit in the cache's budget, or when they could make more points
+  // than WorldSpec::max_planned_points (before making any).
   absl::Status Serve(absl::Span<const TileCoord> tiles, GeneratorCache* cache,
                      ThreadPool* pool,
                      absl::FunctionRef<bool(const TilePoints&)> sink,

@@ -875,6 +875,9 @@ absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
   if (!layers.ok()) return layers;
   job.world.tile_size = request.tile_size();
   job.world.cache_key = WorldKey(request);
+  // And the generators one tile needs, together: with many layers they
+  // span many tiles around it.
+  job.world.max_planned_points = static_cast<double>(limits.max_points);
   job.point_cap = limits.max_points;
   return job;
 }

@@ -894,6 +894,118 @@ TEST(TilesTest, ABudgetTooSmallForOneTileIsResourceExhausted) {
       << status;
 }
 
+// Three layers (spacings 2, 1.5, 1) on tiles of side 20.
+WorldSpec ThreeLayers() {
+  WorldSpec spec;
+  for (std::uint32_t l = 0; l < 3; ++l) {
+    LayerSpec layer;
+    layer.layer = l;
+    layer.options.radius = 2 - 0.5 * l;
+    spec.layers.push_back(layer);
+  }
+  spec.shared.seed = 4;
+  spec.tile_size = 20;
+  return spec;
+}
+
+// The generators serving `tiles` from an empty cache needs, found here
+// from Dependencies alone, and their estimated points.
+std::set<GeneratorKey> Plan(const TileWorld& world,
+                            const std::vector<TileCoord>& tiles,
+                            double* points) {
+  std::set<GeneratorKey> plan;
+  std::vector<GeneratorKey> stack;
+  const int layers = static_cast<int>(world.layer_order().size());
+  for (TileCoord t : tiles) {
+    for (int l = 0; l < layers; ++l) {
+      for (std::int64_t dy = -1; dy <= 1; ++dy) {
+        for (std::int64_t dx = -1; dx <= 1; ++dx) {
+          stack.push_back({{t.x + dx, t.y + dy}, l});
+        }
+      }
+    }
+  }
+  while (!stack.empty()) {
+    const GeneratorKey u = stack.back();
+    stack.pop_back();
+    if (!plan.insert(u).second) continue;
+    for (GeneratorKey v : world.Dependencies(u)) stack.push_back(v);
+  }
+  *points = 0;
+  for (GeneratorKey u : plan) *points += world.EstimatedGeneratorPoints(u);
+  return plan;
+}
+
+TEST(TilesTest, GeneratorEstimateIsTheDensestPackingOverTheGrownTile) {
+  // R = 1, T = 10: a grown tile of side 10 + 2 * 5 R.
+  std::shared_ptr<const TileWorld> world = MakeWorld(OneLayer(1, 10, 8));
+  EXPECT_DOUBLE_EQ(world->EstimatedGeneratorPoints({{3, -2}, 0}),
+                   400 * 2 / std::sqrt(3.0));
+}
+
+TEST(TilesTest, PlansOverTheLimitAreRefusedBeforeAnyWork) {
+  WorldSpec spec = ThreeLayers();
+  std::shared_ptr<const TileWorld> probe = MakeWorld(spec);
+  double one = 0;
+  const std::set<GeneratorKey> plan = Plan(*probe, {{0, 0}}, &one);
+  // Each layer reads the one before over 3 x 3 tiles, so the first layer
+  // is made over more tiles than the last.
+  std::size_t first = 0, last = 0;
+  for (GeneratorKey u : plan) {
+    first += u.layer == 0;
+    last += u.layer == 2;
+  }
+  EXPECT_GE(last, 9u);
+  EXPECT_GT(first, 2 * last);
+
+  auto serve = [](const TileWorld& world, std::vector<TileCoord> tiles,
+                  int* sent) {
+    GeneratorCache cache(std::size_t{1} << 30);
+    ThreadPool pool(1);
+    return world.Serve(
+        tiles, &cache, &pool,
+        [&](const TilePoints&) {
+          ++*sent;
+          return true;
+        },
+        [] { return false; });
+  };
+  // Just under: refused, naming the tile and the layers, and nothing made.
+  spec.max_planned_points = one * 0.999;
+  std::shared_ptr<const TileWorld> under = MakeWorld(spec);
+  int sent = 0;
+  absl::Status status = serve(*under, {{0, 0}}, &sent);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_NE(status.message().find("tile (0, 0) needs"), std::string::npos)
+      << status;
+  EXPECT_NE(status.message().find("(3 layers"), std::string::npos) << status;
+  EXPECT_EQ(under->generated(), 0u);
+  EXPECT_EQ(sent, 0);
+
+  // Just over: served, making exactly the plan.
+  spec.max_planned_points = one * 1.001;
+  std::shared_ptr<const TileWorld> over = MakeWorld(spec);
+  sent = 0;
+  status = serve(*over, {{0, 0}}, &sent);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(over->generated(), plan.size());
+  EXPECT_EQ(sent, 1);
+
+  // Two tiles apart, whose plans together pass the limit but each fits:
+  // served one at a time.
+  double a = 0, b = 0, both = 0;
+  Plan(*probe, {{0, 0}}, &a);
+  Plan(*probe, {{40, 0}}, &b);
+  Plan(*probe, {{0, 0}, {40, 0}}, &both);
+  spec.max_planned_points = std::max(a, b) * 1.001;
+  ASSERT_GT(both, spec.max_planned_points);
+  std::shared_ptr<const TileWorld> pair = MakeWorld(spec);
+  sent = 0;
+  status = serve(*pair, {{0, 0}, {40, 0}}, &sent);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(sent, 2);
+}
+
 TEST(TilesTest, StopAndSinkEndTheWork) {
   std::shared_ptr<const TileWorld> world = MakeWorld(OneLayer(1, 20, 8));
   GeneratorCache cache(std::size_t{1} << 30);

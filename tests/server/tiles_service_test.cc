@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <string>
@@ -401,6 +402,22 @@ TEST(TilesServiceTest, ErrorsHaveTheirCodesAndNameTheField) {
     r.mutable_layers(1)->set_footprint(0.0005);
     cases.push_back({"too many points", r, grpc::StatusCode::RESOURCE_EXHAUSTED,
                      "over the limit max_points = 200000000"});
+  }
+  {
+    // 64 layers: the first is made over thousands of tiles around the one
+    // asked for. Planning it once took 34 s, past any deadline; now the
+    // plan's estimate passes max_points within milliseconds.
+    v1::ScatterTilesRequest r;
+    r.set_seed(17);
+    r.add_tiles();
+    for (int i = 0; i < 64; ++i) {
+      v1::Layer* layer = r.add_layers();
+      layer->set_id(static_cast<std::uint32_t>(i));
+      layer->set_spacing(2 * std::pow(0.97, i));
+    }
+    cases.push_back({"64 layers", r, grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     "(64 layers: each reads the layer before over the 3 x 3 "
+                     "tiles around it)"});
   }
   {
     v1::ScatterTilesRequest r = Rect(World(), 0, 1, 0, 1);
