@@ -21,27 +21,32 @@ class PolygonIndex {
   PolygonIndex(std::vector<std::array<double, 4>> edges, FillRule rule,
                const Box& bounds)
       : rule_(rule), edges_(std::move(edges)) {
-    x0_ = bounds.min(0);
-    y0_ = bounds.min(1);
-    const double w = bounds.extent(0);
-    const double h = bounds.extent(1);
     // About eight cells per edge: long, jagged edges (a coastline's) cross
-    // many cells, and smaller cells keep each list short.
-    const double target = std::clamp(8.0 * static_cast<double>(edges_.size()),
-                                     1.0, static_cast<double>(kMaxCells));
-    gx_ = std::clamp<std::int64_t>(
-        static_cast<std::int64_t>(std::ceil(std::sqrt(target * w / h))), 1,
-        kMaxCells);
-    gy_ = std::clamp<std::int64_t>(
-        static_cast<std::int64_t>(std::ceil(target / static_cast<double>(gx_))),
-        1, kMaxCells / gx_);
-    cw_ = w / static_cast<double>(gx_);
-    ch_ = h / static_cast<double>(gy_);
-    inv_cw_ = 1 / cw_;
-    inv_ch_ = 1 / ch_;
-    BuildCellLists();
+    // many cells, and smaller cells keep each list short. Edges that are
+    // long against the polygon (a star of near-diameters) cross a line of
+    // cells each, about sqrt(cells): past kPairsPerEdge (cell, edge) pairs
+    // an edge the grid is 16 times coarser, so the index stays within
+    // 12 bytes a pair of that bound. (One cell holds every edge once.)
+    const std::size_t cap =
+        kPairsPerEdge * edges_.size() + (std::size_t{1} << 22);
+    double target = std::clamp(8.0 * static_cast<double>(edges_.size()), 1.0,
+                               static_cast<double>(kMaxCells));
+    for (;;) {
+      SetGrid(bounds, target);
+      if (BuildCellLists(cap) || target <= 1) break;
+      target = std::max(1.0, target / 16);
+    }
     BuildCentreWindings();
     BuildClearBlocks();
+  }
+
+  // Heap bytes held: the edges, the cell lists and the per-cell tables.
+  std::size_t Bytes() const {
+    return edges_.capacity() * sizeof(edges_[0]) +
+           cell_begin_.capacity() * sizeof(cell_begin_[0]) +
+           cell_edges_.capacity() * sizeof(cell_edges_[0]) +
+           centre_winding_.capacity() * sizeof(centre_winding_[0]) +
+           clear_.capacity() * sizeof(clear_[0]);
   }
 
   bool Contains(double px, double py) const {
@@ -119,6 +124,9 @@ class PolygonIndex {
 
  private:
   static constexpr std::int64_t kMaxCells = std::int64_t{1} << 22;
+  // (cell, edge) pairs an edge may average before the grid coarsens (a
+  // coastline's edges have about 3).
+  static constexpr std::size_t kPairsPerEdge = 32;
   // clear_ values.
   static constexpr std::uint8_t kNotClear = 0;
   static constexpr std::uint8_t kClearInside = 1;
@@ -189,10 +197,30 @@ class PolygonIndex {
                               y0_ + static_cast<double>(j + 1) * ch_);
   }
 
-  void BuildCellLists() {
+  // About `target` cells over `bounds`, square where the bounds allow.
+  void SetGrid(const Box& bounds, double target) {
+    x0_ = bounds.min(0);
+    y0_ = bounds.min(1);
+    const double w = bounds.extent(0);
+    const double h = bounds.extent(1);
+    gx_ = std::clamp<std::int64_t>(
+        static_cast<std::int64_t>(std::ceil(std::sqrt(target * w / h))), 1,
+        kMaxCells);
+    gy_ = std::clamp<std::int64_t>(
+        static_cast<std::int64_t>(std::ceil(target / static_cast<double>(gx_))),
+        1, kMaxCells / gx_);
+    cw_ = w / static_cast<double>(gx_);
+    ch_ = h / static_cast<double>(gy_);
+    inv_cw_ = 1 / cw_;
+    inv_ch_ = 1 / ch_;
+  }
+
+  // The cell lists of the grid SetGrid chose. False, having built nothing,
+  // when they would hold more than `cap` (cell, edge) pairs.
+  bool BuildCellLists(std::size_t cap) {
     const std::size_t cells = static_cast<std::size_t>(gx_ * gy_);
     std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;  // cell, edge
-    pairs.reserve(edges_.size() * 3);
+    pairs.reserve(std::min(edges_.size() * 3, cap));
     for (std::size_t k = 0; k < edges_.size(); ++k) {
       const std::array<double, 4>& e = edges_[k];
       const std::int64_t i0 =
@@ -233,6 +261,7 @@ class PolygonIndex {
                                static_cast<std::uint32_t>(k));
           }
         }
+        if (pairs.size() > cap) return false;
       }
     }
     cell_begin_.assign(cells + 1, 0);
@@ -242,6 +271,7 @@ class PolygonIndex {
     cell_edges_.resize(pairs.size());
     std::vector<std::uint32_t> fill(cell_begin_.begin(), cell_begin_.end() - 1);
     for (const auto& [cell, edge] : pairs) cell_edges_[fill[cell]++] = edge;
+    return true;
   }
 
   // The winding number at every cell centre, a row at a time: the signed
@@ -421,6 +451,10 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
   region.polygons_ = std::make_shared<const internal::PolygonIndex>(
       std::move(edges), rule, *bounds);
   return region;
+}
+
+std::size_t Region::IndexBytes() const {
+  return polygons_ != nullptr ? polygons_->Bytes() : 0;
 }
 
 absl::StatusOr<Region> Region::Masked(std::shared_ptr<const Raster> mask,

@@ -48,7 +48,8 @@ class Region {
   // ring has zero area, or there are no rings. ResourceExhausted when the
   // rings hold more than max_vertices vertices. Building costs O(vertices)
   // time and memory; Contains() then tests a handful of edges, whatever the
-  // vertex count (a uniform grid of edge lists over the bounds).
+  // vertex count (a uniform grid of edge lists over the bounds), except
+  // where many edges are long against the polygon (IndexBytes).
   static absl::StatusOr<Region> Polygons(
       absl::Span<const Ring> rings, FillRule rule = FillRule::kEvenOdd,
       std::size_t max_vertices = std::size_t{1} << 24);
@@ -71,6 +72,13 @@ class Region {
   // Whether p (dims() coordinates) lies in the region. Points exactly on a
   // polygon edge or a circle may go either way.
   bool Contains(const double* p) const;
+
+  // Heap bytes of the polygon index (0 for other shapes): the edges, about
+  // 8 cells an edge, and each edge in the cells it crosses. Edges long
+  // against the polygon cross many cells; past 32 such entries an edge on
+  // average the grid coarsens, so this stays under about 250 bytes an edge
+  // plus 50 MB (building takes up to twice that for a moment).
+  std::size_t IndexBytes() const;
 
   // Whether the region is its bounding box (then Contains is the box test).
   bool IsBox() const {

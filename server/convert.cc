@@ -726,6 +726,8 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
     job.estimated_bytes +=
         (job.estimated_points - points[last]) * kKeptPointBytes;
   }
+  // The polygon index, held for the call's life.
+  job.estimated_bytes += static_cast<double>(job.region.IndexBytes());
   // Compared in double (a NaN estimate is refused too); see WholeFigure().
   if (!(job.estimated_points <= static_cast<double>(limits.max_points))) {
     return absl::ResourceExhaustedError(absl::StrCat(

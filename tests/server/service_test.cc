@@ -14,6 +14,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "sampler/quality.h"
+#include "sampler/region.h"
 #include "sampler/version.h"
 #include "server/convert.h"
 #include "server/raster_cache.h"
@@ -456,6 +457,36 @@ TEST(ServiceTest, MemoryEstimateCountsThePointsKeptForLaterLayers) {
   const double kept = EstimatedBytes(two) - one_big - one_small;
   EXPECT_GT(kept, 5000 * kKeptPointBytes);
   EXPECT_LE(kept, 11547 * kKeptPointBytes);
+}
+
+// A polygon's index lives as long as the call: the estimate counts it,
+// over the grids a box of the same bounds would need.
+TEST(ServiceTest, MemoryEstimateCountsThePolygonIndex) {
+  // A 4 000-vertex ring around the unit square's centre: its bounds are
+  // [0.1, 0.9]^2, a box of which needs the same grid.
+  sampler::Ring ring;
+  v1::ScatterRequest polygon = BoxRequest(1, 0.01);
+  v1::Ring* xy = polygon.mutable_region()->mutable_polygons()->add_rings();
+  const int n = 4000;
+  for (int k = 0; k < n; ++k) {
+    const double t = 2 * M_PI * k / n;
+    const double r = k % 2 == 0 ? 0.4 : 0.35;
+    const double x = 0.5 + r * std::cos(t), y = 0.5 + r * std::sin(t);
+    ring.push_back({x, y});
+    xy->add_xy(x);
+    xy->add_xy(y);
+  }
+  absl::StatusOr<sampler::Region> region = sampler::Region::Polygons({ring});
+  ASSERT_TRUE(region.ok()) << region.status();
+  v1::ScatterRequest box = BoxRequest(1, 0.01);
+  v1::Box* bounds = box.mutable_region()->mutable_box();
+  for (int a = 0; a < 2; ++a) {
+    bounds->set_min(a, region->bounds().min(a));
+    bounds->set_max(a, region->bounds().max(a));
+  }
+  ASSERT_GT(region->IndexBytes(), n * 32u);
+  EXPECT_EQ(EstimatedBytes(polygon) - EstimatedBytes(box),
+            static_cast<double>(region->IndexBytes()));
 }
 
 // Two calls that each fit the budget but not together: the second is
