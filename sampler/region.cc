@@ -13,9 +13,10 @@ namespace internal {
 
 // Polygons indexed for point-in-polygon queries. A uniform grid over the
 // bounds lists, per cell, the edges that touch it, and stores the winding
-// number at the cell's centre. A query starts from its cell's centre and
-// adds the signed crossings of the segment centre -> p, which can only meet
-// edges listed in that cell: a few edges whatever the polygon's size.
+// number at one point of the cell, its centre (kRefX, kRefY: not quite the
+// middle). A query starts from its cell's centre and adds the signed
+// crossings of the segment centre -> p, which can only meet edges listed
+// in that cell: a few edges whatever the polygon's size.
 class PolygonIndex {
  public:
   PolygonIndex(std::vector<std::array<double, 4>> edges, FillRule rule,
@@ -53,8 +54,8 @@ class PolygonIndex {
     const std::int64_t i = Clamp((px - x0_) * inv_cw_, gx_);
     const std::int64_t j = Clamp((py - y0_) * inv_ch_, gy_);
     const std::size_t cell = static_cast<std::size_t>(j * gx_ + i);
-    const double cx = x0_ + (static_cast<double>(i) + 0.5) * cw_;
-    const double cy = y0_ + (static_cast<double>(j) + 0.5) * ch_;
+    const double cx = x0_ + (static_cast<double>(i) + kRefX) * cw_;
+    const double cy = y0_ + (static_cast<double>(j) + kRefY) * ch_;
     int winding = centre_winding_[cell];
     for (std::uint32_t k = cell_begin_[cell]; k < cell_begin_[cell + 1]; ++k) {
       const std::array<double, 4>& e = edges_[cell_edges_[k]];
@@ -124,6 +125,13 @@ class PolygonIndex {
 
  private:
   static constexpr std::int64_t kMaxCells = std::int64_t{1} << 22;
+  // Where in its cell the point lies whose winding the cell keeps (its
+  // "centre"), as fractions of the cell: not the middle, which edges at
+  // round coordinates pass through (a diagonal of a square polygon does),
+  // and where the row sweep and Contains' segment test then disagreed
+  // about the whole cell.
+  static constexpr double kRefX = 0.4583127;
+  static constexpr double kRefY = 0.5271843;
   // (cell, edge) pairs an edge may average before the grid coarsens (a
   // coastline's edges have about 3).
   static constexpr std::size_t kPairsPerEdge = 32;
@@ -286,10 +294,10 @@ class PolygonIndex {
     for (const std::array<double, 4>& e : edges_) {
       const double ylo = std::min(e[1], e[3]);
       const double yhi = std::max(e[1], e[3]);
-      const std::int64_t j0 = Clamp((ylo - y0_) / ch_ - 0.5 - 1, gy_);
-      const std::int64_t j1 = Clamp((yhi - y0_) / ch_ - 0.5 + 1, gy_);
+      const std::int64_t j0 = Clamp((ylo - y0_) / ch_ - kRefY - 1, gy_);
+      const std::int64_t j1 = Clamp((yhi - y0_) / ch_ - kRefY + 1, gy_);
       for (std::int64_t j = j0; j <= j1; ++j) {
-        const double y = y0_ + (static_cast<double>(j) + 0.5) * ch_;
+        const double y = y0_ + (static_cast<double>(j) + kRefY) * ch_;
         if ((e[1] <= y) == (e[3] <= y)) continue;
         const double x = e[0] + (y - e[1]) * (e[2] - e[0]) / (e[3] - e[1]);
         rows[static_cast<std::size_t>(j)].emplace_back(x, e[3] < e[1] ? 1 : -1);
@@ -302,7 +310,7 @@ class PolygonIndex {
       int winding = 0;
       std::size_t next = 0;
       for (std::int64_t i = 0; i < gx_; ++i) {
-        const double x = x0_ + (static_cast<double>(i) + 0.5) * cw_;
+        const double x = x0_ + (static_cast<double>(i) + kRefX) * cw_;
         while (next < row.size() && row[next].first < x) {
           winding += row[next++].second;
         }

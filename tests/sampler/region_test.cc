@@ -281,6 +281,16 @@ TEST(RegionTest, BadGeometryIsInvalidArgumentNamingRingAndVertex) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Edges through the middles of index cells: the diagonal of a square
+// splits its 6 x 6 grid of cells through their middles, where the cells'
+// windings were once kept, and half of each of those cells went wrong.
+TEST(RegionTest, EdgesThroughTheMiddlesOfCellsAreCounted) {
+  ExpectMatchesBruteForce({{{0, 0}, {2, 2}, {0, 2}}}, FillRule::kEvenOdd,
+                          4000);
+  ExpectMatchesBruteForce({{{0, 0}, {2, 0}, {2, 1}, {1, 1}, {1, 2}, {0, 2}}},
+                          FillRule::kNonZero, 4000);
+}
+
 TEST(RegionTest, TooManyVerticesIsResourceExhausted) {
   absl::StatusOr<Region> region =
       Region::Polygons({Star(0, 0, 1, 2, 100, 1)}, FillRule::kEvenOdd,
