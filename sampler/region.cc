@@ -442,7 +442,15 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
         hi[c] = std::max(hi[c], a[c]);
       }
     }
-    if (area2 == 0) {
+    // A zero signed area is also a ring that crosses itself into equal
+    // halves turning opposite ways (a bowtie), which encloses area under
+    // either rule: only a ring on one line is refused.
+    bool on_a_line = area2 == 0;
+    for (std::size_t k = 2; on_a_line && k < v.size(); ++k) {
+      on_a_line = (v[1][0] - v[0][0]) * (v[k][1] - v[0][1]) ==
+                  (v[1][1] - v[0][1]) * (v[k][0] - v[0][0]);
+    }
+    if (on_a_line) {
       return absl::InvalidArgumentError(
           absl::StrCat("rings[", r,
                        "]: a ring must enclose a non-zero area "

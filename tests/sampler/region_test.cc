@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -279,6 +280,25 @@ TEST(RegionTest, BadGeometryIsInvalidArgumentNamingRingAndVertex) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(Region::Sphere({0, 0, 0}, -1).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// A self-crossing ring whose signed area is 0: two triangles, one turning
+// each way. It was refused as collinear; both rules take both triangles.
+TEST(RegionTest, ABowtieIsTwoTrianglesNotALine) {
+  const Ring bowtie = {{0, 0}, {2, 2}, {2, 0}, {0, 2}};
+  for (FillRule rule : {FillRule::kEvenOdd, FillRule::kNonZero}) {
+    absl::StatusOr<Region> region = Region::Polygons({bowtie}, rule);
+    ASSERT_TRUE(region.ok()) << region.status();
+    for (const auto& [x, y, in] : {std::tuple{0.3, 1.0, true},
+                                   std::tuple{1.7, 1.0, true},
+                                   std::tuple{1.0, 0.3, false},
+                                   std::tuple{1.0, 1.7, false}}) {
+      const double p[2] = {x, y};
+      EXPECT_EQ(region->Contains(p), in) << x << ", " << y;
+    }
+  }
+  ExpectMatchesBruteForce({bowtie}, FillRule::kNonZero, 2000);
+  ExpectMatchesBruteForce({bowtie}, FillRule::kEvenOdd, 2000);
 }
 
 // Edges through the middles of index cells: the diagonal of a square
