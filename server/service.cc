@@ -755,13 +755,31 @@ grpc::Status ScatterServiceImpl::Upload(
   v1::RasterFormat format = v1::RASTER_FORMAT_UNSPECIFIED;
   std::uint32_t width = 0, height = 0;
   bool first = true;
+  std::size_t index = 0;
   while (status.ok() && !control.ShouldStop() && reader->Read(&chunk)) {
     if (first) {
       format = chunk.format();
       width = chunk.width();
       height = chunk.height();
       first = false;
+    } else if ((chunk.format() != v1::RASTER_FORMAT_UNSPECIFIED &&
+                chunk.format() != format) ||
+               (chunk.width() != 0 && chunk.width() != width) ||
+               (chunk.height() != 0 && chunk.height() != height)) {
+      // Ignoring them would store another raster than the client meant.
+      status = grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("chunks[", index,
+                       "]: format, width and height belong to the first "
+                       "chunk; a later one leaves them unset or equal "
+                       "(the first said ",
+                       v1::RasterFormat_Name(format), " ", width, " x ",
+                       height, ", this one ",
+                       v1::RasterFormat_Name(chunk.format()), " ",
+                       chunk.width(), " x ", chunk.height(), ")"));
+      break;
     }
+    ++index;
     if (pixels.size() + chunk.pixels().size() > options_.max_upload_bytes) {
       status = grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,

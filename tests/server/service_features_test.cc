@@ -175,6 +175,47 @@ TEST(RasterTest, UploadsWhileDrainingAreTurnedAway) {
   EXPECT_THAT(status.error_message(), HasSubstr("server shutting down"));
 }
 
+// A later chunk that names another format or size was once ignored, and
+// the raster stored was not the one the client meant.
+TEST(RasterTest, LaterChunksKeepTheFirstChunksFormatAndSize) {
+  LoopbackServer server;
+  auto stub = server.InProcessStub();
+  auto upload = [&](const v1::RasterChunk& second) {
+    grpc::ClientContext context;
+    v1::RasterRef ref;
+    auto writer = stub->PutRaster(&context, &ref);
+    v1::RasterChunk first;
+    first.set_format(v1::RASTER_FORMAT_U8);
+    first.set_width(8);
+    first.set_height(8);
+    first.set_pixels(std::string(32, 'u'));
+    writer->Write(first);
+    writer->Write(second);
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  v1::RasterChunk same;
+  same.set_pixels(std::string(32, 'u'));
+  EXPECT_TRUE(upload(same).ok());
+  same.set_format(v1::RASTER_FORMAT_U8);
+  same.set_width(8);
+  same.set_height(8);
+  EXPECT_TRUE(upload(same).ok());
+  v1::RasterChunk other = same;
+  other.set_format(v1::RASTER_FORMAT_U16);
+  const grpc::Status format = upload(other);
+  EXPECT_EQ(format.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(format.error_message(),
+              HasSubstr("chunks[1]: format, width and height belong to the "
+                        "first chunk"));
+  EXPECT_THAT(format.error_message(),
+              HasSubstr("the first said RASTER_FORMAT_U8 8 x 8, this one "
+                        "RASTER_FORMAT_U16 8 x 8"));
+  other = same;
+  other.set_height(4);
+  EXPECT_EQ(upload(other).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 TEST(RasterTest, ConcurrentUploadsCountAgainstMaxStreams) {
   ServerOptions options = LoopbackServer::DefaultOptions();
   options.service.max_streams = 1;
