@@ -275,17 +275,11 @@ class ReplacingWriter final : public PointWriter {
     absl::Status done = file_->Finish();
     if (done.ok() && !file_->Close()) done = IoError(temp_);
     file_.reset();
-    if (done.ok()) {
-      // The data reaches the disk before the name does.
-      const int fd = open(temp_.c_str(), O_RDONLY);
-      if (fd < 0 || fsync(fd) != 0) done = IoError(temp_);
-      if (fd >= 0) close(fd);
+    if (!done.ok()) {
+      std::remove(temp_.c_str());
+      return done;
     }
-    if (done.ok() && std::rename(temp_.c_str(), path_.c_str()) != 0) {
-      done = IoError(path_);
-    }
-    if (!done.ok()) std::remove(temp_.c_str());
-    return done;
+    return CommitTemporary(temp_, path_);
   }
 
  private:
@@ -296,32 +290,53 @@ class ReplacingWriter final : public PointWriter {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
-                                                        const std::string& path,
-                                                        int dims) {
-  if (path == "-") return std::make_unique<FileWriter>(format, path, stdout, dims);
+absl::StatusOr<std::string> WritePathFor(const std::string& path) {
   // A device or a pipe (/dev/null, a FIFO) is written in place: renaming a
   // file over it would replace it.
   struct stat info;
-  if (stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
-    std::FILE* file = std::fopen(path.c_str(), "wb");
-    if (file == nullptr) return IoError(path);
-    return std::make_unique<FileWriter>(format, path, file, dims);
-  }
+  if (stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) return path;
   const std::size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   if (name.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--out: \"", path, "\" names a directory, not a file"));
+        absl::StrCat("\"", path, "\" names a directory, not a file"));
   }
-  std::string temp = absl::StrCat(dir, slash == std::string::npos ? "/" : "",
-                                  ".", name, ".", getpid(), ".tmp");
-  std::FILE* file = std::fopen(temp.c_str(), "wb");
+  return absl::StrCat(dir, slash == std::string::npos ? "/" : "", ".", name,
+                      ".", getpid(), ".tmp");
+}
+
+absl::Status CommitTemporary(const std::string& temp, const std::string& path) {
+  if (temp == path) return absl::OkStatus();
+  absl::Status done;
+  // The data reaches the disk before the name does.
+  const int fd = open(temp.c_str(), O_RDONLY);
+  if (fd < 0 || fsync(fd) != 0) done = IoError(temp);
+  if (fd >= 0) close(fd);
+  if (done.ok() && std::rename(temp.c_str(), path.c_str()) != 0) {
+    done = IoError(path);
+  }
+  if (!done.ok()) std::remove(temp.c_str());
+  return done;
+}
+
+absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
+                                                        const std::string& path,
+                                                        int dims) {
+  if (path == "-") return std::make_unique<FileWriter>(format, path, stdout, dims);
+  absl::StatusOr<std::string> target = WritePathFor(path);
+  if (!target.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--out: ", target.status().message()));
+  }
+  std::FILE* file = std::fopen(target->c_str(), "wb");
   if (file == nullptr) return IoError(path);
+  if (*target == path) {
+    return std::make_unique<FileWriter>(format, path, file, dims);
+  }
   return std::make_unique<ReplacingWriter>(
-      std::make_unique<FileWriter>(format, temp, file, dims), std::move(temp),
-      path);
+      std::make_unique<FileWriter>(format, *target, file, dims),
+      *std::move(target), path);
 }
 
 const char* FormatExtension(Format format) {

@@ -50,6 +50,18 @@ absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
                                                         const std::string& path,
                                                         int dims);
 
+// Where to write a file that must replace `path` whole or not at all: a
+// hidden temporary file beside it, unique to this process, for
+// CommitTemporary to rename over `path`; or `path` itself when it exists
+// and is not a regular file (/dev/null, a FIFO: written in place).
+// InvalidArgument when `path` ends in '/'.
+absl::StatusOr<std::string> WritePathFor(const std::string& path);
+
+// Makes the closed file `temp` (from WritePathFor) durable (fsync) and
+// renames it over `path`; removes it when that fails. Nothing to do when
+// temp is path.
+absl::Status CommitTemporary(const std::string& temp, const std::string& path);
+
 // The file name ending of a format: "csv", "jsonl", "ply" or "raw".
 const char* FormatExtension(Format format);
 

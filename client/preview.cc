@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/local.h"
+#include "client/output.h"
 #include "server/convert.h"
 
 namespace scatter::client {
@@ -53,7 +54,24 @@ class Canvas {
       if (x >= 0 && y >= 0 && x < width_ && y < height_) at(x, y) = colour;
     }
   }
+  // Through a temporary file renamed over `path` (output.h), so `path`
+  // keeps its old picture until the new one is whole.
   absl::Status Save(const std::string& path) const {
+    absl::StatusOr<std::string> target = WritePathFor(path);
+    if (!target.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--preview: ", target.status().message()));
+    }
+    absl::Status written = SaveTo(*target);
+    if (!written.ok()) {
+      if (*target != path) std::remove(target->c_str());
+      return written;
+    }
+    return CommitTemporary(*target, path);
+  }
+
+ private:
+  absl::Status SaveTo(const std::string& path) const {
     std::FILE* file = std::fopen(path.c_str(), "wb");
     if (file == nullptr) return absl::UnavailableError(absl::StrCat("cannot write ", path));
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr,
@@ -81,7 +99,6 @@ class Canvas {
                : absl::UnavailableError(absl::StrCat("cannot write ", path));
   }
 
- private:
   int width_, height_;
   std::vector<Rgb> pixels_;
 };

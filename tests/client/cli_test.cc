@@ -207,11 +207,33 @@ TEST(CliTest, ARunWithoutPointsWritesAWholeFile) {
 }
 
 TEST(CliTest, PreviewIsAPngOfTheAskedSize) {
-  const std::string png = Temp("preview.png");
+  // Over an older file, through a temporary one renamed over it: nothing
+  // else is left in the directory.
+  const std::string dir = Temp("previews");
+  ASSERT_EQ(mkdir(dir.c_str(), 0777), 0);
+  const std::string png = dir + "/preview.png";
+  {
+    std::ofstream old(png);
+    old << "an older preview\n";
+  }
   CommandResult run = Scatter({"run", kExamples + "/three_layers.json", "--local",
                                "--out=/dev/null", "--preview=" + png,
                                "--preview_size=300"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::vector<std::string> names;
+  DIR* listing = opendir(dir.c_str());
+  ASSERT_NE(listing, nullptr);
+  while (const dirent* entry = readdir(listing)) names.push_back(entry->d_name);
+  closedir(listing);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{".", "..", "preview.png"}));
+  // A device is written in place, not replaced.
+  run = Scatter({"run", kExamples + "/three_layers.json", "--local",
+                 "--out=/dev/null", "--preview=/dev/null"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  struct stat null_info;
+  ASSERT_EQ(stat("/dev/null", &null_info), 0);
+  EXPECT_TRUE(S_ISCHR(null_info.st_mode));
   std::FILE* file = std::fopen(png.c_str(), "rb");
   ASSERT_NE(file, nullptr);
   png_structp reader = png_create_read_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr,
