@@ -134,6 +134,32 @@ BENCHMARK(BM_PolygonBuild)
     ->Arg(100000)
     ->Unit(benchmark::kMillisecond);
 
+// A star polygon {n / m}, m = (n - 1) / 2: every edge nearly a diameter,
+// so each crosses a line of index cells (the worst case for the index's
+// size; see Region::IndexBytes). Reports the index's bytes per edge.
+void BM_PolygonBuildStarOfDiameters(benchmark::State& state) {
+  const std::int64_t n = state.range(0);
+  const std::int64_t m = (n - 1) / 2;
+  Ring ring;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const double t =
+        2 * M_PI * static_cast<double>((k * m) % n) / static_cast<double>(n);
+    ring.push_back({1000 * std::cos(t), 1000 * std::sin(t)});
+  }
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    absl::StatusOr<Region> region = Region::Polygons({ring});
+    bytes = region.ok() ? region->IndexBytes() : 0;
+    benchmark::DoNotOptimize(region);
+  }
+  state.counters["index_bytes_per_edge"] =
+      static_cast<double>(bytes) / static_cast<double>(n);
+}
+BENCHMARK(BM_PolygonBuildStarOfDiameters)
+    ->Arg(20001)
+    ->Arg(80001)
+    ->Unit(benchmark::kMillisecond);
+
 double RingArea(const Ring& ring) {
   double a2 = 0;
   for (std::size_t k = 0; k < ring.size(); ++k) {
