@@ -42,9 +42,10 @@ absl::Status ValidateCandidates(SamplerOptions* o) {
 }
 
 absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
-  if (!std::isfinite(o->radius) || !(o->radius > 0)) {
+  if (!(o->radius >= kMinRadius && o->radius <= kMaxRadius)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("radius must be finite and > 0, got ", o->radius));
+        absl::StrCat("radius must be in [", kMinRadius, ", ", kMaxRadius,
+                     "] (its square a normal double), got ", o->radius));
   }
   absl::Status candidates = ValidateCandidates(o);
   if (!candidates.ok()) return candidates;
@@ -80,14 +81,16 @@ absl::Status ValidateVariable(const Box& box, SamplerOptions* o) {
                      "got ",
                      MethodName(o->method)));
   }
-  if (!std::isfinite(o->radius_min) || !(o->radius_min > 0)) {
+  if (!(o->radius_min >= kMinRadius && o->radius_min <= kMaxRadius)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("radius_min must be finite and > 0, got ", o->radius_min));
+        absl::StrCat("radius_min must be in [", kMinRadius, ", ", kMaxRadius,
+                     "] (its square a normal double), got ", o->radius_min));
   }
-  if (!std::isfinite(o->radius_max) || !(o->radius_max >= o->radius_min)) {
+  if (!(o->radius_max >= o->radius_min && o->radius_max <= kMaxRadius)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("radius_max must be finite and >= radius_min (",
-                     o->radius_min, "), got ", o->radius_max));
+        absl::StrCat("radius_max must be in [radius_min, ", kMaxRadius,
+                     "] = [", o->radius_min, ", ", kMaxRadius, "], got ",
+                     o->radius_max));
   }
   absl::Status candidates = ValidateCandidates(o);
   if (!candidates.ok()) return candidates;

@@ -41,6 +41,13 @@ enum class Method {
 // Returns "poisson_dense", "poisson_classic", "jittered_grid" or "uniform".
 const char* MethodName(Method method);
 
+// The radii a Poisson run takes. Distances are compared squared, and past
+// these the squares leave the normal doubles: at r = 1e199, r^2 and every
+// squared distance over 1.3e154 were inf, no pair conflicted, and a run
+// in a box of side 1e200 streamed points without end.
+inline constexpr double kMinRadius = 1e-150;
+inline constexpr double kMaxRadius = 1e150;
+
 // An existing object the new points keep clear of.
 struct Obstacle {
   Vec center = {0, 0, 0};  // z ignored in 2D.
@@ -74,6 +81,7 @@ struct SamplerOptions {
   Method method = Method::kPoissonDense;
   // Poisson methods: no two points closer than this, in the box's units.
   // Smaller radii give more points: about 0.7 / r^2 per unit area in 2D.
+  // In [kMinRadius, kMaxRadius].
   double radius = 1;
   // Variable radius (Poisson methods only). When `density` is set, each
   // point's radius is r(x) = radius_min + (radius_max - radius_min) *
@@ -83,8 +91,8 @@ struct SamplerOptions {
   // each taken at the point's own position. Bright pixels give small radii
   // (more points). Unset (the default): the constant `radius` above.
   std::shared_ptr<const Raster> density;
-  // With `density`: 0 < radius_min <= radius_max, both finite, in the box's
-  // units. radius_max / radius_min of 50 and more is fine.
+  // With `density`: kMinRadius <= radius_min <= radius_max <= kMaxRadius,
+  // in the box's units. radius_max / radius_min of 50 and more is fine.
   double radius_min = 0;
   double radius_max = 0;
   // Poisson methods: candidates per active point, 1 to 1024; 0 picks the

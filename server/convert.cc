@@ -35,6 +35,16 @@ absl::Status Prefixed(absl::string_view path, const absl::Status& status) {
 
 bool FinitePositive(double v) { return std::isfinite(v) && v > 0; }
 
+// Poisson spacings and radii: squared, they must stay normal doubles.
+bool InRadiusRange(double v) {
+  return v >= sampler::kMinRadius && v <= sampler::kMaxRadius;
+}
+std::string RadiusRangeRule(double v) {
+  return absl::StrCat("must be in [", sampler::kMinRadius, ", ",
+                      sampler::kMaxRadius,
+                      "] (distances are compared squared), got ", v);
+}
+
 using Pinned = std::vector<std::shared_ptr<const sampler::Raster>>;
 
 absl::StatusOr<std::shared_ptr<const sampler::Raster>> ResolveRaster(
@@ -243,12 +253,20 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(
           absl::StrCat("must be finite and > 0 with a density raster, got ",
                        layer.radius_min()));
     }
+    if (!InRadiusRange(layer.radius_min())) {
+      return Invalid(absl::StrCat(path, ".radius_min"),
+                     RadiusRangeRule(layer.radius_min()));
+    }
     if (!std::isfinite(layer.radius_max()) ||
         layer.radius_max() < layer.radius_min()) {
       return Invalid(
           absl::StrCat(path, ".radius_max"),
           absl::StrCat("must be finite and >= radius_min (", layer.radius_min(),
                        "), got ", layer.radius_max()));
+    }
+    if (!InRadiusRange(layer.radius_max())) {
+      return Invalid(absl::StrCat(path, ".radius_max"),
+                     RadiusRangeRule(layer.radius_max()));
     }
     absl::StatusOr<std::shared_ptr<const sampler::Raster>> density =
         ResolveRaster(absl::StrCat(path, ".density"), layer.density(), limits,
@@ -264,6 +282,10 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(
           absl::StrCat(path, ".spacing"),
           absl::StrCat("must be finite and > 0 for Poisson methods, got ",
                        layer.spacing()));
+    }
+    if (!InRadiusRange(layer.spacing())) {
+      return Invalid(absl::StrCat(path, ".spacing"),
+                     RadiusRangeRule(layer.spacing()));
     }
     o.radius = layer.spacing();
   }
@@ -316,7 +338,7 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(
 // meet the region: an upper bound of where points can go.
 struct CoverCells {
   std::vector<std::array<double, 6>> boxes;  // lo x, y, z, hi x, y, z
-  double cell_measure = 0;
+  std::array<double, 3> step = {0, 0, 0};  // A cell's sides.
 };
 
 CoverCells MeetingCells(const sampler::Region& region) {
@@ -326,7 +348,7 @@ CoverCells MeetingCells(const sampler::Region& region) {
   const double step[3] = {box.extent(0) / n, box.extent(1) / n,
                           dims == 3 ? box.extent(2) / n : 0};
   CoverCells out;
-  out.cell_measure = step[0] * step[1] * (dims == 3 ? step[2] : 1);
+  out.step = {step[0], step[1], step[2]};
   for (int k = 0; k < (dims == 3 ? n : 1); ++k) {
     for (int j = 0; j < n; ++j) {
       for (int i = 0; i < n; ++i) {
@@ -344,11 +366,21 @@ CoverCells MeetingCells(const sampler::Region& region) {
   return out;
 }
 
-// Points per unit measure at most for spacing r: hexagonal packing in 2D
-// (2 / (sqrt(3) r^2)), FCC in 3D (sqrt(2) / r^3).
-double PackingDensity(double r, int dims) {
-  return dims == 2 ? 2 / (std::sqrt(3.0) * r * r)
-                   : std::sqrt(2.0) / (r * r * r);
+// How many cubes (squares in 2D) of this side a box of these sides holds,
+// and the points at most for spacing r in it: hexagonal packing
+// in 2D (2 / (sqrt(3) r^2) per unit area), FCC in 3D (sqrt(2) / r^3 per
+// unit volume). Side over r first, axis by axis: a box of 1e200 at
+// spacing 1e199 holds about 115, where measure times density was
+// inf * 0 = NaN.
+double Cubes(const std::array<double, 3>& sides, int dims, double side) {
+  double n = 1;
+  for (int a = 0; a < dims; ++a) n *= sides[static_cast<std::size_t>(a)] / side;
+  return n;
+}
+
+double PackedPoints(const std::array<double, 3>& sides, int dims, double r) {
+  return (dims == 2 ? 2 / std::sqrt(3.0) : std::sqrt(2.0)) *
+         Cubes(sides, dims, r);
 }
 
 // The integral of the packing density over the meeting cells: with a
@@ -356,12 +388,13 @@ double PackingDensity(double r, int dims) {
 // give (the raster is bilinear, so that is close to its least).
 double EstimatePoints(const sampler::SamplerOptions& o, int dims,
                       const CoverCells& cells) {
-  const double measure =
-      cells.cell_measure * static_cast<double>(cells.boxes.size());
+  const auto count = static_cast<double>(cells.boxes.size());
   switch (o.method) {
     case Method::kPoissonDense:
     case Method::kPoissonClassic: {
-      if (o.density == nullptr) return measure * PackingDensity(o.radius, dims);
+      if (o.density == nullptr) {
+        return count * PackedPoints(cells.step, dims, o.radius);
+      }
       double sum = 0;
       for (const auto& c : cells.boxes) {
         double bright = 0;
@@ -374,12 +407,12 @@ double EstimatePoints(const sampler::SamplerOptions& o, int dims,
         }
         const double r =
             o.radius_min + (o.radius_max - o.radius_min) * (1 - bright);
-        sum += cells.cell_measure * PackingDensity(r, dims);
+        sum += PackedPoints(cells.step, dims, r);
       }
       return sum;
     }
     case Method::kJitteredGrid:
-      return measure / std::pow(o.cell_size, dims);
+      return count * Cubes(cells.step, dims, o.cell_size);
     case Method::kUniform:
       return static_cast<double>(o.count);
   }
@@ -748,11 +781,8 @@ absl::Status CheckTilesEstimate(const TilesJob& job,
                                 const sampler::TileWorld& world,
                                 const Limits& limits) {
   const double t = world.tile_size();
-  double measure = t * t;
-  if (job.dims == 3) {
-    const sampler::Box& b = job.world.region->bounds();
-    measure *= b.extent(2);
-  }
+  const std::array<double, 3> sides = {
+      t, t, job.dims == 3 ? job.world.region->bounds().extent(2) : 0};
   double estimate = 0;
   for (const sampler::TileCoord& tile : job.tiles) {
     const sampler::Box bounds = world.TileBounds(tile);
@@ -768,7 +798,7 @@ absl::Status CheckTilesEstimate(const TilesJob& job,
         r = o.radius_min +
             (o.radius_max - o.radius_min) * (1 - std::clamp(most, 0.0, 1.0));
       }
-      estimate += measure * PackingDensity(r, job.dims);
+      estimate += PackedPoints(sides, job.dims, r);
     }
     if (!(estimate <= static_cast<double>(limits.max_points))) break;
   }

@@ -546,6 +546,41 @@ TEST(SamplerTest, NonFiniteOrNonPositiveRadiusIsInvalidArgument) {
   }
 }
 
+// Distances are compared squared: radii whose squares leave the normal
+// doubles are refused (at 1e199 every square was inf, nothing conflicted
+// and a run streamed points without end), and every scale in between
+// samples alike.
+TEST(SamplerTest, RadiiWhoseSquaresLeaveTheDoublesAreRefused) {
+  for (Method method : kPoissonMethods) {
+    for (double radius : {1e-151, 1e-200, 2e150, 1e199}) {
+      SCOPED_TRACE(absl::StrFormat("%s radius %g", MethodName(method), radius));
+      SamplerOptions options = PoissonOptions(method);
+      options.radius = radius;
+      ExpectRefused(UnitBox(2), options, absl::StatusCode::kInvalidArgument,
+                    "radius must be in [1e-150, 1e+150]");
+    }
+    std::size_t counts[3] = {};
+    const double scales[3] = {1e-140, 1, 1e140};
+    for (int i = 0; i < 3; ++i) {
+      const double side = scales[i];
+      SCOPED_TRACE(absl::StrFormat("%s box side %g", MethodName(method), side));
+      SamplerOptions options = PoissonOptions(method);
+      options.radius = side / 20;
+      const PointSet points =
+          RunToEnd(*Box::Create(2, {0, 0, 0}, {side, side, 0}), options);
+      absl::StatusOr<MinDistanceReport> report =
+          CheckMinDistance(points.coords, 2, options.radius);
+      ASSERT_TRUE(report.ok()) << report.status();
+      EXPECT_EQ(report->violations, 0u);
+      counts[i] = points.size();
+    }
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_GT(counts[i], 250u);
+      EXPECT_LT(counts[i], 420u);
+    }
+  }
+}
+
 TEST(SamplerTest, NegativeMaxAttemptsIsInvalidArgument) {
   for (Method method : kPoissonMethods) {
     for (int attempts : {-1, std::numeric_limits<int>::min()}) {

@@ -166,6 +166,35 @@ const BadCase kBadCases[] = {
     {"NaN spacing",
      [](v1::ScatterRequest* r) { r->mutable_layers(0)->set_spacing(NAN); },
      grpc::StatusCode::INVALID_ARGUMENT, "layers[0].spacing"},
+    // Squared, it would be inf: every pair cleared it, and a run in a box
+    // of 1e200 streamed points without end.
+    {"huge spacing",
+     [](v1::ScatterRequest* r) {
+       r->mutable_region()->mutable_box()->set_max(0, 1e200);
+       r->mutable_region()->mutable_box()->set_max(1, 1e200);
+       r->mutable_layers(0)->set_spacing(1e199);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "layers[0].spacing: must be in [1e-150, 1e+150] (distances are compared "
+     "squared), got 1e+199"},
+    {"tiny radius_max",
+     [](v1::ScatterRequest* r) {
+       auto* density = r->mutable_layers(0)->mutable_density();
+       density->set_digest(std::string(64, 'b'));
+       r->mutable_layers(0)->set_radius_min(1e-160);
+       r->mutable_layers(0)->set_radius_max(1e-155);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT, "layers[0].radius_min: must be in"},
+    // Area and density both overflow; their ratio does not. The estimate
+    // once read "nan points".
+    {"huge box and spacing",
+     [](v1::ScatterRequest* r) {
+       r->mutable_region()->mutable_box()->set_max(0, 1e200);
+       r->mutable_region()->mutable_box()->set_max(1, 1e200);
+       r->mutable_layers(0)->set_spacing(1e150);
+     },
+     grpc::StatusCode::RESOURCE_EXHAUSTED,
+     "the request could make 1.1547e+100 points"},
     {"too many attempts",
      [](v1::ScatterRequest* r) { r->mutable_layers(0)->set_max_attempts(5000); },
      grpc::StatusCode::INVALID_ARGUMENT, "layers[0].max_attempts"},
