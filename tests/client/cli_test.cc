@@ -149,6 +149,18 @@ TEST(CliTest, EveryFormatRoundTrips) {
 
 // A run that fails leaves the file --out names as it was, and no
 // temporary file beside it.
+// The names in a directory, sorted ("." and ".." too); empty when it
+// cannot be read.
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* listing = opendir(dir.c_str());
+  if (listing == nullptr) return names;
+  while (const dirent* entry = readdir(listing)) names.push_back(entry->d_name);
+  closedir(listing);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 TEST(CliTest, AFailedRunLeavesTheOutputFileAsItWas) {
   const std::string dir = Temp("keep");
   ASSERT_EQ(mkdir(dir.c_str(), 0777), 0);
@@ -167,13 +179,8 @@ TEST(CliTest, AFailedRunLeavesTheOutputFileAsItWas) {
   EXPECT_NE(run.exit_code, 0);
   EXPECT_THAT(run.err, HasSubstr("spacing"));
   EXPECT_EQ(Slurp(out), "the points of an earlier run\n");
-  std::vector<std::string> names;
-  DIR* listing = opendir(dir.c_str());
-  ASSERT_NE(listing, nullptr);
-  while (const dirent* entry = readdir(listing)) names.push_back(entry->d_name);
-  closedir(listing);
-  std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{".", "..", "bad.json", "points.csv"}));
+  EXPECT_EQ(ListDir(dir),
+            (std::vector<std::string>{".", "..", "bad.json", "points.csv"}));
 }
 
 // A run that makes no point still writes a whole file of its dimensions:
@@ -220,13 +227,7 @@ TEST(CliTest, PreviewIsAPngOfTheAskedSize) {
                                "--out=/dev/null", "--preview=" + png,
                                "--preview_size=300"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  std::vector<std::string> names;
-  DIR* listing = opendir(dir.c_str());
-  ASSERT_NE(listing, nullptr);
-  while (const dirent* entry = readdir(listing)) names.push_back(entry->d_name);
-  closedir(listing);
-  std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{".", "..", "preview.png"}));
+  EXPECT_EQ(ListDir(dir), (std::vector<std::string>{".", "..", "preview.png"}));
   // A device is written in place, not replaced.
   run = Scatter({"run", kExamples + "/three_layers.json", "--local",
                  "--out=/dev/null", "--preview=/dev/null"});

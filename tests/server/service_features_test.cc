@@ -175,6 +175,16 @@ TEST(RasterTest, UploadsWhileDrainingAreTurnedAway) {
   EXPECT_THAT(status.error_message(), HasSubstr("server shutting down"));
 }
 
+// The first chunk of an 8 x 8 u8 upload, with half its pixels.
+v1::RasterChunk FirstHalfOf8x8() {
+  v1::RasterChunk chunk;
+  chunk.set_format(v1::RASTER_FORMAT_U8);
+  chunk.set_width(8);
+  chunk.set_height(8);
+  chunk.set_pixels(std::string(32, 'u'));
+  return chunk;
+}
+
 // A later chunk that names another format or size was once ignored, and
 // the raster stored was not the one the client meant.
 TEST(RasterTest, LaterChunksKeepTheFirstChunksFormatAndSize) {
@@ -184,12 +194,7 @@ TEST(RasterTest, LaterChunksKeepTheFirstChunksFormatAndSize) {
     grpc::ClientContext context;
     v1::RasterRef ref;
     auto writer = stub->PutRaster(&context, &ref);
-    v1::RasterChunk first;
-    first.set_format(v1::RASTER_FORMAT_U8);
-    first.set_width(8);
-    first.set_height(8);
-    first.set_pixels(std::string(32, 'u'));
-    writer->Write(first);
+    writer->Write(FirstHalfOf8x8());
     writer->Write(second);
     writer->WritesDone();
     return writer->Finish();
@@ -225,12 +230,7 @@ TEST(RasterTest, ConcurrentUploadsCountAgainstMaxStreams) {
   grpc::ClientContext context;
   v1::RasterRef ref;
   auto writer = stub->PutRaster(&context, &ref);
-  v1::RasterChunk chunk;
-  chunk.set_format(v1::RASTER_FORMAT_U8);
-  chunk.set_width(8);
-  chunk.set_height(8);
-  chunk.set_pixels(std::string(32, 'u'));
-  ASSERT_TRUE(writer->Write(chunk));
+  ASSERT_TRUE(writer->Write(FirstHalfOf8x8()));
   const absl::Time give_up = absl::Now() + absl::Seconds(5);
   while (server.server().stats().in_flight.load() == 0 &&
          absl::Now() < give_up) {
