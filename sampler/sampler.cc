@@ -58,10 +58,10 @@ absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
   }
   // The densest packings bound the count: hexagonal in 2D (2 / (sqrt(3)
   // r^2) per unit area), FCC in 3D (sqrt(2) / r^3 per unit volume).
+  // Side over r axis by axis: r^3 overflows from r = 6e102.
   const double r = o->radius;
-  const double bound = box.dims() == 2
-                           ? box.Measure() * 2 / (std::sqrt(3.0) * r * r)
-                           : box.Measure() * std::sqrt(2.0) / (r * r * r);
+  double bound = box.dims() == 2 ? 2 / std::sqrt(3.0) : std::sqrt(2.0);
+  for (int a = 0; a < box.dims(); ++a) bound *= box.extent(a) / r;
   // Real sets reach rho ~0.9 at most, rho^D of the bound.
   const double expected = bound * (box.dims() == 2 ? 0.81 : 0.73);
   if (expected > static_cast<double>(o->max_points)) {

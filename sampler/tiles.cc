@@ -481,8 +481,9 @@ double TileWorld::EstimatedGeneratorPoints(GeneratorKey key) const {
     r = o.radius_min +
         (o.radius_max - o.radius_min) * (1 - std::clamp(most, 0.0, 1.0));
   }
-  if (dims_ == 2) return side * side * 2 / (std::sqrt(3.0) * r * r);
-  return side * side * (z_hi_ - z_lo_) * std::sqrt(2.0) / (r * r * r);
+  // Side over r first: r^3 overflows from r = 6e102.
+  if (dims_ == 2) return (side / r) * (side / r) * 2 / std::sqrt(3.0);
+  return (side / r) * (side / r) * ((z_hi_ - z_lo_) / r) * std::sqrt(2.0);
 }
 
 std::vector<GeneratorKey> TileWorld::Readers(TileCoord t) const {
