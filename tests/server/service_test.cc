@@ -389,8 +389,9 @@ TEST(ServiceTest, EstimatesPast2To64AreGivenAsFiguresWithTheirMethodsRule) {
     std::vector<std::string> message;
   };
   std::vector<Case> cases;
+  // The smallest spacing allowed, over a box of side 1e10.
   cases.push_back({"tiny spacing",
-                   BoxRequest(1, 1e-300),
+                   BoxRequest(1e10, 1e-150),
                    {"could make more than 1.8e308 points",
                     "2 / (sqrt(3) r^2) per unit area for Poisson layers"}});
   {
