@@ -1,5 +1,6 @@
 #include "sampler/sampler.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -56,12 +57,10 @@ absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
                      "-byte sampling grid, over the limit max_memory_bytes = ",
                      o->max_memory_bytes));
   }
-  // The densest packings bound the count: hexagonal in 2D (2 / (sqrt(3)
-  // r^2) per unit area), FCC in 3D (sqrt(2) / r^3 per unit volume).
-  // Side over r axis by axis: r^3 overflows from r = 6e102.
-  const double r = o->radius;
-  double bound = box.dims() == 2 ? 2 / std::sqrt(3.0) : std::sqrt(2.0);
-  for (int a = 0; a < box.dims(); ++a) bound *= box.extent(a) / r;
+  // The densest packings bound the count.
+  const double bound = DensestPackingPoints(
+      {box.extent(0), box.extent(1), box.dims() == 3 ? box.extent(2) : 0},
+      box.dims(), o->radius);
   // Real sets reach rho ~0.9 at most, rho^D of the bound.
   const double expected = bound * (box.dims() == 2 ? 0.81 : 0.73);
   if (expected > static_cast<double>(o->max_points)) {
@@ -168,6 +167,23 @@ absl::Status ValidateObstacles(int dims, SamplerOptions* o) {
 }
 
 }  // namespace
+
+double DensestPackingPoints(const Vec& sides, int dims, double r) {
+  double n = dims == 2 ? 2 / std::sqrt(3.0) : std::sqrt(2.0);
+  for (int a = 0; a < dims; ++a) n *= sides[static_cast<std::size_t>(a)] / r;
+  return n;
+}
+
+double LeastRadiusIn(const SamplerOptions& options, double x0, double y0,
+                     double x1, double y1) {
+  if (options.density == nullptr) return options.radius;
+  double least = 0, most = 1;
+  if (!options.density->Bounds(x0, y0, x1, y1, &least, &most)) {
+    most = 1;  // Too many pixels to look at: assume the brightest.
+  }
+  return options.radius_min + (options.radius_max - options.radius_min) *
+                                  (1 - std::clamp(most, 0.0, 1.0));
+}
 
 double EstimatedRunBytes(const Box& box, const SamplerOptions& options) {
   if (options.density != nullptr) {

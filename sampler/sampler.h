@@ -239,6 +239,20 @@ class Sampler {
 // huge figure, not an overflow.
 double EstimatedRunBytes(const Box& box, const SamplerOptions& options);
 
+// The most points spacing r can hold in a box of these sides (the first
+// `dims` count): the densest packing, hexagonal in 2D (2 / (sqrt(3) r^2)
+// per unit area), FCC in 3D (sqrt(2) / r^3 per unit volume). Side over r
+// axis by axis, so a huge box at a huge spacing gives its count: measure
+// times density was inf * 0 = NaN for a box of 1e200 at spacing 1e199.
+double DensestPackingPoints(const Vec& sides, int dims, double r);
+
+// The least spacing radius a Poisson layer can have over the x-y box
+// [x0, x1] x [y0, y1]: `radius`, or with a density raster the radius of
+// its brightest pixel there (radius_min when the box covers too many
+// pixels to look at).
+double LeastRadiusIn(const SamplerOptions& options, double x0, double y0,
+                     double x1, double y1);
+
 // The stable id of a point: a hash of (seed, layer, coordinate bits), with
 // -0.0 folded into 0.0. Attribute streams are keyed by it.
 std::uint64_t PointId(std::uint64_t seed, std::uint32_t layer,

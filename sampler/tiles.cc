@@ -472,18 +472,8 @@ double TileWorld::EstimatedGeneratorPoints(GeneratorKey key) const {
   const double x0 = static_cast<double>(key.tile.x) * tile_ - g;
   const double y0 = static_cast<double>(key.tile.y) * tile_ - g;
   const double side = tile_ + 2 * g;
-  double r = o.radius;
-  if (o.density != nullptr) {
-    double least = 0, most = 1;
-    if (!o.density->Bounds(x0, y0, x0 + side, y0 + side, &least, &most)) {
-      most = 1;  // Too many pixels to look at: assume the brightest.
-    }
-    r = o.radius_min +
-        (o.radius_max - o.radius_min) * (1 - std::clamp(most, 0.0, 1.0));
-  }
-  // Side over r first: r^3 overflows from r = 6e102.
-  if (dims_ == 2) return (side / r) * (side / r) * 2 / std::sqrt(3.0);
-  return (side / r) * (side / r) * ((z_hi_ - z_lo_) / r) * std::sqrt(2.0);
+  return DensestPackingPoints({side, side, z_hi_ - z_lo_}, dims_,
+                              LeastRadiusIn(o, x0, y0, x0 + side, y0 + side));
 }
 
 std::vector<GeneratorKey> TileWorld::Readers(TileCoord t) const {

@@ -367,20 +367,11 @@ CoverCells MeetingCells(const sampler::Region& region) {
 }
 
 // How many cubes (squares in 2D) of this side a box of these sides holds,
-// and the points at most for spacing r in it: hexagonal packing
-// in 2D (2 / (sqrt(3) r^2) per unit area), FCC in 3D (sqrt(2) / r^3 per
-// unit volume). Side over r first, axis by axis: a box of 1e200 at
-// spacing 1e199 holds about 115, where measure times density was
-// inf * 0 = NaN.
+// side over side axis by axis (as sampler::DensestPackingPoints counts).
 double Cubes(const std::array<double, 3>& sides, int dims, double side) {
   double n = 1;
   for (int a = 0; a < dims; ++a) n *= sides[static_cast<std::size_t>(a)] / side;
   return n;
-}
-
-double PackedPoints(const std::array<double, 3>& sides, int dims, double r) {
-  return (dims == 2 ? 2 / std::sqrt(3.0) : std::sqrt(2.0)) *
-         Cubes(sides, dims, r);
 }
 
 // The integral of the packing density over the meeting cells: with a
@@ -393,7 +384,8 @@ double EstimatePoints(const sampler::SamplerOptions& o, int dims,
     case Method::kPoissonDense:
     case Method::kPoissonClassic: {
       if (o.density == nullptr) {
-        return count * PackedPoints(cells.step, dims, o.radius);
+        return count *
+               sampler::DensestPackingPoints(cells.step, dims, o.radius);
       }
       double sum = 0;
       for (const auto& c : cells.boxes) {
@@ -407,7 +399,7 @@ double EstimatePoints(const sampler::SamplerOptions& o, int dims,
         }
         const double r =
             o.radius_min + (o.radius_max - o.radius_min) * (1 - bright);
-        sum += PackedPoints(cells.step, dims, r);
+        sum += sampler::DensestPackingPoints(cells.step, dims, r);
       }
       return sum;
     }
@@ -787,18 +779,10 @@ absl::Status CheckTilesEstimate(const TilesJob& job,
   for (const sampler::TileCoord& tile : job.tiles) {
     const sampler::Box bounds = world.TileBounds(tile);
     for (const sampler::LayerSpec& layer : job.world.layers) {
-      const sampler::SamplerOptions& o = layer.options;
-      double r = o.radius;
-      if (o.density != nullptr) {
-        double least = 0, most = 1;
-        if (!o.density->Bounds(bounds.min(0), bounds.min(1), bounds.max(0),
-                               bounds.max(1), &least, &most)) {
-          most = 1;  // Too many pixels to look at: assume the brightest.
-        }
-        r = o.radius_min +
-            (o.radius_max - o.radius_min) * (1 - std::clamp(most, 0.0, 1.0));
-      }
-      estimate += PackedPoints(sides, job.dims, r);
+      const double r =
+          sampler::LeastRadiusIn(layer.options, bounds.min(0), bounds.min(1),
+                                 bounds.max(0), bounds.max(1));
+      estimate += sampler::DensestPackingPoints(sides, job.dims, r);
     }
     if (!(estimate <= static_cast<double>(limits.max_points))) break;
   }
