@@ -9,21 +9,28 @@ namespace {
 
 using P = std::array<double, 2>;
 
-// Distance from q to the line through a and b (to a when they coincide).
+// Distance from q to the segment a-b, the chord: to the nearer end when q
+// lies beyond it. (The distance to the chord's whole line let control
+// points past an end count as flat, while the curve overshot that end:
+// a Catmull-Rom ring over unevenly spaced points strayed 400 tolerances
+// from its curve.)
 double DistanceToChord(const P& q, const P& a, const P& b) {
   const double dx = b[0] - a[0];
   const double dy = b[1] - a[1];
   const double len = std::hypot(dx, dy);
   if (len == 0) return std::hypot(q[0] - a[0], q[1] - a[1]);
+  const double along = dx * (q[0] - a[0]) + dy * (q[1] - a[1]);
+  if (along < 0) return std::hypot(q[0] - a[0], q[1] - a[1]);
+  if (along > len * len) return std::hypot(q[0] - b[0], q[1] - b[1]);
   return std::abs(dx * (q[1] - a[1]) - dy * (q[0] - a[0])) / len;
 }
 
 P Mid(const P& a, const P& b) { return {(a[0] + b[0]) / 2, (a[1] + b[1]) / 2}; }
 
 // Appends the cubic (b0, b1, b2, b3) without b0, subdividing until its
-// control points are within `tolerance` of the chord: the convex hull then
-// bounds the curve's distance from the chord. False when the ring grows
-// past `limit`.
+// control points are within `tolerance` of the chord (the segment b0-b3):
+// the convex hull then bounds the curve's distance from the chord. False when
+// the ring grows past `limit`.
 bool Flatten(const P& b0, const P& b1, const P& b2, const P& b3,
              double tolerance, int depth, std::size_t limit, Ring* out) {
   const bool flat = DistanceToChord(b1, b0, b3) <= tolerance &&
