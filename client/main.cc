@@ -562,6 +562,7 @@ int main(int argc, char** argv) {
   std::vector<char*> args =
       scatter::server::ParseCommandLine(argc, argv, "client/main.cc");
   if (const int bad = scatter::client::CheckTimeoutFlag(); bad != 0) return bad;
+  scatter::client::RemoveTemporariesOnSignals();
   if (args.size() == 3 && std::string(args[1]) == "run") {
     return scatter::client::Run(args[2]);
   }

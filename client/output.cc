@@ -1,9 +1,11 @@
 #include "client/output.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cinttypes>
@@ -15,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 
 namespace scatter::client {
 namespace {
@@ -252,6 +255,50 @@ absl::StatusOr<Format> ParseFormat(const std::string& name) {
 
 namespace {
 
+// The temporary files being written (WritePathFor to CommitTemporary or
+// DiscardTemporary), for RemoveTemporariesOnSignals: a process killed by
+// Ctrl-C or SIGTERM runs no destructor, and left a hidden file of up to
+// the whole output behind, under a name no later run reuses. Fixed slots,
+// so the handler only reads memory and calls unlink; a path that finds no
+// slot (more than kTempSlots at once, or too long) is only left to the
+// writer's own clean-up, as before.
+constexpr int kTempSlots = 64;
+constexpr std::size_t kTempPathMax = 4096;
+char temp_paths[kTempSlots][kTempPathMax];
+std::atomic<bool> temp_used[kTempSlots];
+ABSL_CONST_INIT absl::Mutex temp_mu(absl::kConstInit);  // Not the handler's.
+
+void RegisterTemporary(const std::string& path) {
+  if (path.size() >= kTempPathMax) return;
+  absl::MutexLock lock(&temp_mu);
+  for (int i = 0; i < kTempSlots; ++i) {
+    if (temp_used[i].load()) continue;
+    std::memcpy(temp_paths[i], path.c_str(), path.size() + 1);
+    temp_used[i].store(true);  // After the path: the handler reads it whole.
+    return;
+  }
+}
+
+void UnregisterTemporary(const std::string& path) {
+  absl::MutexLock lock(&temp_mu);
+  for (int i = 0; i < kTempSlots; ++i) {
+    if (temp_used[i].load() && path == temp_paths[i]) {
+      temp_used[i].store(false);
+      return;
+    }
+  }
+}
+
+extern "C" void RemoveTemporariesAndDie(int signal_number) {
+  for (int i = 0; i < kTempSlots; ++i) {
+    if (temp_used[i].load()) unlink(temp_paths[i]);
+  }
+  // Then die of the signal, as without the handler (the exit status says
+  // which).
+  signal(signal_number, SIG_DFL);
+  raise(signal_number);
+}
+
 // A FileWriter on a hidden temporary file beside `path` (unique to this
 // process), renamed over `path` by Finish after an fsync: `path` holds the
 // old file or the whole new one, never a part of it, even across a crash.
@@ -264,7 +311,7 @@ class ReplacingWriter final : public PointWriter {
   ~ReplacingWriter() override {
     if (file_ == nullptr) return;
     file_.reset();
-    std::remove(temp_.c_str());
+    DiscardTemporary(temp_, path_);
   }
 
   absl::Status Write(const v1::PointBatch& batch) override {
@@ -276,7 +323,7 @@ class ReplacingWriter final : public PointWriter {
     if (done.ok() && !file_->Close()) done = IoError(temp_);
     file_.reset();
     if (!done.ok()) {
-      std::remove(temp_.c_str());
+      DiscardTemporary(temp_, path_);
       return done;
     }
     return CommitTemporary(temp_, path_);
@@ -302,8 +349,25 @@ absl::StatusOr<std::string> WritePathFor(const std::string& path) {
     return absl::InvalidArgumentError(
         absl::StrCat("\"", path, "\" names a directory, not a file"));
   }
-  return absl::StrCat(dir, slash == std::string::npos ? "/" : "", ".", name,
-                      ".", getpid(), ".tmp");
+  std::string temp = absl::StrCat(dir, slash == std::string::npos ? "/" : "",
+                                  ".", name, ".", getpid(), ".tmp");
+  RegisterTemporary(temp);
+  return temp;
+}
+
+void DiscardTemporary(const std::string& temp, const std::string& path) {
+  if (temp == path) return;
+  std::remove(temp.c_str());
+  UnregisterTemporary(temp);
+}
+
+void RemoveTemporariesOnSignals() {
+  struct sigaction action = {};
+  action.sa_handler = RemoveTemporariesAndDie;
+  sigemptyset(&action.sa_mask);
+  for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    sigaction(signal_number, &action, nullptr);
+  }
 }
 
 absl::Status CommitTemporary(const std::string& temp, const std::string& path) {
@@ -317,6 +381,7 @@ absl::Status CommitTemporary(const std::string& temp, const std::string& path) {
     done = IoError(path);
   }
   if (!done.ok()) std::remove(temp.c_str());
+  UnregisterTemporary(temp);
   return done;
 }
 

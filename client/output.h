@@ -62,6 +62,15 @@ absl::StatusOr<std::string> WritePathFor(const std::string& path);
 // temp is path.
 absl::Status CommitTemporary(const std::string& temp, const std::string& path);
 
+// Removes `temp` (from WritePathFor) when it is not `path` itself: the
+// write failed and `path` keeps what it held.
+void DiscardTemporary(const std::string& temp, const std::string& path);
+
+// Makes SIGINT, SIGTERM and SIGHUP remove the temporary files being
+// written (from WritePathFor until they are committed or discarded)
+// before the process dies of the signal. Call once, at start.
+void RemoveTemporariesOnSignals();
+
 // The file name ending of a format: "csv", "jsonl", "ply" or "raw".
 const char* FormatExtension(Format format);
 

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -62,25 +64,31 @@ class Canvas {
       return absl::InvalidArgumentError(
           absl::StrCat("--preview: ", target.status().message()));
     }
-    absl::Status written = SaveTo(*target);
+    absl::Status written = SaveTo(*target, path);
     if (!written.ok()) {
-      if (*target != path) std::remove(target->c_str());
+      DiscardTemporary(*target, path);
       return written;
     }
     return CommitTemporary(*target, path);
   }
 
  private:
-  absl::Status SaveTo(const std::string& path) const {
+  // Writes the picture to `path`; errors name `shown` (the file the user
+  // asked for, not its temporary stand-in) and why.
+  absl::Status SaveTo(const std::string& path, const std::string& shown) const {
     std::FILE* file = std::fopen(path.c_str(), "wb");
-    if (file == nullptr) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+    if (file == nullptr) {
+      return absl::UnavailableError(absl::StrCat(
+          "--preview: cannot write ", shown, ": ", std::strerror(errno)));
+    }
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr,
                                               nullptr);
     png_infop info = png_create_info_struct(png);
     if (setjmp(png_jmpbuf(png))) {
       png_destroy_write_struct(&png, &info);
       std::fclose(file);
-      return absl::UnavailableError(absl::StrCat("cannot write PNG ", path));
+      return absl::UnavailableError(
+          absl::StrCat("--preview: cannot write the PNG ", shown));
     }
     png_init_io(png, file);
     png_set_IHDR(png, info, static_cast<png_uint_32>(width_),
@@ -94,9 +102,10 @@ class Canvas {
     }
     png_write_end(png, nullptr);
     png_destroy_write_struct(&png, &info);
-    return std::fclose(file) == 0
-               ? absl::OkStatus()
-               : absl::UnavailableError(absl::StrCat("cannot write ", path));
+    return std::fclose(file) == 0 ? absl::OkStatus()
+                                  : absl::UnavailableError(absl::StrCat(
+                                        "--preview: cannot write ", shown, ": ",
+                                        std::strerror(errno)));
   }
 
   int width_, height_;

@@ -5,12 +5,16 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <png.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <tuple>
@@ -147,8 +151,6 @@ TEST(CliTest, EveryFormatRoundTrips) {
   EXPECT_EQ(to_stdout.out, Slurp(csv));
 }
 
-// A run that fails leaves the file --out names as it was, and no
-// temporary file beside it.
 // The names in a directory, sorted ("." and ".." too); empty when it
 // cannot be read.
 std::vector<std::string> ListDir(const std::string& dir) {
@@ -161,6 +163,8 @@ std::vector<std::string> ListDir(const std::string& dir) {
   return names;
 }
 
+// A run that fails leaves the file --out names as it was, and no
+// temporary file beside it.
 TEST(CliTest, AFailedRunLeavesTheOutputFileAsItWas) {
   const std::string dir = Temp("keep");
   ASSERT_EQ(mkdir(dir.c_str(), 0777), 0);
@@ -181,6 +185,59 @@ TEST(CliTest, AFailedRunLeavesTheOutputFileAsItWas) {
   EXPECT_EQ(Slurp(out), "the points of an earlier run\n");
   EXPECT_EQ(ListDir(dir),
             (std::vector<std::string>{".", "..", "bad.json", "points.csv"}));
+}
+
+// Ctrl-C or SIGTERM in the middle of a run: no destructor runs, and the
+// hidden temporary file (hundreds of MB, under a name with the process id
+// that no later run reuses) was left behind. Now the signal removes it,
+// the old file stays, and the process still dies of the signal.
+TEST(CliTest, AnInterruptedRunLeavesNoTemporaryFile) {
+  for (const int signal_number : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(strsignal(signal_number));
+    const std::string dir = Temp(absl::StrCat("interrupted_", signal_number));
+    ASSERT_EQ(mkdir(dir.c_str(), 0777), 0);
+    const std::string out = dir + "/points.csv";
+    {
+      std::ofstream old(out);
+      old << "the points of an earlier run\n";
+    }
+    const std::string job = dir + "/big.json";
+    {
+      // About 6 M points: seconds of writing, even in release builds.
+      std::ofstream big(job);
+      big << R"({"request": {"region": {"box": {"min": [0, 0], "max": [5000, 5000]}},
+                 "layers": [{"id": 1, "spacing": 2}]}})";
+    }
+    std::vector<std::string> args = {SCATTER_PATH, "run", job, "--local",
+                                     "--out=" + out};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    ASSERT_EQ(
+        posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+    // Until the temporary file is there and growing.
+    const absl::Time give_up = absl::Now() + absl::Seconds(60);
+    bool writing = false;
+    while (!writing && absl::Now() < give_up) {
+      for (const std::string& name : ListDir(dir)) {
+        struct stat info;
+        writing |= name.rfind(".points.csv.", 0) == 0 &&
+                   stat((dir + "/" + name).c_str(), &info) == 0 &&
+                   info.st_size > 0;
+      }
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    ASSERT_TRUE(writing) << "no temporary file appeared";
+    kill(pid, signal_number);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal_number)
+        << "status " << status;
+    EXPECT_EQ(Slurp(out), "the points of an earlier run\n");
+    EXPECT_EQ(ListDir(dir),
+              (std::vector<std::string>{".", "..", "big.json", "points.csv"}));
+  }
 }
 
 // A run that makes no point still writes a whole file of its dimensions:
