@@ -71,7 +71,7 @@ def main():
                         choices=["dense", "classic", "jittered", "uniform"])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-points", type=int, default=0,
-                        help="stop after this many points (0: no limit)")
+                        help="stop after this many points (0: the server's limit)")
     parser.add_argument("--count", type=int, default=1000,
                         help="points for --method uniform")
     parser.add_argument("--timeout", type=float, default=60.0,
@@ -80,14 +80,21 @@ def main():
 
     import grpc  # Debian: python3-grpcio
     pb, pb_grpc = load_stubs()
-    values = [float(v) for v in args.box.split(",")]
+    try:
+        values = [float(v) for v in args.box.split(",")]
+    except ValueError:
+        parser.error("--box needs 4 or 6 numbers, got %r" % args.box)
     if len(values) not in (4, 6):
         parser.error("--box needs 4 or 6 numbers")
     dims = len(values) // 2
     if args.count < 1:
         parser.error("--count must be >= 1")
-    if not args.timeout > 0:
-        parser.error("--timeout must be > 0")
+    if not 0 <= args.seed < 2**64:
+        parser.error("--seed must be in [0, 2^64)")
+    if not 0 <= args.max_points < 2**64:
+        parser.error("--max-points must be in [0, 2^64)")
+    if not 0 < args.timeout < float("inf"):
+        parser.error("--timeout must be > 0 and finite")
     request = pb.ScatterRequest(seed=args.seed, max_points=args.max_points)
     request.region.box.min.extend(values[:dims])
     request.region.box.max.extend(values[dims:])
@@ -100,12 +107,22 @@ def main():
         stub = pb_grpc.ScatterServiceStub(channel)
         out = sys.stdout
         points = Points(stub, request, args.timeout)
+        written = 0
         try:
             for d, coords, layers, ids in points:
                 for i in range(len(ids)):
                     xyz = ",".join(repr(c) for c in coords[i * d:(i + 1) * d])
                     out.write("%s,%d,%d\n" % (xyz, layers[i], ids[i]))
+                written += len(ids)
         except grpc.RpcError as e:
+            # --max-points is the request's own cap: reaching it is what
+            # was asked for, and the stream ends there without a summary.
+            if (args.max_points > 0 and written == args.max_points and
+                    e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and
+                    "(the request's own)" in (e.details() or "")):
+                print("summary: %d points, the --max-points cap" % written,
+                      file=sys.stderr)
+                return 0
             print("scatter: %s: %s" % (e.code().name, e.details()), file=sys.stderr)
             return 1
         s = points.summary

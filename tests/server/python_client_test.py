@@ -67,9 +67,21 @@ def check_points_script(port):
             assert 0 <= float(x) < 20 and 0 <= float(y) < 20, line
         assert "summary: 123 points" in run.stderr, run.stderr
         assert os.listdir(tmp) == [], os.listdir(tmp)
-        bad = subprocess.run(["/usr/bin/python3", script, "--count=0"], env=env,
-                             capture_output=True, text=True, timeout=60)
-        assert bad.returncode == 2 and "--count must be >= 1" in bad.stderr, bad.stderr
+        # --max-points is a cap the caller asked for: reaching it succeeds.
+        capped = subprocess.run(
+            ["/usr/bin/python3", script, "--address=127.0.0.1:%d" % port,
+             "--box=0,0,20,20", "--spacing=1", "--max-points=5", "--timeout=20"],
+            env=env, capture_output=True, text=True, timeout=60)
+        assert capped.returncode == 0, capped.stderr
+        assert len(capped.stdout.splitlines()) == 5, capped.stdout
+        assert "summary: 5 points, the --max-points cap" in capped.stderr, capped.stderr
+        for flags, message in ((["--count=0"], "--count must be >= 1"),
+                               (["--seed=-1"], "--seed must be in [0, 2^64)"),
+                               (["--box=0,0,a,1"], "--box needs 4 or 6 numbers"),
+                               (["--timeout=inf"], "--timeout must be > 0 and finite")):
+            bad = subprocess.run(["/usr/bin/python3", script] + flags, env=env,
+                                 capture_output=True, text=True, timeout=60)
+            assert bad.returncode == 2 and message in bad.stderr, (flags, bad.stderr)
 
 
 def main():
