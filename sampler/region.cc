@@ -5,11 +5,32 @@
 #include <cstdint>
 #include <utility>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "sampler/box_distance.h"
 
 namespace scatter::sampler {
 namespace internal {
+
+// The caller's stop predicate during an index build: asked once every
+// kEvery steps (a cell an edge may cross, a row an edge spans, a cell of
+// a row; each well under a microsecond), and a yes is kept.
+struct BuildPoll {
+  static constexpr std::int64_t kEvery = 4096;
+  absl::FunctionRef<bool()> stop;
+  std::int64_t since = 0;
+  bool stopped = false;
+
+  // Whether to stop, before `steps` more steps.
+  bool operator()(std::int64_t steps = 1) {
+    if (stopped) return true;
+    since += steps;
+    if (since < kEvery) return false;
+    since = 0;
+    stopped = stop();
+    return stopped;
+  }
+};
 
 // Polygons indexed for point-in-polygon queries. A uniform grid over the
 // bounds lists, per cell, the edges that touch it, and stores the winding
@@ -19,8 +40,10 @@ namespace internal {
 // in that cell: a few edges whatever the polygon's size.
 class PolygonIndex {
  public:
+  // Polls `stop` now and then (BuildPoll); when it says stop, the build
+  // ends at once and stopped() is true (the index is unusable).
   PolygonIndex(std::vector<std::array<double, 4>> edges, FillRule rule,
-               const Box& bounds)
+               const Box& bounds, BuildPoll& poll)
       : rule_(rule), edges_(std::move(edges)) {
     // About eight cells per edge: long, jagged edges (a coastline's) cross
     // many cells, and smaller cells keep each list short. Edges that are
@@ -34,12 +57,16 @@ class PolygonIndex {
                                static_cast<double>(kMaxCells));
     for (;;) {
       SetGrid(bounds, target);
-      if (BuildCellLists(cap) || target <= 1) break;
+      if (BuildCellLists(cap, poll) || target <= 1 || poll.stopped) break;
       target = std::max(1.0, target / 16);
     }
-    BuildCentreWindings();
-    BuildClearBlocks();
+    if (!poll.stopped) BuildCentreWindings(poll);
+    if (!poll.stopped) BuildClearBlocks(poll);
+    stopped_ = poll.stopped;
   }
+
+  // The build was stopped by the caller's predicate.
+  bool stopped() const { return stopped_; }
 
   // Heap bytes held: the edges, the cell lists and the per-cell tables.
   std::size_t Bytes() const {
@@ -225,7 +252,7 @@ class PolygonIndex {
 
   // The cell lists of the grid SetGrid chose. False, having built nothing,
   // when they would hold more than `cap` (cell, edge) pairs.
-  bool BuildCellLists(std::size_t cap) {
+  bool BuildCellLists(std::size_t cap, BuildPoll& poll) {
     const std::size_t cells = static_cast<std::size_t>(gx_ * gy_);
     std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;  // cell, edge
     pairs.reserve(std::min(edges_.size() * 3, cap));
@@ -263,6 +290,7 @@ class PolygonIndex {
           r0 = std::max(i0, Clamp((std::min(xa, xb) - x0_) / cw_, gx_) - 1);
           r1 = std::min(i1, Clamp((std::max(xa, xb) - x0_) / cw_, gx_) + 1);
         }
+        if (poll(r1 - r0 + 1)) return false;
         for (std::int64_t i = r0; i <= r1; ++i) {
           if (SegmentTouchesCell(e, i, j)) {
             pairs.emplace_back(static_cast<std::uint32_t>(j * gx_ + i),
@@ -272,13 +300,24 @@ class PolygonIndex {
         if (pairs.size() > cap) return false;
       }
     }
+    // Big arrays are first touched page by page (about 3 us a page on some
+    // guests): the predicate is asked after each.
     cell_begin_.assign(cells + 1, 0);
-    for (const auto& [cell, edge] : pairs) ++cell_begin_[cell + 1];
+    if (poll(BuildPoll::kEvery)) return false;
+    for (const auto& [cell, edge] : pairs) {
+      if (poll()) return false;
+      ++cell_begin_[cell + 1];
+    }
     for (std::size_t c = 0; c < cells; ++c)
       cell_begin_[c + 1] += cell_begin_[c];
     cell_edges_.resize(pairs.size());
+    if (poll(BuildPoll::kEvery)) return false;
     std::vector<std::uint32_t> fill(cell_begin_.begin(), cell_begin_.end() - 1);
-    for (const auto& [cell, edge] : pairs) cell_edges_[fill[cell]++] = edge;
+    if (poll(BuildPoll::kEvery)) return false;
+    for (const auto& [cell, edge] : pairs) {
+      if (poll()) return false;
+      cell_edges_[fill[cell]++] = edge;
+    }
     return true;
   }
 
@@ -288,7 +327,7 @@ class PolygonIndex {
   // counter-clockwise outer rings). An edge counts for a line when one end
   // is at or below it and the other above: the usual half-open rule, so a
   // vertex on the line counts once.
-  void BuildCentreWindings() {
+  void BuildCentreWindings(BuildPoll& poll) {
     std::vector<std::vector<std::pair<double, int>>> rows(
         static_cast<std::size_t>(gy_));
     for (const std::array<double, 4>& e : edges_) {
@@ -296,6 +335,7 @@ class PolygonIndex {
       const double yhi = std::max(e[1], e[3]);
       const std::int64_t j0 = Clamp((ylo - y0_) / ch_ - kRefY - 1, gy_);
       const std::int64_t j1 = Clamp((yhi - y0_) / ch_ - kRefY + 1, gy_);
+      if (poll(j1 - j0 + 1)) return;
       for (std::int64_t j = j0; j <= j1; ++j) {
         const double y = y0_ + (static_cast<double>(j) + kRefY) * ch_;
         if ((e[1] <= y) == (e[3] <= y)) continue;
@@ -304,7 +344,9 @@ class PolygonIndex {
       }
     }
     centre_winding_.assign(static_cast<std::size_t>(gx_ * gy_), 0);
+    if (poll(BuildPoll::kEvery)) return;
     for (std::int64_t j = 0; j < gy_; ++j) {
+      if (poll(gx_)) return;
       auto& row = rows[static_cast<std::size_t>(j)];
       std::sort(row.begin(), row.end());
       int winding = 0;
@@ -322,14 +364,16 @@ class PolygonIndex {
   // Per cell: whether it and its 8 neighbours hold no edge, and then on
   // which side of the rings they all lie (cells beyond the grid hold no
   // edge either).
-  void BuildClearBlocks() {
+  void BuildClearBlocks(BuildPoll& poll) {
     clear_.assign(static_cast<std::size_t>(gx_ * gy_), kNotClear);
+    if (poll(BuildPoll::kEvery)) return;
     auto empty = [&](std::int64_t i, std::int64_t j) {
       if (i < 0 || i >= gx_ || j < 0 || j >= gy_) return true;
       const auto c = static_cast<std::size_t>(j * gx_ + i);
       return cell_begin_[c] == cell_begin_[c + 1];
     };
     for (std::int64_t j = 0; j < gy_; ++j) {
+      if (poll(gx_)) return;
       for (std::int64_t i = 0; i < gx_; ++i) {
         bool clear = true;
         for (std::int64_t dj = -1; dj <= 1; ++dj) {
@@ -352,6 +396,7 @@ class PolygonIndex {
   std::vector<std::uint32_t> cell_edges_;
   std::vector<int> centre_winding_;
   std::vector<std::uint8_t> clear_;  // kNotClear, kClearInside, kClearOutside.
+  bool stopped_ = false;
 };
 
 }  // namespace internal
@@ -395,9 +440,18 @@ absl::StatusOr<Region> Region::Sphere(const Vec& center, double radius) {
 absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
                                         FillRule rule,
                                         std::size_t max_vertices) {
+  return Polygons(rings, rule, max_vertices, [] { return false; });
+}
+
+absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
+                                        FillRule rule, std::size_t max_vertices,
+                                        absl::FunctionRef<bool()> stop) {
   if (rings.empty()) {
     return absl::InvalidArgumentError("rings must hold at least one ring");
   }
+  internal::BuildPoll poll{stop};
+  const absl::Status stopped = absl::CancelledError(
+      "building the polygons' index stopped by the caller");
   std::size_t total = 0;
   for (const Ring& ring : rings) total += ring.size();
   if (total > max_vertices) {
@@ -415,6 +469,7 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
     std::vector<std::array<double, 2>> v;
     v.reserve(rings[r].size());
     for (std::size_t k = 0; k < rings[r].size(); ++k) {
+      if (poll()) return stopped;
       const std::array<double, 2>& p = rings[r][k];
       if (!std::isfinite(p[0]) || !std::isfinite(p[1])) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -433,8 +488,9 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
     }
     double area2 = 0;  // Twice the signed area (shoelace).
     for (std::size_t k = 0; k < v.size(); ++k) {
+      if (poll()) return stopped;
       const std::array<double, 2>& a = v[k];
-      const std::array<double, 2>& b = v[(k + 1) % v.size()];
+      const std::array<double, 2>& b = k + 1 < v.size() ? v[k + 1] : v[0];
       area2 += a[0] * b[1] - b[0] * a[1];
       edges.push_back({a[0], a[1], b[0], b[1]});
       for (int c = 0; c < 2; ++c) {
@@ -463,9 +519,11 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
       2, {lo[0], lo[1], 0},
       {std::nextafter(hi[0], HUGE_VAL), std::nextafter(hi[1], HUGE_VAL), 0});
   if (!bounds.ok()) return bounds.status();
+  auto index = std::make_shared<const internal::PolygonIndex>(
+      std::move(edges), rule, *bounds, poll);
+  if (index->stopped()) return stopped;
   Region region(Kind::kPolygons, *bounds);
-  region.polygons_ = std::make_shared<const internal::PolygonIndex>(
-      std::move(edges), rule, *bounds);
+  region.polygons_ = std::move(index);
   return region;
 }
 

@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "sampler/box.h"
@@ -53,6 +54,13 @@ class Region {
   static absl::StatusOr<Region> Polygons(
       absl::Span<const Ring> rings, FillRule rule = FillRule::kEvenOdd,
       std::size_t max_vertices = std::size_t{1} << 24);
+  // The same, polling `stop` now and then while it builds the index (a
+  // few seconds for millions of vertices): Cancelled, having kept nothing,
+  // when it says stop.
+  static absl::StatusOr<Region> Polygons(absl::Span<const Ring> rings,
+                                         FillRule rule,
+                                         std::size_t max_vertices,
+                                         absl::FunctionRef<bool()> stop);
 
   // This region with a mask: places where `mask` samples below
   // `threshold`, or that lie outside the mask's rectangle, are left out (in

@@ -311,6 +311,43 @@ TEST(RegionTest, EdgesThroughTheMiddlesOfCellsAreCounted) {
                           FillRule::kNonZero, 4000);
 }
 
+// The build asks the caller's predicate now and then, over the whole of
+// it (the rings' checks, the cell lists, the windings): a yes at any of
+// those asks ends it with Cancelled, and a predicate that never says yes
+// gives the same region as no predicate.
+TEST(RegionTest, ABuildStopsWhenTheCallerSaysStop) {
+  const Ring star = Star(0, 0, 1, 2, 20000, 3);
+  int asks = 0;
+  absl::StatusOr<Region> whole =
+      Region::Polygons({star}, FillRule::kNonZero, std::size_t{1} << 24, [&] {
+        ++asks;
+        return false;
+      });
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  // One ask per 4096 steps: 20 000 vertices checked, as many edges, each
+  // across a line of cells (this star's edges jump between radii 1 and 2),
+  // and rows of cells. (About a thousand asks here.)
+  EXPECT_GT(asks, 20);
+  const absl::StatusOr<Region> plain =
+      Region::Polygons({star}, FillRule::kNonZero);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(whole->IndexBytes(), plain->IndexBytes());
+  CounterRng rng(11);
+  for (int i = 0; i < 20000; ++i) {
+    const double p[2] = {4 * rng.Uniform01() - 2, 4 * rng.Uniform01() - 2};
+    ASSERT_EQ(whole->Contains(p), plain->Contains(p)) << p[0] << ", " << p[1];
+  }
+  for (int stop_at : {1, asks / 4, asks / 2, asks - 1, asks}) {
+    int seen = 0;
+    const absl::StatusOr<Region> stopped =
+        Region::Polygons({star}, FillRule::kNonZero, std::size_t{1} << 24,
+                         [&] { return ++seen >= stop_at; });
+    EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled)
+        << "stop at ask " << stop_at;
+    EXPECT_EQ(seen, stop_at);
+  }
+}
+
 TEST(RegionTest, TooManyVerticesIsResourceExhausted) {
   absl::StatusOr<Region> region =
       Region::Polygons({Star(0, 0, 1, 2, 100, 1)}, FillRule::kEvenOdd,
