@@ -49,6 +49,14 @@ absl::StatusOr<LayeredSampler> LayeredSampler::Create(
   if (layers.empty()) {
     return absl::InvalidArgumentError("layers must hold at least one layer");
   }
+  // The shared options first, with a layer that checks nothing of its own
+  // (one uniform point), so that their errors name them and no layer.
+  LayerSpec probe;
+  probe.options.method = Method::kUniform;
+  probe.options.count = 1;
+  absl::StatusOr<Sampler> shared_alone =
+      Sampler::Create(region, LayerOptions(probe, shared));
+  if (!shared_alone.ok()) return shared_alone.status();
   std::set<std::uint32_t> seen;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     if (!seen.insert(layers[i].layer).second) {
@@ -66,33 +74,19 @@ absl::StatusOr<LayeredSampler> LayeredSampler::Create(
     // Keep the resolved options (footprint default and the like).
     layers[i].options = alone->options();
   }
-  // Two layers keep the sum of their footprints apart (a density layer's
-  // footprint goes up to radius_max / 2): the sum must be a number.
-  auto largest_footprint = [](const SamplerOptions& o) {
-    return o.density != nullptr && o.footprint == 0 ? o.radius_max / 2
-                                                    : o.footprint;
-  };
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    for (std::size_t j = i + 1; j < layers.size(); ++j) {
-      const double a = largest_footprint(layers[i].options);
-      const double b = largest_footprint(layers[j].options);
-      if (!std::isfinite(a + b)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "layers[", i, "] and layers[", j, "]: footprints ", a, " and ", b,
-            " add up past the largest double"));
-      }
-    }
-  }
+  // Two layers keep the sum of their footprints apart; each footprint is at
+  // most kMaxRadius (Sampler::Create checked it, and a density layer's
+  // goes up to radius_max / 2), so the sum and its square are numbers.
   for (std::size_t k = 0; k < overrides.size(); ++k) {
     const ClearanceOverride& o = overrides[k];
     if (seen.count(o.a) == 0 || seen.count(o.b) == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           "overrides[", k, "]: unknown layer ", seen.count(o.a) ? o.b : o.a));
     }
-    if (!std::isfinite(o.clearance) || o.clearance < 0) {
+    if (!(o.clearance >= 0 && o.clearance <= kMaxRadius)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "overrides[", k, "].clearance must be finite and >= 0, got ",
-          o.clearance));
+          "overrides[", k, "].clearance must be in [0, ", kMaxRadius,
+          "] (distances are compared squared), got ", o.clearance));
     }
   }
   std::stable_sort(layers.begin(), layers.end(),

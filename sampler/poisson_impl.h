@@ -131,12 +131,19 @@ class PoissonRun {
       cells_ *= static_cast<std::uint64_t>(n_[a]);
     }
 
+    // Dense candidates sit at r (1 + eps) from their parent; far from the
+    // origin a coordinate rounds by more than eps r (1e-7 r by default),
+    // and a candidate would fall within r of its own parent. There eps
+    // grows to twice the rounding (CoordinateSlack): the same points
+    // wherever the doubles are fine enough (a box within about 5e7 r of
+    // the origin), and a dense pattern, not gap filling alone, beyond.
+    const double slack = CoordinateSlack(lo_, hi_, D);
+    const double eps = std::max(options.dense_epsilon, 2 * slack / r_);
     // The farthest a point that conflicts with some candidate can be from
     // the active point: candidate distance plus r.
-    const double reach =
-        dense_ ? r_ * (1 + options.dense_epsilon) * (1 + 1e-9) : 2 * r_;
-    gather_bound_ = (reach + r_) * kBoundSlack;
-    reach_ = reach * kBoundSlack;
+    const double reach = dense_ ? r_ * (1 + eps) * (1 + 1e-9) : 2 * r_;
+    gather_bound_ = (reach + r_) * kBoundSlack + slack;
+    reach_ = reach * kBoundSlack + slack;
     near_bound_ = (reach * 0.5 + r_) * kBoundSlack;
 
     if (dense_) {
@@ -147,7 +154,7 @@ class PoissonRun {
         sphere_ = SphereDirections(attempts_);
         woken_sphere_ = SphereDirections(kWokenDirections * attempts_);
       }
-      step_ = r_ * (1 + options.dense_epsilon);
+      step_ = r_ * (1 + eps);
     }
   }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "sampler/batch_writer.h"
 #include "sampler/methods.h"
 #include "sampler/obstacles.h"
@@ -42,6 +43,26 @@ absl::Status ValidateCandidates(SamplerOptions* o) {
   return absl::OkStatus();
 }
 
+// Doubles are 2^-52 of their magnitude apart: where the box's coordinates
+// reach m, a point can only move by steps of that size. Poisson runs need
+// steps far finer than the radius (the gap search splits cells into 64ths;
+// a candidate rounds by a step), so coordinates must stay under
+// radius * 2^43, where steps are radius / 1024 (at 2^46 a dense run put
+// points on the box's far face and pairs 2 % closer than r).
+absl::Status CheckCoordinateSteps(const Box& box, double r,
+                                  absl::string_view radius_name) {
+  double m = 0;
+  for (int a = 0; a < box.dims(); ++a) {
+    m = std::max({m, std::abs(box.min(a)), std::abs(box.max(a))});
+  }
+  const double step = std::nextafter(m, HUGE_VAL) - m;
+  if (step <= r / 1024) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the region's coordinates reach ", m, ", where doubles are ", step,
+      " apart, over ", radius_name, " / 1024 = ", r / 1024,
+      ": move the region nearer the origin, or use a larger ", radius_name));
+}
+
 absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
   if (!(o->radius >= kMinRadius && o->radius <= kMaxRadius)) {
     return absl::InvalidArgumentError(
@@ -50,6 +71,8 @@ absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
   }
   absl::Status candidates = ValidateCandidates(o);
   if (!candidates.ok()) return candidates;
+  absl::Status steps = CheckCoordinateSteps(box, o->radius, "radius");
+  if (!steps.ok()) return steps;
   const double grid_bytes = EstimatedRunBytes(box, *o);
   if (grid_bytes > static_cast<double>(o->max_memory_bytes)) {
     return absl::ResourceExhaustedError(
@@ -93,6 +116,8 @@ absl::Status ValidateVariable(const Box& box, SamplerOptions* o) {
   }
   absl::Status candidates = ValidateCandidates(o);
   if (!candidates.ok()) return candidates;
+  absl::Status steps = CheckCoordinateSteps(box, o->radius_min, "radius_min");
+  if (!steps.ok()) return steps;
   const internal::VariableEstimate e = internal::EstimateVariablePoisson(
       box, *o->density, o->radius_min, o->radius_max);
   if (e.bytes > static_cast<double>(o->max_memory_bytes)) {
@@ -127,10 +152,10 @@ absl::Status ValidateObstacles(int dims, SamplerOptions* o) {
             "obstacles[", k, "].center must be finite, got ", ob.center[a]));
       }
     }
-    if (!std::isfinite(ob.radius) || ob.radius < 0) {
+    if (!(ob.radius >= 0 && ob.radius <= kMaxRadius)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("obstacles[", k,
-                       "].radius must be finite and >= 0, got ", ob.radius));
+          absl::StrCat("obstacles[", k, "].radius must be in [0, ", kMaxRadius,
+                       "] (distances are compared squared), got ", ob.radius));
     }
     if (ob.same_layer) {
       // A point of this layer: its radius is one the layer can have.
@@ -154,9 +179,10 @@ absl::Status ValidateObstacles(int dims, SamplerOptions* o) {
           ob.wake_generation));
     }
   }
-  if (!std::isfinite(o->footprint) || o->footprint < 0) {
+  if (!(o->footprint >= 0 && o->footprint <= kMaxRadius)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("footprint must be finite and >= 0, got ", o->footprint));
+        absl::StrCat("footprint must be in [0, ", kMaxRadius,
+                     "] (distances are compared squared), got ", o->footprint));
   }
   // With a density raster, 0 stays: each point's footprint is r(x) / 2.
   if (o->footprint == 0 && o->density == nullptr) {

@@ -37,10 +37,12 @@ absl::Status RunUniform(const Region& region, const ObstacleIndex& obstacles,
     std::uint64_t draws = 0;
     do {
       if (++draws > kMaxDraws) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "uniform: no place found in the region clear of the obstacles "
-            "after ",
-            kMaxDraws, " draws for point ", i));
+        return absl::InvalidArgumentError(
+            absl::StrCat("uniform: no place found inside the region",
+                         region.IsBox() ? "" : " (its shape and mask)",
+                         obstacles.empty() ? "" : " clear of the obstacles",
+                         " after ", kMaxDraws, " draws for point ", i,
+                         ": is there room for points at all?"));
       }
       if (++since_poll == kPollEvery) {
         since_poll = 0;

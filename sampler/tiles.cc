@@ -1053,13 +1053,15 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
           "tile (", tiles[begin].x, ", ", tiles[begin].y, ") needs ",
           todo.size(), " generators or more (", spec_.layers.size(),
           " layers: each reads the layer before over the 3 x 3 tiles around "
-          "it), which could make ", planned, " points or more (",
+          "it), which could make ",
+          planned, " points or more (",
           dims_ == 2 ? "2 / (sqrt(3) r^2) per unit area"
                      : "sqrt(2) / r^3 per unit volume",
           " over each grown tile), over the limit max_points = ",
           limit < 0x1p64 ? absl::StrCat(static_cast<std::uint64_t>(limit))
                          : absl::StrCat(limit),
-          "; use fewer layers"));
+          spec_.layers.size() > 1 ? "; use fewer layers or a smaller tile_size"
+                                  : "; use a smaller tile_size"));
     }
     const std::vector<GeneratorKey> list(todo.begin(), todo.end());
     absl::StatusOr<ChunkResult> served =

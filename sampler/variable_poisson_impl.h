@@ -310,6 +310,10 @@ class VariableRun {
       }
     }
     max_extra_ = per_point_footprint_ ? field_.r_max / 2 : 0;
+    coordinate_slack_ = CoordinateSlack(lo_, hi_, D);
+    // Far from the origin, dense candidates need more room than eps r to
+    // clear their parent after rounding (see PoissonRun).
+    eps_ = std::max(eps_, 2 * coordinate_slack_ / field_.r_min);
   }
 
   absl::Status Run() {
@@ -1013,7 +1017,7 @@ class VariableRun {
     // bounded again.
     const bool moves = hi0 > r;
     const double max_step = moves ? hi0 * (1 + eps_) * 1.05 : step;
-    const double rho = max_step * kBoundSlack;
+    const double rho = max_step * kBoundSlack + coordinate_slack_;
     const double rc_hi = moves ? MaxRadiusNear(p, rho) : hi0;
     const bool interior = InteriorWithin(p, rho);
     Gather(p, rho, rc_hi);
@@ -1058,7 +1062,7 @@ class VariableRun {
   // retires after a visit of k failures. One gather serves every visit
   // (accepted candidates join the list).
   void VisitClassic(const double* p, double r, std::uint64_t index) {
-    const double rho = 2 * r * kBoundSlack;
+    const double rho = 2 * r * kBoundSlack + coordinate_slack_;
     const double rc_hi = MaxRadiusNear(p, rho);
     const bool interior = InteriorWithin(p, rho);
     Gather(p, rho, rc_hi);
@@ -1609,6 +1613,7 @@ class VariableRun {
   std::size_t list_size_ = 0;
 
   bool obstacles_marked_ = false;  // Obstacles marked some level's cover.
+  double coordinate_slack_ = 0;    // CoordinateSlack of the bounds.
   std::vector<double> gap_lists_[kMaxGapDepth + 1];
   // What gap level 0 holds (GatherForCell): the list for block
   // gap_block_ of level gap_block_level_ (none when -1), gathered with

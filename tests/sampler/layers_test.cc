@@ -161,16 +161,24 @@ TEST(LayersTest, EarlierLayersPointsDoNotCountAsObstacles) {
       << crowded.status();
 }
 
-// Footprints whose sum is not a number are refused up front, not halfway
-// through the run.
-TEST(LayersTest, FootprintsThatSumPastADoubleAreRefused) {
+// Footprints and clearances are compared squared: past 1e150 they are
+// refused up front, naming the layer or the override, not halfway through
+// the run.
+TEST(LayersTest, FootprintsAndClearancesPastTheSquaredRangeAreRefused) {
   const Region square = *Region::Polygons({test::Square(0, 0, 40, 40)});
   absl::StatusOr<LayeredSampler> sampler = LayeredSampler::Create(
       square, {Layer(1, 2, 1e308), Layer(2, 1, 1e308)}, SamplerOptions(), {});
   EXPECT_EQ(sampler.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(sampler.status().message().find(
-                "layers[0] and layers[1]: footprints 1e+308 and 1e+308 add up "
-                "past the largest double"),
+                "layers[0]: footprint must be in [0, 1e+150]"),
+            std::string::npos)
+      << sampler.status();
+  sampler =
+      LayeredSampler::Create(square, {Layer(1, 2, 1e150), Layer(2, 1, 1e150)},
+                             SamplerOptions(), {{1, 2, 2e150}});
+  EXPECT_EQ(sampler.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(sampler.status().message().find(
+                "overrides[0].clearance must be in [0, 1e+150]"),
             std::string::npos)
       << sampler.status();
 }
@@ -195,6 +203,15 @@ TEST(LayersTest, BadLayersAreInvalidArgumentNamingTheLayer) {
             std::string::npos);
   EXPECT_EQ(LayeredSampler::Create(square, {}, shared).status().code(),
             absl::StatusCode::kInvalidArgument);
+  // The shared options' errors name them, not the first layer (a layer's
+  // own obstacles are not used: every layer has the shared ones).
+  SamplerOptions bad_shared;
+  bad_shared.obstacles.push_back({{1, 1, 0}, -1});
+  absl::StatusOr<LayeredSampler> shared_error = LayeredSampler::Create(
+      square, {Layer(1, 2, 0), Layer(2, 1, 0)}, bad_shared);
+  EXPECT_EQ(shared_error.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(shared_error.status().message().find("obstacles[0].radius"), 0u)
+      << shared_error.status();
 }
 
 }  // namespace

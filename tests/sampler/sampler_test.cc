@@ -581,6 +581,106 @@ TEST(SamplerTest, RadiiWhoseSquaresLeaveTheDoublesAreRefused) {
   }
 }
 
+// Obstacle radii and footprints are compared squared too: a clearance
+// whose square was inf let every point through (an obstacle of radius 2e155
+// around the unit box left the jittered grid and Poisson without gap
+// filling placing points inside it). Past 1e150 they are refused, and the
+// largest allowed clearance still keeps the box empty.
+TEST(SamplerTest, ClearancesWhoseSquaresLeaveTheDoublesAreRefused) {
+  for (double length : {2e150, 2e155, 1e300}) {
+    SCOPED_TRACE(absl::StrFormat("length %g", length));
+    SamplerOptions options = PoissonOptions(Method::kPoissonDense);
+    options.obstacles.push_back({{length / 2, 0, 0}, length});
+    ExpectRefused(UnitBox(2), options, absl::StatusCode::kInvalidArgument,
+                  "obstacles[0].radius must be in [0, 1e+150]");
+    options = PoissonOptions(Method::kPoissonDense);
+    options.footprint = length;
+    ExpectRefused(UnitBox(2), options, absl::StatusCode::kInvalidArgument,
+                  "footprint must be in [0, 1e+150]");
+  }
+  for (Method method : {Method::kPoissonDense, Method::kPoissonClassic,
+                        Method::kJitteredGrid}) {
+    for (bool fill_gaps : {true, false}) {
+      SCOPED_TRACE(
+          absl::StrFormat("%s fill_gaps %d", MethodName(method), fill_gaps));
+      SamplerOptions options = PoissonOptions(method);
+      options.cell_size = 0.05;
+      options.fill_gaps = fill_gaps;
+      options.obstacles.push_back({{5e149, 0, 0}, kMaxRadius});
+      options.footprint = kMaxRadius;
+      const PointSet points = RunToEnd(UnitBox(2), options);
+      ASSERT_TRUE(points.status.ok()) << points.status;
+      EXPECT_EQ(points.size(), 0u);
+    }
+  }
+}
+
+// Far from the origin doubles are coarse: at 1e14 with r = 1 (steps of
+// r / 64) a dense run put points on the box's far face and pairs 2 %
+// closer than r. Coordinates may stay under r * 2^43 (steps of r / 1024);
+// there the points stay inside and apart, in 2D and 3D, both packings,
+// with and without gap filling (dense candidates then step out further
+// than r (1 + 1e-7), or they would round onto their parent's disk); from
+// there the box is refused, for variable radius at radius_min.
+TEST(SamplerTest, CoordinatesFarPastTheRadiusAreRefused) {
+  const double r = 1;
+  for (int dims : {2, 3}) {
+    for (const double offset : {1e14, 3e13, 8.8e12}) {
+      SCOPED_TRACE(absl::StrFormat("%dD offset %g", dims, offset));
+      const Box box = *Box::Create(dims, {offset, 0, 0}, {offset + 50, 50, 50});
+      SamplerOptions options = PoissonOptions(Method::kPoissonDense);
+      options.radius = r;
+      ExpectRefused(box, options, absl::StatusCode::kInvalidArgument,
+                    "the region's coordinates reach");
+      options.density = std::make_shared<const Raster>(*Raster::FromRaw(
+          RasterFormat::kU8, 1, 1, {std::uint8_t{128}}, RasterRect{}, 1 << 20));
+      options.radius_min = r;
+      options.radius_max = 2 * r;
+      ExpectRefused(box, options, absl::StatusCode::kInvalidArgument,
+                    "over radius_min / 1024");
+    }
+    for (Method method : kPoissonMethods) {
+      for (bool fill_gaps : {true, false}) {
+        const double offset = 8.7e12;  // Steps of r / 1024.
+        SCOPED_TRACE(absl::StrFormat("%dD %s fill_gaps %d", dims,
+                                     MethodName(method), fill_gaps));
+        const Box box =
+            *Box::Create(dims, {offset, 0, 0}, {offset + 30, 30, 30});
+        SamplerOptions options = PoissonOptions(method);
+        options.radius = r;
+        options.fill_gaps = fill_gaps;
+        const PointSet points = RunToEnd(box, options);
+        ASSERT_TRUE(points.status.ok()) << points.status;
+        EXPECT_GT(points.size(), dims == 2 ? 500u : 5000u);
+        for (std::size_t i = 0; i < points.size(); ++i) {
+          ASSERT_TRUE(box.Contains(&points.coords[i * dims]))
+              << points.coords[i * dims];
+        }
+        absl::StatusOr<MinDistanceReport> report =
+            CheckMinDistance(points.coords, dims, r);
+        ASSERT_TRUE(report.ok()) << report.status();
+        EXPECT_EQ(report->violations, 0u);
+        // And with variable radius, r to 2 r.
+        options.density = std::make_shared<const Raster>(
+            *Raster::FromRaw(RasterFormat::kU8, 1, 1, {std::uint8_t{128}},
+                             RasterRect{offset, 0, offset + 30, 30}, 1 << 20));
+        options.radius_min = r;
+        options.radius_max = 2 * r;
+        const PointSet variable = RunToEnd(box, options);
+        ASSERT_TRUE(variable.status.ok()) << variable.status;
+        EXPECT_GT(variable.size(), dims == 2 ? 150u : 1000u);
+        for (std::size_t i = 0; i < variable.size(); ++i) {
+          ASSERT_TRUE(box.Contains(&variable.coords[i * dims]));
+        }
+        report =
+            CheckMinDistanceVariable(variable.coords, variable.radius, dims);
+        ASSERT_TRUE(report.ok()) << report.status();
+        EXPECT_EQ(report->violations, 0u);
+      }
+    }
+  }
+}
+
 TEST(SamplerTest, NegativeMaxAttemptsIsInvalidArgument) {
   for (Method method : kPoissonMethods) {
     for (int attempts : {-1, std::numeric_limits<int>::min()}) {
