@@ -44,6 +44,12 @@ std::string RadiusRangeRule(double v) {
                       sampler::kMaxRadius,
                       "] (distances are compared squared), got ", v);
 }
+// Footprints, obstacle radii and clearances: 0 is allowed.
+bool InLengthRange(double v) { return v >= 0 && v <= sampler::kMaxRadius; }
+std::string LengthRangeRule(double v) {
+  return absl::StrCat("must be in [0, ", sampler::kMaxRadius,
+                      "] (distances are compared squared), got ", v);
+}
 
 using Pinned = std::vector<std::shared_ptr<const sampler::Raster>>;
 
@@ -96,7 +102,8 @@ absl::StatusOr<sampler::Ring> ToRing(
 
 absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
                                         double smallest_spacing,
-                                        const Limits& limits) {
+                                        const Limits& limits,
+                                        absl::FunctionRef<bool()> stop) {
   switch (region.shape_case()) {
     case v1::Region::kBox: {
       const v1::Box& box = region.box();
@@ -167,6 +174,10 @@ absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
         absl::StatusOr<sampler::Ring> points =
             ToRing(absl::StrCat(field, ".xy"), spline.xy());
         if (!points.ok()) return points.status();
+        if (!v1::SplineKind_IsValid(spline.kind())) {
+          return Invalid(absl::StrCat(field, ".kind"),
+                         absl::StrCat("unknown spline kind ", spline.kind()));
+        }
         sampler::Spline curve;
         curve.kind = spline.kind() == v1::SPLINE_KIND_BEZIER
                          ? sampler::SplineKind::kBezier
@@ -178,12 +189,17 @@ absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
         vertices += ring->size();
         rings.push_back(*std::move(ring));
       }
+      if (!v1::FillRule_IsValid(polygons.fill_rule())) {
+        return Invalid(
+            "region.polygons.fill_rule",
+            absl::StrCat("unknown fill rule ", polygons.fill_rule()));
+      }
       const sampler::FillRule rule =
           polygons.fill_rule() == v1::FILL_RULE_NONZERO
               ? sampler::FillRule::kNonZero
               : sampler::FillRule::kEvenOdd;
-      absl::StatusOr<sampler::Region> made =
-          sampler::Region::Polygons(rings, rule, limits.max_polygon_vertices);
+      absl::StatusOr<sampler::Region> made = sampler::Region::Polygons(
+          rings, rule, limits.max_polygon_vertices, stop);
       if (!made.ok()) {
         // The sampler says "rings[i]: ..." over the rings and then the
         // flattened splines; name the request's field instead.
@@ -310,10 +326,9 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(
   }
   o.cell_size = layer.cell_size();
   o.count = layer.count();
-  if (!std::isfinite(layer.footprint()) || layer.footprint() < 0) {
-    return Invalid(
-        absl::StrCat(path, ".footprint"),
-        absl::StrCat("must be finite and >= 0, got ", layer.footprint()));
+  if (!InLengthRange(layer.footprint())) {
+    return Invalid(absl::StrCat(path, ".footprint"),
+                   LengthRangeRule(layer.footprint()));
   }
   o.footprint = layer.footprint();
   if (layer.scale_min() != 0 || layer.scale_max() != 0) {
@@ -518,9 +533,10 @@ double SmallestSpacing(const Request& request) {
 absl::StatusOr<sampler::Region> ToRegion(const v1::Region& proto,
                                          double smallest_spacing,
                                          const Limits& limits,
-                                         RasterCache& rasters, Pinned* pinned) {
+                                         RasterCache& rasters, Pinned* pinned,
+                                         absl::FunctionRef<bool()> stop) {
   absl::StatusOr<sampler::Region> region =
-      ToShape(proto, smallest_spacing, limits);
+      ToShape(proto, smallest_spacing, limits, stop);
   if (!region.ok()) return region.status();
   if (proto.has_mask()) {
     absl::StatusOr<std::shared_ptr<const sampler::Raster>> mask =
@@ -556,9 +572,9 @@ absl::StatusOr<sampler::SamplerOptions> ToShared(const Request& request,
       return Invalid(absl::StrCat("obstacles[", i, "]"),
                      "coordinates must be finite");
     }
-    if (!std::isfinite(o.radius()) || o.radius() < 0) {
+    if (!InLengthRange(o.radius())) {
       return Invalid(absl::StrCat("obstacles[", i, "].radius"),
-                     absl::StrCat("must be finite and >= 0, got ", o.radius()));
+                     LengthRangeRule(o.radius()));
     }
     shared.obstacles.push_back({{o.x(), o.y(), o.z()}, o.radius()});
   }
@@ -604,10 +620,9 @@ absl::Status ToLayers(const Request& request, const Limits& limits,
                      absl::StrCat("a clearance is between two layers; layer ",
                                   c.layer_a(), " keeps its own spacing"));
     }
-    if (!std::isfinite(c.clearance()) || c.clearance() < 0) {
-      return Invalid(
-          absl::StrCat(path, ".clearance"),
-          absl::StrCat("must be finite and >= 0, got ", c.clearance()));
+    if (!InLengthRange(c.clearance())) {
+      return Invalid(absl::StrCat(path, ".clearance"),
+                     LengthRangeRule(c.clearance()));
     }
     for (std::size_t j = 0; j < overrides->size(); ++j) {
       const sampler::ClearanceOverride& o = (*overrides)[j];
@@ -706,12 +721,14 @@ absl::StatusOr<std::vector<sampler::TileCoord>> ToTiles(
 }  // namespace
 
 absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
-                                 const Limits& limits, RasterCache& rasters) {
+                                 const Limits& limits, RasterCache& rasters,
+                                 absl::FunctionRef<bool()> stop) {
   absl::Status counted = CheckLayerCount(request, limits);
   if (!counted.ok()) return counted;
   Pinned pinned;
-  absl::StatusOr<sampler::Region> region = ToRegion(
-      request.region(), SmallestSpacing(request), limits, rasters, &pinned);
+  absl::StatusOr<sampler::Region> region =
+      ToRegion(request.region(), SmallestSpacing(request), limits, rasters,
+               &pinned, stop);
   if (!region.ok()) return region.status();
   const int dims = region->dims();
   absl::StatusOr<sampler::SamplerOptions> shared =
@@ -858,8 +875,8 @@ std::string WorldKey(const v1::ScatterTilesRequest& request) {
 }
 
 absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
-                                    const Limits& limits,
-                                    RasterCache& rasters) {
+                                    const Limits& limits, RasterCache& rasters,
+                                    absl::FunctionRef<bool()> stop) {
   // The tiles first: a request for too many is refused before any raster
   // is decoded.
   absl::StatusOr<std::vector<sampler::TileCoord>> tiles =
@@ -872,7 +889,7 @@ absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
   if (request.has_region()) {
     absl::StatusOr<sampler::Region> region =
         ToRegion(request.region(), SmallestSpacing(request), limits, rasters,
-                 &job.pinned);
+                 &job.pinned, stop);
     if (!region.ok()) return region.status();
     job.dims = region->dims();
     job.world.region = *std::move(region);

@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "sampler/layers.h"
 #include "sampler/raster.h"
@@ -80,8 +81,16 @@ inline constexpr double kKeptPointBytes = 128;
 inline constexpr std::size_t kMaxBatchBytes = std::size_t{1} << 20;
 
 // NotFound naming the digest when a raster is given by an unknown digest.
+// Polls `stop` while it builds a polygon region's index (seconds for
+// millions of vertices): Cancelled when it says stop.
 absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
-                                 const Limits& limits, RasterCache& rasters);
+                                 const Limits& limits, RasterCache& rasters,
+                                 absl::FunctionRef<bool()> stop);
+inline absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
+                                        const Limits& limits,
+                                        RasterCache& rasters) {
+  return ToJob(request, limits, rasters, [] { return false; });
+}
 
 // Errors as ToJob; first of all ResourceExhausted naming
 // max_tiles_per_request and InvalidArgument naming `tiles` or `rect` (both
@@ -89,7 +98,13 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
 // before any raster is decoded. sampler::TileWorld::Create checks the rest
 // (Poisson methods only, the tile size).
 absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
-                                    const Limits& limits, RasterCache& rasters);
+                                    const Limits& limits, RasterCache& rasters,
+                                    absl::FunctionRef<bool()> stop);
+inline absl::StatusOr<TilesJob> ToTilesJob(
+    const v1::ScatterTilesRequest& request, const Limits& limits,
+    RasterCache& rasters) {
+  return ToTilesJob(request, limits, rasters, [] { return false; });
+}
 
 // ResourceExhausted naming max_points when the tiles could hold more points
 // than the limit, before any is sampled: per tile and layer, the tile's

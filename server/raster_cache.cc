@@ -122,6 +122,19 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
     absl::string_view field, v1::RasterFormat format, std::uint32_t width,
     std::uint32_t height, absl::string_view pixels,
     std::size_t max_raster_bytes) {
+  if (format == v1::RASTER_FORMAT_PNG && (width != 0 || height != 0)) {
+    // The file says its size. One the client gives must be the file's, and
+    // the digest is the same either way (a PNG's canonical size is 0 x 0).
+    std::uint32_t file_width = 0, file_height = 0;
+    if (PngSize(pixels, &file_width, &file_height) &&
+        (width != file_width || height != file_height)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": width and height ", width, " x ", height,
+                       " are not the PNG's own ", file_width, " x ",
+                       file_height, " (give 0 x 0: the file says)"));
+    }
+    width = height = 0;
+  }
   std::string digest = RasterDigest(format, width, height, pixels);
   if (auto known = Get(digest)) return Entry{std::move(digest), known};
 

@@ -4,6 +4,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -187,8 +188,14 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
                              10000);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
                              Millis(options.max_connection_age));
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
-                             Millis(options.max_connection_age_grace));
+  // A call that starts just before its connection's age is up may run for
+  // max_call_duration: the grace covers that (and the watchdog's cut-off
+  // after it), so the call ends with the service's own status, never by
+  // the connection closing under it.
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+      Millis(std::max(options.max_connection_age_grace,
+                      options.service.max_call_duration + absl::Seconds(5))));
   // Sync server threads wake this often when idle, so stopping (which joins
   // them) takes a fraction of a second instead of their default 10 s.
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC,

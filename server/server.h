@@ -40,8 +40,9 @@ struct ServerOptions {
   absl::Duration keepalive_time = absl::Seconds(30);
   absl::Duration keepalive_timeout = absl::Seconds(10);
   // Connections are closed this long after they open (after in-flight calls
-  // finish, within max_connection_age_grace) so clients re-resolve and new
-  // replicas get traffic.
+  // finish, within max_connection_age_grace, or max_call_duration and 5 s
+  // when that is longer) so clients re-resolve and new replicas get
+  // traffic.
   absl::Duration max_connection_age = absl::Minutes(10);
   absl::Duration max_connection_age_grace = absl::Minutes(30);
   // Shutdown: how long in-flight calls may finish before they are stopped

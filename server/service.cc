@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "grpc/grpc.h"
@@ -18,9 +19,20 @@
 namespace scatter::server {
 namespace {
 
+// A sampler's message in the server's words: the limits it names are
+// scatterd's flags here (SamplerOptions calls --max_grid_bytes
+// max_memory_bytes; the tile cache is --tile_cache_bytes).
+std::string ServerWords(absl::string_view message) {
+  return absl::StrReplaceAll(
+      message,
+      {{"the limit max_memory_bytes = ", "the limit max_grid_bytes = "},
+       {"the tile cache budget of ",
+        "the tile cache budget (tile_cache_bytes) of "}});
+}
+
 grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+                      ServerWords(status.message()));
 }
 
 const char* CodeName(grpc::StatusCode code) {
@@ -357,6 +369,22 @@ grpc::Status Interrupted(const CallControl& control, bool client_gone,
   return grpc::Status::OK;
 }
 
+// The status of a call whose request could not be made into a job: when
+// the call had to stop while it was converted (a polygon's index takes
+// seconds for millions of vertices), why it stopped, as Interrupted says;
+// otherwise the conversion's own error.
+grpc::Status Unprepared(const CallControl& control,
+                        grpc::ServerContext* context,
+                        const absl::Status& status,
+                        absl::Duration max_call_duration) {
+  if (absl::IsCancelled(status)) {
+    const grpc::Status interrupted = Interrupted(
+        control, /*client_gone=*/false, context, max_call_duration, "0 points");
+    if (!interrupted.ok()) return interrupted;
+  }
+  return ToGrpc(status);
+}
+
 // Points in a PointBatch, whichever arrays it carries.
 std::uint64_t PointCount(const v1::PointBatch& points) {
   if (points.layer_size() > 0)
@@ -512,8 +540,16 @@ grpc::Status ScatterServiceImpl::Stream(
   const absl::Time start = absl::Now();
   const grpc::Status version = CheckVersion(request.algorithm_version());
   if (!version.ok()) return version;
-  absl::StatusOr<ScatterJob> job = ToJob(request, options_.limits, rasters_);
-  if (!job.ok()) return ToGrpc(job.status());
+  CallControl control(context, start, options_.max_call_duration, stopping_,
+                      CallControl::kWriteGrace);
+  auto should_stop = [&] { return control.ShouldStop(); };
+  absl::StatusOr<ScatterJob> job =
+      ToJob(request, options_.limits, rasters_,
+            [&] { return should_stop() || context->IsCancelled(); });
+  if (!job.ok()) {
+    return Unprepared(control, context, job.status(),
+                      options_.max_call_duration);
+  }
   MemoryHold memory;
   const grpc::Status held =
       HoldMemory(job->estimated_bytes, "the request", &memory);
@@ -521,10 +557,6 @@ grpc::Status ScatterServiceImpl::Stream(
   absl::StatusOr<sampler::LayeredSampler> run = sampler::LayeredSampler::Create(
       job->region, job->layers, job->shared, job->overrides);
   if (!run.ok()) return ToGrpc(run.status());
-
-  CallControl control(context, start, options_.max_call_duration, stopping_,
-                      CallControl::kWriteGrace);
-  auto should_stop = [&] { return control.ShouldStop(); };
   BatchQueue<v1::ScatterResponse> queue(options_.queue_batches);
   bool cap_hit = false;
   std::uint64_t queued_points = 0;
@@ -583,9 +615,9 @@ grpc::Status ScatterServiceImpl::Stream(
                          : " (the server's)"));
   }
   if (!sampled.ok()) {
-    return grpc::Status(
-        static_cast<grpc::StatusCode>(sampled.code()),
-        absl::StrCat(sampled.message(), " (after ", *sent, " points sent)"));
+    return grpc::Status(static_cast<grpc::StatusCode>(sampled.code()),
+                        absl::StrCat(ServerWords(sampled.message()), " (after ",
+                                     *sent, " points sent)"));
   }
 
   v1::ScatterResponse last;
@@ -631,8 +663,17 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   const absl::Time start = absl::Now();
   const grpc::Status version = CheckVersion(request.algorithm_version());
   if (!version.ok()) return version;
-  absl::StatusOr<TilesJob> job = ToTilesJob(request, options_.limits, rasters_);
-  if (!job.ok()) return ToGrpc(job.status());
+  CallControl control(context, start, options_.max_call_duration, stopping_,
+                      CallControl::kWriteGrace);
+  // Pool threads poll this too: atomics and the clock only.
+  auto should_stop = [&] { return control.ShouldStop(); };
+  absl::StatusOr<TilesJob> job =
+      ToTilesJob(request, options_.limits, rasters_,
+                 [&] { return should_stop() || context->IsCancelled(); });
+  if (!job.ok()) {
+    return Unprepared(control, context, job.status(),
+                      options_.max_call_duration);
+  }
   absl::StatusOr<std::shared_ptr<const sampler::TileWorld>> world =
       sampler::TileWorld::Create(job->world);
   if (!world.ok()) return ToGrpc(world.status());
@@ -646,10 +687,6 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   if (!held.ok()) return held;
   tally->tiles_asked = job->tiles.size();
 
-  CallControl control(context, start, options_.max_call_duration, stopping_,
-                      CallControl::kWriteGrace);
-  // Pool threads poll this too: atomics and the clock only.
-  auto should_stop = [&] { return control.ShouldStop(); };
   BatchQueue<v1::TileResponse> queue(options_.queue_batches);
   const std::vector<std::uint32_t>& order = (*world)->layer_order();
   std::vector<std::uint64_t> per_layer(order.size(), 0);
@@ -715,9 +752,9 @@ grpc::Status ScatterServiceImpl::StreamTiles(
                      " (the server's); ask for fewer tiles per call"));
   }
   if (!served.ok()) {
-    return grpc::Status(
-        static_cast<grpc::StatusCode>(served.code()),
-        absl::StrCat(served.message(), " (after ", sent, " sent)"));
+    return grpc::Status(static_cast<grpc::StatusCode>(served.code()),
+                        absl::StrCat(ServerWords(served.message()), " (after ",
+                                     sent, " sent)"));
   }
 
   v1::TileResponse last;
@@ -779,15 +816,18 @@ grpc::Status ScatterServiceImpl::Upload(
                        chunk.width(), " x ", chunk.height(), ")"));
       break;
     }
-    ++index;
     if (pixels.size() + chunk.pixels().size() > options_.max_upload_bytes) {
+      // scatterd sets the upload limit from --max_raster_bytes.
       status = grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
-          absl::StrCat("pixels: an upload over the limit max_upload_bytes = ",
+          absl::StrCat("chunks[", index, "].pixels: the upload passes ",
+                       pixels.size() + chunk.pixels().size(),
+                       " pixel bytes, over the limit max_raster_bytes = ",
                        options_.max_upload_bytes));
-    } else {
-      pixels.append(chunk.pixels());
+      break;
     }
+    ++index;
+    pixels.append(chunk.pixels());
   }
   if (status.ok()) {
     status = Interrupted(control, /*client_gone=*/false, context,

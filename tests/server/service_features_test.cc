@@ -165,6 +165,22 @@ TEST(RasterTest, BadUploadsGetTheirCodes) {
   EXPECT_THAT(status.error_message(), HasSubstr("max_raster_bytes = 40000"));
 }
 
+// The bytes an upload may send are capped as it comes (scatterd sets that
+// cap from --max_raster_bytes): the error names the chunk and the flag.
+TEST(RasterTest, AnUploadPastTheByteLimitNamesTheChunkAndTheFlag) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.max_upload_bytes = 5000;
+  LoopbackServer server(options);
+  auto stub = server.InProcessStub();
+  grpc::Status status;
+  Upload(*stub, v1::RASTER_FORMAT_U8, 101, 100, std::string(10100, 'x'),
+         &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("chunks[0].pixels: the upload passes 10100 pixel "
+                        "bytes, over the limit max_raster_bytes = 5000"));
+}
+
 TEST(RasterTest, UploadsWhileDrainingAreTurnedAway) {
   LoopbackServer server;
   auto stub = server.InProcessStub();
@@ -284,6 +300,20 @@ TEST(RasterTest, PngLimitIsOnDecodedPixelsAtAnyDepth) {
   }
 }
 
+// The sampler's grid limit is --max_grid_bytes to whoever runs scatterd:
+// errors name the flag, not the sampler's option.
+TEST(LimitsTest, GridLimitErrorsNameTheFlag) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.limits.max_grid_bytes = 100000;
+  LoopbackServer server(options);
+  const Received got = Collect(*server.InProcessStub(), BoxRequest(100, 0.5));
+  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(got.status.error_message(),
+              HasSubstr("over the limit max_grid_bytes = 100000"));
+  EXPECT_THAT(got.status.error_message(),
+              ::testing::Not(HasSubstr("max_memory_bytes")));
+}
+
 TEST(LimitsTest, OversizedRequestMessageIsRefused) {
   ServerOptions options = LoopbackServer::DefaultOptions();
   options.max_request_bytes = 1 << 20;
@@ -340,6 +370,29 @@ TEST(RasterCacheTest, ChargesAPngItsBlockBoundsToo) {
   EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(over.status().message()),
               HasSubstr(absl::StrCat("a raster of ", bytes, " bytes")));
+}
+
+// A PNG's size is the file's: a request may say 0 x 0 or that size, with
+// one digest for both (PutRaster is idempotent on content), and another
+// size is refused rather than stored under its own digest.
+TEST(RasterCacheTest, APngHasOneDigestAndOnlyItsOwnSize) {
+  const std::string png = GrayPng(3, 2, 8);
+  RasterCache cache(1 << 20);
+  auto plain = cache.Put("r", v1::RASTER_FORMAT_PNG, 0, 0, png, 1 << 20);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  auto sized = cache.Put("r", v1::RASTER_FORMAT_PNG, 3, 2, png, 1 << 20);
+  ASSERT_TRUE(sized.ok()) << sized.status();
+  EXPECT_EQ(sized->digest, plain->digest);
+  EXPECT_EQ(plain->digest, RasterDigest(v1::RASTER_FORMAT_PNG, 0, 0, png));
+  for (const auto& [width, height] : {std::pair{99u, 99u}, std::pair{3u, 0u}}) {
+    auto wrong =
+        cache.Put("r", v1::RASTER_FORMAT_PNG, width, height, png, 1 << 20);
+    EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(
+        std::string(wrong.status().message()),
+        HasSubstr(absl::StrCat("r: width and height ", width, " x ", height,
+                               " are not the PNG's own 3 x 2")));
+  }
 }
 
 TEST(TlsTest, TlsClientGetsPointsAndPlaintextClientIsRefused) {

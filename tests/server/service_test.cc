@@ -196,7 +196,9 @@ const BadCase kBadCases[] = {
      grpc::StatusCode::RESOURCE_EXHAUSTED,
      "the request could make 1.1547e+100 points"},
     {"too many attempts",
-     [](v1::ScatterRequest* r) { r->mutable_layers(0)->set_max_attempts(5000); },
+     [](v1::ScatterRequest* r) {
+       r->mutable_layers(0)->set_max_attempts(5000);
+     },
      grpc::StatusCode::INVALID_ARGUMENT, "layers[0].max_attempts"},
     {"repeated layer id",
      [](v1::ScatterRequest* r) { *r->add_layers() = r->layers(0); },
@@ -214,11 +216,14 @@ const BadCase kBadCases[] = {
        r->mutable_layers(0)->set_cell_size(0.1);
        r->mutable_layers(0)->mutable_density()->set_digest(std::string(64, 'b'));
      },
-     grpc::StatusCode::INVALID_ARGUMENT, "layers[0].density: variable radius needs"},
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "layers[0].density: variable radius needs"},
     {"no region", [](v1::ScatterRequest* r) { r->clear_region(); },
      grpc::StatusCode::INVALID_ARGUMENT, "region: needs one of"},
     {"inverted box",
-     [](v1::ScatterRequest* r) { r->mutable_region()->mutable_box()->set_max(0, -1); },
+     [](v1::ScatterRequest* r) {
+       r->mutable_region()->mutable_box()->set_max(0, -1);
+     },
      grpc::StatusCode::INVALID_ARGUMENT, "region.box"},
     {"box of 1 value",
      [](v1::ScatterRequest* r) {
@@ -226,7 +231,9 @@ const BadCase kBadCases[] = {
      },
      grpc::StatusCode::INVALID_ARGUMENT, "region.box.min"},
     {"circle radius 0",
-     [](v1::ScatterRequest* r) { r->mutable_region()->mutable_circle()->set_radius(0); },
+     [](v1::ScatterRequest* r) {
+       r->mutable_region()->mutable_circle()->set_radius(0);
+     },
      grpc::StatusCode::INVALID_ARGUMENT, "region.circle"},
     {"odd ring",
      [](v1::ScatterRequest* r) {
@@ -239,7 +246,8 @@ const BadCase kBadCases[] = {
        auto* ring = r->mutable_region()->mutable_polygons()->add_rings();
        for (double v : {0, 0, 1, 1, 2, 2}) ring->add_xy(v);
      },
-     grpc::StatusCode::INVALID_ARGUMENT, "region.polygons.rings[0]: a ring must"},
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "region.polygons.rings[0]: a ring must"},
     {"short spline",
      [](v1::ScatterRequest* r) {
        auto* polygons = r->mutable_region()->mutable_polygons();
@@ -248,9 +256,34 @@ const BadCase kBadCases[] = {
        for (double v : {0, 0, 1, 0}) polygons->add_splines()->add_xy(v);
      },
      grpc::StatusCode::INVALID_ARGUMENT, "region.polygons.splines[0]"},
+    {"ring with an unknown fill rule",
+     [](v1::ScatterRequest* r) {
+       auto* polygons = r->mutable_region()->mutable_polygons();
+       auto* ring = polygons->add_rings();
+       for (double v : {0, 0, 1, 0, 1, 1}) ring->add_xy(v);
+       polygons->set_fill_rule(static_cast<v1::FillRule>(5));
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "region.polygons.fill_rule: unknown fill rule 5"},
+    {"spline of an unknown kind",
+     [](v1::ScatterRequest* r) {
+       auto* spline = r->mutable_region()->mutable_polygons()->add_splines();
+       for (double v : {0, 0, 1, 0, 1, 1}) spline->add_xy(v);
+       spline->set_kind(static_cast<v1::SplineKind>(7));
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "region.polygons.splines[0].kind: unknown spline kind 7"},
     {"negative obstacle",
      [](v1::ScatterRequest* r) { r->add_obstacles()->set_radius(-2); },
      grpc::StatusCode::INVALID_ARGUMENT, "obstacles[0].radius"},
+    {"obstacle whose clearance squares past the doubles",
+     [](v1::ScatterRequest* r) { r->add_obstacles()->set_radius(2e155); },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "obstacles[0].radius: must be in [0, 1e+150]"},
+    {"footprint whose square leaves the doubles",
+     [](v1::ScatterRequest* r) { r->mutable_layers(0)->set_footprint(1e151); },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "layers[0].footprint: must be in [0, 1e+150]"},
     {"clearance to unknown layer",
      [](v1::ScatterRequest* r) {
        auto* c = r->add_clearances();

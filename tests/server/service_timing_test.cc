@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -92,6 +93,67 @@ TEST(ServiceTimingTest, MaxCallDurationEndsAStreamWithDeadlineExceeded) {
   EXPECT_GT(got.size(), 0u);
   EXPECT_FALSE(got.has_summary);
   EXPECT_LT(absl::Now() - start, limit + kSlowdown * absl::Seconds(2));
+}
+
+// A polygon of n vertices on a wavy circle of radius about 1000, like a
+// long coastline, with a layer whose spacing is refused only after the
+// region is built: the call's whole time is the region's conversion.
+v1::ScatterRequest CoastlineRequestRefusedLate(int n) {
+  v1::ScatterRequest request;
+  v1::Ring* ring = request.mutable_region()->mutable_polygons()->add_rings();
+  ring->mutable_xy()->Reserve(2 * n);
+  for (int i = 0; i < n; ++i) {
+    const double t = 2 * M_PI * i / n;
+    const double r = 1000 * (1 + 0.3 * std::sin(997 * t));
+    ring->add_xy(r * std::cos(t));
+    ring->add_xy(r * std::sin(t));
+  }
+  request.add_layers()->set_spacing(-1);
+  return request;
+}
+
+// How long the server's one Scatter handler ran, from its log line
+// ("elapsed_ms=..."): the call's time less the request's upload.
+absl::Duration HandlerTime(const LoopbackServer& server) {
+  const std::string log = server.log();
+  const std::size_t at = log.find("elapsed_ms=");
+  if (at == std::string::npos) return absl::InfiniteDuration();
+  return absl::Milliseconds(std::stod(log.substr(at + 11)));
+}
+
+TEST(ServiceTimingTest, MaxCallDurationStopsBuildingAPolygonIndex) {
+  const v1::ScatterRequest request = CoastlineRequestRefusedLate(1 << 21);
+  absl::Duration whole;
+  {
+    LoopbackServer server;
+    const Received got = Collect(*server.TcpStub(), request);
+    ASSERT_EQ(got.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << got.status.error_message();
+    ASSERT_THAT(got.status.error_message(), HasSubstr("spacing"));
+    whole = HandlerTime(server);
+  }
+  // 2 M vertices take about a second to index (more under sanitizers);
+  // the build asks whether to stop after every few thousand steps, tens
+  // of milliseconds at most.
+  ASSERT_GT(whole, absl::Milliseconds(500));
+  ASSERT_LT(whole, absl::InfiniteDuration());
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  const absl::Duration limit = whole / 5;
+  options.service.max_call_duration = limit;
+  LoopbackServer server(options);
+  const Received got = Collect(*server.TcpStub(), request);
+  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+      << got.status.error_message();
+  // The handler's own status: the watchdog's cut-off, which a handler
+  // stuck in the build would get (limit + 500 ms), says no "after".
+  EXPECT_THAT(got.status.error_message(),
+              HasSubstr(absl::StrCat(
+                  "max_call_duration = ", absl::FormatDuration(limit),
+                  " reached after 0 points sent")));
+  EXPECT_LT(WaitIdle(server.server(), absl::Seconds(10)),
+            kSlowdown * absl::Milliseconds(50));
+  // It stopped near the limit, not at the end of the build.
+  EXPECT_LT(HandlerTime(server), whole * 3 / 5) << "whole build " << whole;
 }
 
 TEST(ServiceTimingTest, MaxCallDurationCutsOffAClientThatStoppedReading) {
