@@ -21,11 +21,14 @@ struct BuildPoll {
   std::int64_t since = 0;
   bool stopped = false;
 
-  // Whether to stop, before `steps` more steps.
+  // Whether to stop, before `steps` more steps. (Callers stop at the
+  // first yes, so a kept yes is only read through `stopped`.)
   bool operator()(std::int64_t steps = 1) {
-    if (stopped) return true;
     since += steps;
-    if (since < kEvery) return false;
+    return since >= kEvery && Ask();
+  }
+
+  bool Ask() {
     since = 0;
     stopped = stop();
     return stopped;
@@ -266,6 +269,8 @@ class PolygonIndex {
           Clamp((std::min(e[1], e[3]) - y0_) / ch_ - 1e-9, gy_);
       const std::int64_t j1 =
           Clamp((std::max(e[1], e[3]) - y0_) / ch_ + 1e-9, gy_);
+      // The cells of the edge's box bound those it is tested against.
+      if (poll((i1 - i0 + 1) * (j1 - j0 + 1))) return false;
       const double dx = e[2] - e[0];
       const double dy = e[3] - e[1];
       for (std::int64_t j = j0; j <= j1; ++j) {
@@ -290,7 +295,6 @@ class PolygonIndex {
           r0 = std::max(i0, Clamp((std::min(xa, xb) - x0_) / cw_, gx_) - 1);
           r1 = std::min(i1, Clamp((std::max(xa, xb) - x0_) / cw_, gx_) + 1);
         }
-        if (poll(r1 - r0 + 1)) return false;
         for (std::int64_t i = r0; i <= r1; ++i) {
           if (SegmentTouchesCell(e, i, j)) {
             pairs.emplace_back(static_cast<std::uint32_t>(j * gx_ + i),
@@ -303,20 +307,26 @@ class PolygonIndex {
     // Big arrays are first touched page by page (about 3 us a page on some
     // guests): the predicate is asked after each.
     cell_begin_.assign(cells + 1, 0);
-    if (poll(BuildPoll::kEvery)) return false;
-    for (const auto& [cell, edge] : pairs) {
-      if (poll()) return false;
-      ++cell_begin_[cell + 1];
+    if (poll.Ask()) return false;
+    // Pairs in runs of kEvery, asking between runs.
+    const std::size_t n = pairs.size();
+    for (std::size_t run = 0; run < n; run += BuildPoll::kEvery) {
+      if (poll.Ask()) return false;
+      const std::size_t end = std::min(n, run + BuildPoll::kEvery);
+      for (std::size_t k = run; k < end; ++k) ++cell_begin_[pairs[k].first + 1];
     }
     for (std::size_t c = 0; c < cells; ++c)
       cell_begin_[c + 1] += cell_begin_[c];
     cell_edges_.resize(pairs.size());
-    if (poll(BuildPoll::kEvery)) return false;
+    if (poll.Ask()) return false;
     std::vector<std::uint32_t> fill(cell_begin_.begin(), cell_begin_.end() - 1);
-    if (poll(BuildPoll::kEvery)) return false;
-    for (const auto& [cell, edge] : pairs) {
-      if (poll()) return false;
-      cell_edges_[fill[cell]++] = edge;
+    if (poll.Ask()) return false;
+    for (std::size_t run = 0; run < n; run += BuildPoll::kEvery) {
+      if (poll.Ask()) return false;
+      const std::size_t end = std::min(n, run + BuildPoll::kEvery);
+      for (std::size_t k = run; k < end; ++k) {
+        cell_edges_[fill[pairs[k].first]++] = pairs[k].second;
+      }
     }
     return true;
   }
@@ -344,7 +354,7 @@ class PolygonIndex {
       }
     }
     centre_winding_.assign(static_cast<std::size_t>(gx_ * gy_), 0);
-    if (poll(BuildPoll::kEvery)) return;
+    if (poll.Ask()) return;
     for (std::int64_t j = 0; j < gy_; ++j) {
       if (poll(gx_)) return;
       auto& row = rows[static_cast<std::size_t>(j)];
@@ -366,7 +376,7 @@ class PolygonIndex {
   // edge either).
   void BuildClearBlocks(BuildPoll& poll) {
     clear_.assign(static_cast<std::size_t>(gx_ * gy_), kNotClear);
-    if (poll(BuildPoll::kEvery)) return;
+    if (poll.Ask()) return;
     auto empty = [&](std::int64_t i, std::int64_t j) {
       if (i < 0 || i >= gx_ || j < 0 || j >= gy_) return true;
       const auto c = static_cast<std::size_t>(j * gx_ + i);
@@ -469,7 +479,7 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
     std::vector<std::array<double, 2>> v;
     v.reserve(rings[r].size());
     for (std::size_t k = 0; k < rings[r].size(); ++k) {
-      if (poll()) return stopped;
+      if (k % internal::BuildPoll::kEvery == 0 && poll.Ask()) return stopped;
       const std::array<double, 2>& p = rings[r][k];
       if (!std::isfinite(p[0]) || !std::isfinite(p[1])) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -488,7 +498,7 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
     }
     double area2 = 0;  // Twice the signed area (shoelace).
     for (std::size_t k = 0; k < v.size(); ++k) {
-      if (poll()) return stopped;
+      if (k % internal::BuildPoll::kEvery == 0 && poll.Ask()) return stopped;
       const std::array<double, 2>& a = v[k];
       const std::array<double, 2>& b = k + 1 < v.size() ? v[k + 1] : v[0];
       area2 += a[0] * b[1] - b[0] * a[1];
