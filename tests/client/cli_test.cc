@@ -163,26 +163,33 @@ std::vector<std::string> ListDir(const std::string& dir) {
   return names;
 }
 
+constexpr char kEarlierPoints[] = "the points of an earlier run\n";
+
+// A new directory `name` with points.csv from an earlier run, and a job
+// file `job` holding `text`.
+std::string DirWithEarlierPoints(const std::string& name,
+                                 const std::string& job,
+                                 const std::string& text) {
+  const std::string dir = Temp(name);
+  EXPECT_EQ(mkdir(dir.c_str(), 0777), 0);
+  std::ofstream(dir + "/points.csv") << kEarlierPoints;
+  std::ofstream(dir + "/" + job) << text;
+  return dir;
+}
+
 // A run that fails leaves the file --out names as it was, and no
 // temporary file beside it.
 TEST(CliTest, AFailedRunLeavesTheOutputFileAsItWas) {
-  const std::string dir = Temp("keep");
-  ASSERT_EQ(mkdir(dir.c_str(), 0777), 0);
+  const std::string dir = DirWithEarlierPoints(
+      "keep", "bad.json",
+      R"({"request": {"region": {"box": {"min": [0, 0], "max": [10, 10]}},
+          "layers": [{"id": 1, "spacing": -1}]}})");
   const std::string out = dir + "/points.csv";
-  {
-    std::ofstream old(out);
-    old << "the points of an earlier run\n";
-  }
-  const std::string job = dir + "/bad.json";
-  {
-    std::ofstream bad(job);
-    bad << R"({"request": {"region": {"box": {"min": [0, 0], "max": [10, 10]}},
-               "layers": [{"id": 1, "spacing": -1}]}})";
-  }
-  const CommandResult run = Scatter({"run", job, "--local", "--out=" + out});
+  const CommandResult run =
+      Scatter({"run", dir + "/bad.json", "--local", "--out=" + out});
   EXPECT_NE(run.exit_code, 0);
   EXPECT_THAT(run.err, HasSubstr("spacing"));
-  EXPECT_EQ(Slurp(out), "the points of an earlier run\n");
+  EXPECT_EQ(Slurp(out), kEarlierPoints);
   EXPECT_EQ(ListDir(dir),
             (std::vector<std::string>{".", "..", "bad.json", "points.csv"}));
 }
@@ -194,20 +201,13 @@ TEST(CliTest, AFailedRunLeavesTheOutputFileAsItWas) {
 TEST(CliTest, AnInterruptedRunLeavesNoTemporaryFile) {
   for (const int signal_number : {SIGINT, SIGTERM}) {
     SCOPED_TRACE(strsignal(signal_number));
-    const std::string dir = Temp(absl::StrCat("interrupted_", signal_number));
-    ASSERT_EQ(mkdir(dir.c_str(), 0777), 0);
+    // About 6 M points: seconds of writing, even in release builds.
+    const std::string dir = DirWithEarlierPoints(
+        absl::StrCat("interrupted_", signal_number), "big.json",
+        R"({"request": {"region": {"box": {"min": [0, 0], "max": [5000, 5000]}},
+            "layers": [{"id": 1, "spacing": 2}]}})");
     const std::string out = dir + "/points.csv";
-    {
-      std::ofstream old(out);
-      old << "the points of an earlier run\n";
-    }
     const std::string job = dir + "/big.json";
-    {
-      // About 6 M points: seconds of writing, even in release builds.
-      std::ofstream big(job);
-      big << R"({"request": {"region": {"box": {"min": [0, 0], "max": [5000, 5000]}},
-                 "layers": [{"id": 1, "spacing": 2}]}})";
-    }
     std::vector<std::string> args = {SCATTER_PATH, "run", job, "--local",
                                      "--out=" + out};
     std::vector<char*> argv;
@@ -234,7 +234,7 @@ TEST(CliTest, AnInterruptedRunLeavesNoTemporaryFile) {
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal_number)
         << "status " << status;
-    EXPECT_EQ(Slurp(out), "the points of an earlier run\n");
+    EXPECT_EQ(Slurp(out), kEarlierPoints);
     EXPECT_EQ(ListDir(dir),
               (std::vector<std::string>{".", "..", "big.json", "points.csv"}));
   }
