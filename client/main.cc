@@ -227,6 +227,10 @@ int Run(const std::string& job_path) {
   if (!preview.empty()) {
     const absl::Status size_ok = CheckPreviewSize(absl::GetFlag(FLAGS_preview_size));
     if (!size_ok.ok()) return Fail(std::string(size_ok.message()));
+    // The picture comes after --out is replaced: a place it cannot be
+    // written must fail the run before that.
+    const absl::Status writable = CheckPreviewWritable(preview);
+    if (!writable.ok()) return Fail(writable);
   }
   // The rasters are read once: inline for a local run, the report and the
   // preview; uploaded from there for the server.

@@ -130,6 +130,27 @@ absl::Status CheckPreviewSize(int size) {
   return absl::OkStatus();
 }
 
+absl::Status CheckPreviewWritable(const std::string& path) {
+  absl::StatusOr<std::string> target = WritePathFor(path);
+  if (!target.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--preview: ", target.status().message()));
+  }
+  // A device or a FIFO is written in place, when the picture is ready (a
+  // FIFO would block here until someone reads it).
+  if (*target == path) return absl::OkStatus();
+  std::FILE* file = std::fopen(target->c_str(), "wb");
+  const int error = errno;
+  const bool opened = file != nullptr;
+  if (opened) std::fclose(file);
+  DiscardTemporary(*target, path);
+  if (!opened) {
+    return absl::UnavailableError(absl::StrCat("--preview: cannot write ", path,
+                                               ": ", std::strerror(error)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WritePreview(const std::string& path, const v1::ScatterRequest& request,
                           const v1::PointBatch& points, int size) {
   const absl::Status size_ok = CheckPreviewSize(size);

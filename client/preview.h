@@ -18,6 +18,11 @@ namespace scatter::client {
 // InvalidArgument naming --preview_size unless 16 <= size <= 8192.
 absl::Status CheckPreviewSize(int size);
 
+// Unavailable naming --preview, `path` and why, when the picture's
+// temporary file (output.h: WritePathFor) cannot be created there; it
+// leaves nothing behind.
+absl::Status CheckPreviewWritable(const std::string& path);
+
 // `request` must have its rasters inline (not by digest). The longer side
 // of the picture is `size` pixels (16 to 8192).
 absl::Status WritePreview(const std::string& path, const v1::ScatterRequest& request,

@@ -194,6 +194,26 @@ TEST(CliTest, AFailedRunLeavesTheOutputFileAsItWas) {
             (std::vector<std::string>{".", "..", "bad.json", "points.csv"}));
 }
 
+// The preview is drawn after --out is replaced: a preview that cannot be
+// written fails the run first, and --out keeps the earlier points.
+TEST(CliTest, AnUnwritablePreviewFailsBeforeTheOutputIsReplaced) {
+  const std::string dir = DirWithEarlierPoints(
+      "unwritable_preview", "small.json",
+      R"({"request": {"region": {"box": {"min": [0, 0], "max": [10, 10]}},
+          "layers": [{"id": 1, "spacing": 1}]}})");
+  const std::string out = dir + "/points.csv";
+  const CommandResult run =
+      Scatter({"run", dir + "/small.json", "--local", "--out=" + out,
+               "--preview=" + dir + "/no_such_dir/p.png"});
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_THAT(run.err, HasSubstr("--preview: cannot write " + dir +
+                                 "/no_such_dir/p.png: No such file or "
+                                 "directory"));
+  EXPECT_EQ(Slurp(out), kEarlierPoints);
+  EXPECT_EQ(ListDir(dir),
+            (std::vector<std::string>{".", "..", "points.csv", "small.json"}));
+}
+
 // Ctrl-C or SIGTERM in the middle of a run: no destructor runs, and the
 // hidden temporary file (hundreds of MB, under a name with the process id
 // that no later run reuses) was left behind. Now the signal removes it,
