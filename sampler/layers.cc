@@ -83,6 +83,13 @@ absl::StatusOr<LayeredSampler> LayeredSampler::Create(
       return absl::InvalidArgumentError(absl::StrCat(
           "overrides[", k, "]: unknown layer ", seen.count(o.a) ? o.b : o.a));
     }
+    if (o.a == o.b) {
+      // A layer's own points keep its spacing; the override would be
+      // ignored.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "overrides[", k, "]: a clearance is between two layers; layer ", o.a,
+          " keeps its own spacing"));
+    }
     if (!(o.clearance >= 0 && o.clearance <= kMaxRadius)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "overrides[", k, "].clearance must be in [0, ", kMaxRadius,

@@ -44,8 +44,8 @@ class LayeredSampler {
  public:
   // InvalidArgument naming the layer (layers[i]: ...) for a bad layer's
   // options, a repeated layer number, or an override naming an unknown
-  // layer or a bad clearance; the shared options are checked as Sampler
-  // checks them.
+  // layer, one layer twice or a bad clearance; the shared options are
+  // checked first, as Sampler checks them, and their errors name no layer.
   static absl::StatusOr<LayeredSampler> Create(
       const Region& region, std::vector<LayerSpec> layers,
       const SamplerOptions& shared,

@@ -201,6 +201,13 @@ TEST(LayersTest, BadLayersAreInvalidArgumentNamingTheLayer) {
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(unknown.status().message().find("unknown layer 7"),
             std::string::npos);
+  absl::StatusOr<LayeredSampler> itself = LayeredSampler::Create(
+      square, {Layer(1, 2, 0), Layer(2, 1, 0)}, shared, {{2, 2, 3}});
+  EXPECT_EQ(itself.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(itself.status().message().find(
+                "overrides[0]: a clearance is between two layers; layer 2"),
+            std::string::npos)
+      << itself.status();
   EXPECT_EQ(LayeredSampler::Create(square, {}, shared).status().code(),
             absl::StatusCode::kInvalidArgument);
   // The shared options' errors name them, not the first layer (a layer's
