@@ -32,18 +32,23 @@ inline constexpr double kCellShrink = 1 - 1e-6;
 // Neighbourhood bounds are widened by this factor so that rounding can only
 // make a gathered list longer, never drop a point that matters.
 inline constexpr double kBoundSlack = 1 + 1e-6;
-// Candidates and the bounds of a neighbourhood are computed in the box's
-// coordinates, so each may round by a step of the doubles there: a few
-// parts in 2^53 of the largest coordinate, which far from the origin is
-// more than kBoundSlack of r. Bounds are widened by this much too (four
-// such steps), absolute. Sampler::Create refuses boxes whose coordinates
-// reach r * 2^43, where a step passes r / 1024.
-inline double CoordinateSlack(const double* lo, const double* hi, int dims) {
+// The step of the doubles at the box [lo, hi]'s largest coordinate: how
+// far apart representable coordinates are there, at most.
+inline double CoordinateStep(const double* lo, const double* hi, int dims) {
   double m = 0;
   for (int a = 0; a < dims; ++a) {
     m = std::max(m, std::max(std::abs(lo[a]), std::abs(hi[a])));
   }
-  return 4 * (std::nextafter(m, HUGE_VAL) - m);
+  return std::nextafter(m, HUGE_VAL) - m;
+}
+// Candidates and the bounds of a neighbourhood are computed in the box's
+// coordinates, so each may round by a CoordinateStep: a few parts in 2^53
+// of the largest coordinate, which far from the origin is more than
+// kBoundSlack of r. Bounds are widened by this much too (four such steps),
+// absolute. Sampler::Create refuses boxes whose coordinates reach
+// r * 2^43, where a step passes r / 1024.
+inline double CoordinateSlack(const double* lo, const double* hi, int dims) {
+  return 4 * CoordinateStep(lo, hi, dims);
 }
 // Poll the stop predicate after this many candidates (gap-fill cells: an
 // eighth of it).

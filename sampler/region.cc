@@ -33,6 +33,18 @@ struct BuildPoll {
     stopped = stop();
     return stopped;
   }
+
+  // f(k) for k in [0, n), asking between runs of kEvery; false when told
+  // to stop.
+  template <class F>
+  bool EachInRuns(std::size_t n, F f) {
+    for (std::size_t run = 0; run < n; run += kEvery) {
+      if (Ask()) return false;
+      const std::size_t end = std::min<std::size_t>(n, run + kEvery);
+      for (std::size_t k = run; k < end; ++k) f(k);
+    }
+    return true;
+  }
 };
 
 // Polygons indexed for point-in-polygon queries. A uniform grid over the
@@ -43,8 +55,8 @@ struct BuildPoll {
 // in that cell: a few edges whatever the polygon's size.
 class PolygonIndex {
  public:
-  // Polls `stop` now and then (BuildPoll); when it says stop, the build
-  // ends at once and stopped() is true (the index is unusable).
+  // Asks `poll` now and then; when it says stop, the build ends at once
+  // (poll.stopped, and the index is unusable).
   PolygonIndex(std::vector<std::array<double, 4>> edges, FillRule rule,
                const Box& bounds, BuildPoll& poll)
       : rule_(rule), edges_(std::move(edges)) {
@@ -65,11 +77,7 @@ class PolygonIndex {
     }
     if (!poll.stopped) BuildCentreWindings(poll);
     if (!poll.stopped) BuildClearBlocks(poll);
-    stopped_ = poll.stopped;
   }
-
-  // The build was stopped by the caller's predicate.
-  bool stopped() const { return stopped_; }
 
   // Heap bytes held: the edges, the cell lists and the per-cell tables.
   std::size_t Bytes() const {
@@ -308,12 +316,10 @@ class PolygonIndex {
     // guests): the predicate is asked after each.
     cell_begin_.assign(cells + 1, 0);
     if (poll.Ask()) return false;
-    // Pairs in runs of kEvery, asking between runs.
-    const std::size_t n = pairs.size();
-    for (std::size_t run = 0; run < n; run += BuildPoll::kEvery) {
-      if (poll.Ask()) return false;
-      const std::size_t end = std::min(n, run + BuildPoll::kEvery);
-      for (std::size_t k = run; k < end; ++k) ++cell_begin_[pairs[k].first + 1];
+    if (!poll.EachInRuns(pairs.size(), [&](std::size_t k) {
+          ++cell_begin_[pairs[k].first + 1];
+        })) {
+      return false;
     }
     for (std::size_t c = 0; c < cells; ++c)
       cell_begin_[c + 1] += cell_begin_[c];
@@ -321,14 +327,9 @@ class PolygonIndex {
     if (poll.Ask()) return false;
     std::vector<std::uint32_t> fill(cell_begin_.begin(), cell_begin_.end() - 1);
     if (poll.Ask()) return false;
-    for (std::size_t run = 0; run < n; run += BuildPoll::kEvery) {
-      if (poll.Ask()) return false;
-      const std::size_t end = std::min(n, run + BuildPoll::kEvery);
-      for (std::size_t k = run; k < end; ++k) {
-        cell_edges_[fill[pairs[k].first]++] = pairs[k].second;
-      }
-    }
-    return true;
+    return poll.EachInRuns(pairs.size(), [&](std::size_t k) {
+      cell_edges_[fill[pairs[k].first]++] = pairs[k].second;
+    });
   }
 
   // The winding number at every cell centre, a row at a time: the signed
@@ -406,7 +407,6 @@ class PolygonIndex {
   std::vector<std::uint32_t> cell_edges_;
   std::vector<int> centre_winding_;
   std::vector<std::uint8_t> clear_;  // kNotClear, kClearInside, kClearOutside.
-  bool stopped_ = false;
 };
 
 }  // namespace internal
@@ -460,8 +460,10 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
     return absl::InvalidArgumentError("rings must hold at least one ring");
   }
   internal::BuildPoll poll{stop};
-  const absl::Status stopped = absl::CancelledError(
-      "building the polygons' index stopped by the caller");
+  auto stopped = [] {
+    return absl::CancelledError(
+        "building the polygons' index stopped by the caller");
+  };
   std::size_t total = 0;
   for (const Ring& ring : rings) total += ring.size();
   if (total > max_vertices) {
@@ -479,7 +481,7 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
     std::vector<std::array<double, 2>> v;
     v.reserve(rings[r].size());
     for (std::size_t k = 0; k < rings[r].size(); ++k) {
-      if (k % internal::BuildPoll::kEvery == 0 && poll.Ask()) return stopped;
+      if (k % internal::BuildPoll::kEvery == 0 && poll.Ask()) return stopped();
       const std::array<double, 2>& p = rings[r][k];
       if (!std::isfinite(p[0]) || !std::isfinite(p[1])) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -498,7 +500,7 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
     }
     double area2 = 0;  // Twice the signed area (shoelace).
     for (std::size_t k = 0; k < v.size(); ++k) {
-      if (k % internal::BuildPoll::kEvery == 0 && poll.Ask()) return stopped;
+      if (k % internal::BuildPoll::kEvery == 0 && poll.Ask()) return stopped();
       const std::array<double, 2>& a = v[k];
       const std::array<double, 2>& b = k + 1 < v.size() ? v[k + 1] : v[0];
       area2 += a[0] * b[1] - b[0] * a[1];
@@ -531,7 +533,7 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
   if (!bounds.ok()) return bounds.status();
   auto index = std::make_shared<const internal::PolygonIndex>(
       std::move(edges), rule, *bounds, poll);
-  if (index->stopped()) return stopped;
+  if (poll.stopped) return stopped();
   Region region(Kind::kPolygons, *bounds);
   region.polygons_ = std::move(index);
   return region;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "sampler/batch_writer.h"
+#include "sampler/grid_common.h"
 #include "sampler/methods.h"
 #include "sampler/obstacles.h"
 #include "sampler/rng.h"
@@ -51,11 +52,14 @@ absl::Status ValidateCandidates(SamplerOptions* o) {
 // points on the box's far face and pairs 2 % closer than r).
 absl::Status CheckCoordinateSteps(const Box& box, double r,
                                   absl::string_view radius_name) {
+  double lo[3], hi[3];
   double m = 0;
   for (int a = 0; a < box.dims(); ++a) {
-    m = std::max({m, std::abs(box.min(a)), std::abs(box.max(a))});
+    lo[a] = box.min(a);
+    hi[a] = box.max(a);
+    m = std::max({m, std::abs(lo[a]), std::abs(hi[a])});
   }
-  const double step = std::nextafter(m, HUGE_VAL) - m;
+  const double step = internal::CoordinateStep(lo, hi, box.dims());
   if (step <= r / 1024) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "the region's coordinates reach ", m, ", where doubles are ", step,
