@@ -6,6 +6,8 @@
 #include <map>
 #include <utility>
 
+#include "sampler/grid_common.h"
+
 namespace scatter::sampler::internal {
 namespace {
 
@@ -217,7 +219,44 @@ CoverStencil3d Build3d() {
   return s;
 }
 
+TakenStencil2d BuildTaken() {
+  constexpr int kQ = TakenStencil2d::kClasses;
+  constexpr int kRows = TakenStencil2d::kRows;
+  TakenStencil2d t;
+  t.runs.assign(static_cast<std::size_t>(kQ * kQ * kRows), {1, 0});
+  const double radius = TakenStencil2d::Radius();
+  const double r2 = radius * radius * (1 - 1e-6);
+  const double q = 1.0 / kQ;
+  for (int qy = 0; qy < kQ; ++qy) {
+    for (int qx = 0; qx < kQ; ++qx) {
+      for (int k = 0; k < kRows; ++k) {
+        const int dy = k - TakenStencil2d::kReach;
+        // The farthest y-distance between the class's centres and the row.
+        const double fy = std::max(dy + 1 - qy * q, (qy + 1) * q - dy);
+        const double rem = r2 - fy * fy;
+        if (rem <= 0) continue;
+        const double w = std::sqrt(rem);
+        // Pieces [dx, dx + 1] whose farther x-end is within w of every
+        // centre: dx + 1 - qx q <= w and (qx + 1) q - dx <= w.
+        const auto x0 = static_cast<int>(std::ceil((qx + 1) * q - w));
+        const auto x1 = static_cast<int>(std::floor(w - 1 + qx * q));
+        if (x0 > x1) continue;
+        t.runs[static_cast<std::size_t>((qy * kQ + qx) * kRows + k)] = {
+            static_cast<std::int8_t>(x0), static_cast<std::int8_t>(x1)};
+      }
+    }
+  }
+  return t;
+}
+
 }  // namespace
+
+double TakenStencil2d::Radius() { return 4 * std::sqrt(2.0) / kCellShrink; }
+
+const TakenStencil2d& TakenStencil2d::Get() {
+  static const TakenStencil2d* const stencil = new TakenStencil2d(BuildTaken());
+  return *stencil;
+}
 
 const CoverStencil3d& CoverStencil3d::Get() {
   static const CoverStencil3d* const stencil = new CoverStencil3d(Build3d());

@@ -68,6 +68,34 @@ struct CoverStencil3d {
   static const CoverStencil3d& Get();
 };
 
+// The taken marks' stencil (classic 2D; poisson_impl.h, MarkTaken): one
+// bit per piece a quarter cell a side, kept row by row over the whole grid.
+// In piece units the radius is 4 sqrt(2) / kCellShrink. For a centre in
+// class (qx, qy) of its piece (each axis of the piece cut kClasses times),
+// per row of pieces from kReach below the centre's row to kReach above,
+// the run of pieces (offsets from the centre's piece) that the disk holds
+// whole wherever in the class the centre lies. The radius is shrunk by a
+// part in 2e6, far more than coordinates round by in piece units, so a
+// marked piece is always inside the disk.
+struct TakenStencil2d {
+  static constexpr int kClasses = 16;
+  static constexpr int kReach = 6;
+  static constexpr int kRows = 2 * kReach + 1;
+  struct Run {
+    std::int8_t x0, x1;  // Empty when x0 > x1.
+  };
+  // kRows runs per class, at (qy * kClasses + qx) * kRows.
+  std::vector<Run> runs;
+
+  const Run* Rows(int qx, int qy) const {
+    return &runs[static_cast<std::size_t>((qy * kClasses + qx) * kRows)];
+  }
+  // The radius in piece units, before the shrink.
+  static double Radius();
+
+  static const TakenStencil2d& Get();
+};
+
 }  // namespace scatter::sampler::internal
 
 #endif  // SCATTER_SAMPLER_COVER_STENCIL_H_

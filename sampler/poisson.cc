@@ -9,26 +9,25 @@
 
 namespace scatter::sampler::internal {
 
-double PoissonGridBytes(const Box& box, double radius) {
+double PoissonGridBytes(const Box& box, double radius, Method method) {
   const double cell = CellSide(radius, box.dims());
   double cells = 1;
   for (int a = 0; a < box.dims(); ++a) {
     cells *= std::max(1.0, std::ceil(box.extent(a) / cell));
   }
-  // Coordinates, an occupancy bit and the cover marks per cell.
+  // Coordinates, an occupancy bit and the cover marks per cell, and in
+  // classic 2D the taken marks (16 bits a cell; PoissonRun::MarkTaken).
+  const double taken =
+      box.dims() == 2 && method == Method::kPoissonClassic ? 2 : 0;
   return cells * (static_cast<double>(box.dims()) * sizeof(double) + 0.125 +
-                  CoverBytesPerCell(box.dims()));
+                  CoverBytesPerCell(box.dims()) + taken);
 }
 
 absl::Status RunPoissonScalar(const Region& region,
                               const ObstacleIndex& obstacles,
                               const SamplerOptions& options, BatchWriter* out,
                               absl::FunctionRef<bool()> stop) {
-  if (region.dims() == 2) {
-    return PoissonRun<2, ScalarOps>(region, obstacles, options, out, stop)
-        .Run();
-  }
-  return PoissonRun<3, ScalarOps>(region, obstacles, options, out, stop).Run();
+  return RunPoissonWith<ScalarOps>(region, obstacles, options, out, stop);
 }
 
 absl::Status RunPoisson(const Region& region, const ObstacleIndex& obstacles,

@@ -21,10 +21,7 @@ absl::Status RunPoissonAvx2(const Region& region,
                             const ObstacleIndex& obstacles,
                             const SamplerOptions& options, BatchWriter* out,
                             absl::FunctionRef<bool()> stop) {
-  if (region.dims() == 2) {
-    return PoissonRun<2, Avx2Ops>(region, obstacles, options, out, stop).Run();
-  }
-  return PoissonRun<3, Avx2Ops>(region, obstacles, options, out, stop).Run();
+  return RunPoissonWith<Avx2Ops>(region, obstacles, options, out, stop);
 }
 
 }  // namespace scatter::sampler::internal

@@ -152,5 +152,40 @@ TEST(CoverStencilTest, TwoDMarksOnlyHalfCellsEveryCentreCovers) {
   }
 }
 
+// Every run holds exactly the pieces of its row that lie within the
+// radius of every centre in the class (up to the stencil's 1e-6 shrink),
+// and the rows past kReach hold none.
+TEST(CoverStencilTest, TakenRunsHoldExactlyThePiecesEveryCentreCovers) {
+  const TakenStencil2d& s = TakenStencil2d::Get();
+  constexpr int kQ = TakenStencil2d::kClasses;
+  constexpr double kStep = 1.0 / kQ;
+  const double radius = TakenStencil2d::Radius();
+  ASSERT_GT(radius, 5.6);
+  ASSERT_LT(radius, 5.7);
+  std::size_t marked = 0;
+  for (int qy = 0; qy < kQ; ++qy) {
+    for (int qx = 0; qx < kQ; ++qx) {
+      const TakenStencil2d::Run* rows = s.Rows(qx, qy);
+      for (int dy = -10; dy <= 10; ++dy) {
+        const int k = dy + TakenStencil2d::kReach;
+        const bool listed = k >= 0 && k < TakenStencil2d::kRows;
+        for (int dx = -10; dx <= 10; ++dx) {
+          const double fx = Farthest(qx * kStep, (qx + 1) * kStep, dx);
+          const double fy = Farthest(qy * kStep, (qy + 1) * kStep, dy);
+          const double d = std::sqrt(fx * fx + fy * fy);
+          const bool in_run = listed && rows[k].x0 <= dx && dx <= rows[k].x1;
+          marked += in_run;
+          if (std::abs(d - radius) < 1e-5 * radius) continue;
+          EXPECT_EQ(in_run, d < radius)
+              << "class (" << qx << ", " << qy << "), piece (" << dx << ", "
+              << dy << "), farthest " << d;
+        }
+      }
+    }
+  }
+  // About the disk's area less a ring of pieces: many marks per class.
+  EXPECT_GT(marked, static_cast<std::size_t>(kQ * kQ * 60));
+}
+
 }  // namespace
 }  // namespace scatter::sampler::internal
