@@ -22,6 +22,8 @@
 //    list, and accepted candidates join it.
 //  - Candidates come from +, x and sqrt only (no sin/cos), which is also
 //    what makes them portable.
+//  - Classic 2D keeps taken marks (MarkTaken): one bit rejects most
+//    candidates, and the gap scan skips the pieces they mark.
 //
 // Determinism: candidate i of visit j of point a comes from the stream keyed
 // by (seed, layer, tile, purpose) and then (a, j), at counter block i, so it
@@ -644,9 +646,10 @@ class PoissonRun {
   // closer than r to that point, which is in every gathered list that
   // could test the candidate, so the list test would reject it too:
   // rejecting it on the mark changes no output. Rejected candidates land
-  // in such a piece 97 % of the time (bench/README.md, "Taken marks"), and
-  // one load replaces the list test; an active point whose candidates all
-  // land in marked pieces needs no gathered list at all.
+  // in such a piece 97 % of the time (bench/README.md, "Candidates in
+  // covered places"), and one load replaces the list test; an active point
+  // whose candidates all land in marked pieces needs no gathered list at
+  // all. What it gained: bench/README.md, "Taken marks".
   static constexpr int kTakenSplit = 4;
 
   // Whether c lies in a marked piece, for c in the box: its piece indices
