@@ -9,18 +9,38 @@
 
 namespace scatter::sampler::internal {
 
+namespace {
+
+// The bytes of a run's taken marks (PoissonRun::Run's taken_), 0 when it
+// keeps none; cells_x and cells_y are the grid's cells per axis.
+double TakenMarkBytes(const Box& box, Method method, double radius,
+                      double cells_x, double cells_y) {
+  if (!UsesTakenMarks(box, method, radius)) return 0;
+  // Four pieces a cell and axis; rows of whole words with a spare one, a
+  // spare row, and a spare word.
+  const double row_words = std::floor(4 * cells_x / 64) + 1;
+  return 8 * (row_words * (4 * cells_y + 1) + 1);
+}
+
+}  // namespace
+
 double PoissonGridBytes(const Box& box, double radius, Method method) {
   const double cell = CellSide(radius, box.dims());
   double cells = 1;
   for (int a = 0; a < box.dims(); ++a) {
     cells *= std::max(1.0, std::ceil(box.extent(a) / cell));
   }
-  // Coordinates, an occupancy bit and the cover marks per cell, and in
-  // classic 2D the taken marks (16 bits a cell; PoissonRun::MarkTaken).
+  // Coordinates, an occupancy bit and the cover marks per cell, and the
+  // taken marks of the runs that keep them (classic 2D).
   const double taken =
-      box.dims() == 2 && method == Method::kPoissonClassic ? 2 : 0;
+      box.dims() == 2
+          ? TakenMarkBytes(box, method, radius,
+                           std::max(1.0, std::ceil(box.extent(0) / cell)),
+                           std::max(1.0, std::ceil(box.extent(1) / cell)))
+          : 0;
   return cells * (static_cast<double>(box.dims()) * sizeof(double) + 0.125 +
-                  CoverBytesPerCell(box.dims()) + taken);
+                  CoverBytesPerCell(box.dims())) +
+         taken;
 }
 
 absl::Status RunPoissonScalar(const Region& region,

@@ -90,16 +90,18 @@ double CellSide(double radius, int dims) {
 }
 
 // Whether a run keeps taken marks (PoissonRun::MarkTaken): classic 2D,
-// where the doubles are fine enough for the marks' margin (about 5e-10 r)
-// to hold the rounding of coordinates many times over.
-bool UsesTakenMarks(const Region& region, const SamplerOptions& options) {
-  if (region.dims() != 2 || options.method != Method::kPoissonClassic) {
-    return false;
-  }
-  const Box& box = region.bounds();
+// where the doubles are fine enough for the marks' margin (the stencil's
+// radius is shrunk by about 5e-7 r) to hold the rounding of coordinates in
+// piece units (a few parts in 2^53 of the largest coordinate) more than a
+// hundred times over: coordinates up to about 1e6 r.
+bool UsesTakenMarks(const Box& box, Method method, double radius) {
+  if (box.dims() != 2 || method != Method::kPoissonClassic) return false;
   const double lo[2] = {box.min(0), box.min(1)};
   const double hi[2] = {box.max(0), box.max(1)};
-  return CoordinateSlack(lo, hi, 2) < options.radius * 1e-12;
+  return CoordinateSlack(lo, hi, 2) < radius * 1e-9;
+}
+bool UsesTakenMarks(const Region& region, const SamplerOptions& options) {
+  return UsesTakenMarks(region.bounds(), options.method, options.radius);
 }
 
 // Ops supplies the distance kernels: ScalarOps, or Avx2Ops in the AVX2
@@ -671,12 +673,12 @@ class PoissonRun {
             taken_row_bits_};
   }
 
-  // Marks the pieces inside p's disk: per row of pieces, those whose
-  // x-extent lies within sqrt(r^2 - fy^2) of p, fy the row's farther
-  // y-distance from p. r^2 is shrunk by 1e-9, so rounding can only leave a
-  // covered piece unmarked, never mark one that reaches past the disk.
+  // Marks the pieces inside p's disk, from the stencil of p's class
+  // (TakenStencil2d: its radius is shrunk by 1e-6 in r^2, so rounding can
+  // only leave a covered piece unmarked, never mark one that reaches past
+  // the disk).
   [[gnu::noinline]] void MarkTaken(const double* p) {
-    const TakenStencil2d& stencil = TakenStencil2d::Get();
+    const TakenStencil2d& stencil = *taken_stencil_;
     const double inv_h = kTakenSplit * inv_cell_;
     const double px = (p[0] - lo_[0]) * inv_h;
     const double py = (p[1] - lo_[1]) * inv_h;
@@ -692,14 +694,36 @@ class PoissonRun {
     const TakenStencil2d::Run* run = stencil.Rows(qx, qy);
     const std::int64_t last_x = kTakenSplit * n_[0] - 1;
     const std::int64_t last_y = kTakenSplit * n_[1] - 1;
+    constexpr int kReach = TakenStencil2d::kReach;
+    std::uint64_t* bits = taken_.data();
+    if (ix >= kReach && ix + kReach <= last_x && iy >= kReach &&
+        iy + kReach <= last_y) {
+      // Most points: no run needs clipping, and each (at most 12 pieces)
+      // is one or two word writes, without a branch (an empty run's mask
+      // is 0). The word after a row's last piece is its spare.
+      std::uint64_t row =
+          static_cast<std::uint64_t>(iy - kReach) * taken_row_bits_ +
+          static_cast<std::uint64_t>(ix);
+      for (int k = 0; k < TakenStencil2d::kRows; ++k, row += taken_row_bits_) {
+        const std::uint64_t first =
+            row + static_cast<std::uint64_t>(std::int64_t{run[k].x0});
+        const int len = std::max(0, run[k].x1 - run[k].x0 + 1);
+        const std::uint64_t mask = (std::uint64_t{1} << len) - 1;
+        const unsigned shift = static_cast<unsigned>(first & 63);
+        bits[first >> 6] |= mask << shift;
+        // Two shifts: shift 0 carries nothing into the next word.
+        bits[(first >> 6) + 1] |= (mask >> 1) >> (63 - shift);
+      }
+      return;
+    }
     for (int k = 0; k < TakenStencil2d::kRows; ++k) {
-      const std::int64_t y = iy + k - TakenStencil2d::kReach;
+      const std::int64_t y = iy + k - kReach;
       if (y < 0 || y > last_y || run[k].x0 > run[k].x1) continue;
       const std::int64_t x0 = std::max<std::int64_t>(0, ix + run[k].x0);
       const std::int64_t x1 = std::min(last_x, ix + run[k].x1);
       if (x0 > x1) continue;
       const std::uint64_t row = static_cast<std::uint64_t>(y) * taken_row_bits_;
-      SetBitRange(taken_.data(), row + static_cast<std::uint64_t>(x0),
+      SetBitRange(bits, row + static_cast<std::uint64_t>(x0),
                   row + static_cast<std::uint64_t>(x1));
     }
   }
@@ -1570,6 +1594,8 @@ class PoissonRun {
   static constexpr bool taken_marks_ = kTaken;
   HugePageVector<std::uint64_t> taken_;
   std::uint64_t taken_row_bits_ = 0;
+  const TakenStencil2d* taken_stencil_ =
+      kTaken ? &TakenStencil2d::Get() : nullptr;
   const CoverStencil2d* stencil_ = &CoverStencil2d::Get();
   const CoverStencil3d* stencil3d_ = D == 3 ? &CoverStencil3d::Get() : nullptr;
 
