@@ -744,6 +744,36 @@ class PoissonRun {
     bits[w1] |= tail;
   }
 
+  // Whether a point of the grid is closer than r to c, a place in the box
+  // (2D): the list test (AnyWithin2d) over the cells that can hold such a
+  // point, those within 2 cells of c's along each axis (two cells are
+  // wider than r, corners included), with the same squared distance and
+  // comparison.
+  bool GridConflict(const double* c) const {
+    const auto ix = static_cast<std::int64_t>(AxisCell(0, c[0]));
+    const auto iy = static_cast<std::int64_t>(AxisCell(1, c[1]));
+    const std::int64_t x0 = std::max<std::int64_t>(0, ix - 2);
+    const std::int64_t x1 = std::min<std::int64_t>(n_[0] - 1, ix + 2);
+    const std::int64_t y0 = std::max<std::int64_t>(0, iy - 2);
+    const std::int64_t y1 = std::min<std::int64_t>(n_[1] - 1, iy + 2);
+    const auto len = static_cast<unsigned>(x1 - x0 + 1);
+    for (std::int64_t y = y0; y <= y1; ++y) {
+      const std::uint64_t start = static_cast<std::uint64_t>(y) * stride_[1] +
+                                  static_cast<std::uint64_t>(x0);
+      std::uint64_t bits = BitRun(occupied_.data(), start, len);
+      while (bits != 0) {
+        const double* q =
+            &grid_[(start + static_cast<std::uint64_t>(__builtin_ctzll(bits))) *
+                   D];
+        bits &= bits - 1;
+        const double dx = q[0] - c[0];
+        const double dy = q[1] - c[1];
+        if (dx * dx + dy * dy < min_d2_) return true;
+      }
+    }
+    return false;
+  }
+
   // The taken marks of cell c (2D): bit qx + 4 qy for its piece (qx, qy).
   unsigned TakenCellMask(std::uint64_t c) const {
     const std::uint64_t cx = c % static_cast<std::uint64_t>(n_[0]);
@@ -1010,9 +1040,6 @@ class PoissonRun {
     const double r = r_;
     const bool interior = interior_;
     const int attempts = attempts_;
-    // With taken marks, the list is gathered when the first candidate in an
-    // unmarked piece needs it (Drain leaves it to this).
-    bool gathered = !taken_marks_;
     const TakenView taken = Taken();
     for (std::uint64_t visit = 0;; ++visit) {
       since_poll_ += static_cast<std::uint64_t>(attempts);
@@ -1025,20 +1052,19 @@ class PoissonRun {
       }
       const std::uint64_t visit_key =
           Combine(Combine(candidate_key_, index), visit);
-      std::size_t padded = Padded();
-      // Whether the candidate at c is accepted.
+      const std::size_t padded = taken_marks_ ? 0 : Padded();
+      // Whether the candidate at c is accepted. With taken marks, most
+      // candidates end on their mark; the few others are tested against
+      // the grid cells around them (GridConflict), and no list is
+      // gathered: the tests and their order are AcceptIfClear's.
       auto try_candidate = [&](const double* c) SCATTER_INLINE_LAMBDA {
-        if (taken_marks_) {
-          // Outside the box AcceptIfClear would refuse it first.
-          if (!interior && !InBounds(c)) return false;
-          if (taken(c)) return false;
-          if (!gathered) {
-            Gather(p);
-            gathered = true;
-            padded = Padded();
-          }
-        }
-        return AcceptIfClear(padded, interior, c);
+        if (!taken_marks_) return AcceptIfClear(padded, interior, c);
+        if (!interior && !InBounds(c)) return false;
+        if (taken(c)) return false;
+        if (GridConflict(c)) return false;
+        if (!interior && !InShape(c)) return false;
+        Accept(c);
+        return true;
       };
       bool accepted = false;
       for (int i = 0; i < attempts; ++i) {
