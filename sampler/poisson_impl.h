@@ -19,7 +19,8 @@
 //  - An active point gathers its neighbourhood once: every point that could
 //    conflict with any of its candidates, nearest first, into a short
 //    structure-of-arrays list. All its candidates are tested against that
-//    list, and accepted candidates join it.
+//    list, and accepted candidates join it. (Classic 2D gathers nothing:
+//    see the taken marks below.)
 //  - Candidates come from +, x and sqrt only (no sin/cos), which is also
 //    what makes them portable.
 //  - Classic 2D keeps taken marks (MarkTaken): one bit rejects most
@@ -206,7 +207,10 @@ class PoissonRun {
     for (const RowRun& run : gather_runs_) {
       window += static_cast<std::size_t>(run.x1 - run.x0 + 1);
     }
-    for (auto& column : list_) column.resize(window + 4);
+    // Classic 2D with taken marks gathers no list (VisitClassic).
+    if (!taken_marks_) {
+      for (auto& column : list_) column.resize(window + 4);
+    }
     if constexpr (D == 3) {
       for (auto& column : far_) column.resize(window + 1);
     }
@@ -645,13 +649,13 @@ class PoissonRun {
   // Taken marks (classic 2D): a bit per piece of a cell cut kTakenSplit
   // times per axis, row by row over the whole grid, set when an accepted
   // point's disk holds the piece whole. A candidate in a marked piece is
-  // closer than r to that point, which is in every gathered list that
-  // could test the candidate, so the list test would reject it too:
-  // rejecting it on the mark changes no output. Rejected candidates land
-  // in such a piece 97 % of the time (bench/README.md, "Candidates in
-  // covered places"), and one load replaces the list test; an active point
-  // whose candidates all land in marked pieces needs no gathered list at
-  // all. What it gained: bench/README.md, "Taken marks".
+  // closer than r to that point, which is in the grid, so the grid test
+  // (GridConflict) would reject it too: rejecting it on the mark changes
+  // no output. Rejected candidates land in such a piece 97 % of the time
+  // (bench/README.md, "Candidates in covered places"), so one load decides
+  // most candidates, and the few others read the grid around themselves
+  // instead of a gathered list. What it gained: bench/README.md, "Taken
+  // marks".
   static constexpr int kTakenSplit = 4;
 
   // Whether c lies in a marked piece, for c in the box: its piece indices
@@ -1171,7 +1175,37 @@ class PoissonRun {
       }
       for (std::uint64_t piece = 0; piece < 16; ++piece) {
         RandomPointIn(b0, b1, c, piece, p);
-        if (Inside(p)) return true;
+        if (Inside(p) && !NearGridPoint(p)) return true;
+      }
+    }
+    return false;
+  }
+
+  // Whether a point already in the grid (a same-layer obstacle's, or one
+  // grown from a scheduled one) is closer than r to p, a place in the box:
+  // the cells within 2 of p's along each axis (two cells are wider than r
+  // for D <= 3), empty ones NaN.
+  bool NearGridPoint(const double* p) const {
+    std::int64_t first[3] = {0, 0, 0}, last[3] = {0, 0, 0};
+    for (int a = 0; a < D; ++a) {
+      const auto i = static_cast<std::int64_t>(AxisCell(a, p[a]));
+      first[a] = std::max<std::int64_t>(0, i - 2);
+      last[a] = std::min<std::int64_t>(n_[a] - 1, i + 2);
+    }
+    for (std::int64_t z = first[2]; z <= last[2]; ++z) {
+      for (std::int64_t y = first[1]; y <= last[1]; ++y) {
+        for (std::int64_t x = first[0]; x <= last[0]; ++x) {
+          const std::uint64_t c =
+              static_cast<std::uint64_t>(x) +
+              static_cast<std::uint64_t>(y) * stride_[1] +
+              (D == 3 ? static_cast<std::uint64_t>(z) * stride_[D - 1] : 0);
+          double d2 = 0;
+          for (int a = 0; a < D; ++a) {
+            const double d = grid_[c * D + a] - p[a];
+            d2 += d * d;
+          }
+          if (d2 < min_d2_) return true;
+        }
       }
     }
     return false;
