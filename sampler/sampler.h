@@ -109,7 +109,9 @@ struct SamplerOptions {
   // maximal (DESIGN.md, Maximal fill) down to pieces 1/64 of a cell wide in
   // 2D and 1/16 in 3D. The run starts from the scan as well (the first seed
   // is the first cell's), so output with the fill off is not a prefix of
-  // output with it on. Turning it off is for measuring Bridson alone.
+  // output with it on. Turning it off is for measuring Bridson alone: one
+  // seed, at the first place clear of the region's edge, the obstacles and
+  // any same-layer points, and its growth.
   bool fill_gaps = true;
   // Existing objects: every new point stays at least obstacle.radius +
   // footprint from each centre (all methods). Up to max_obstacles of them.

@@ -342,7 +342,6 @@ class VariableRun {
     // within kWakeRadius max(r, r_q) of it, so the front that reaches them
     // grows on through their gaps as one front (as the constant-radius run
     // does).
-    bool seeded = false;
     bool crowded = false;
     obstacles_.ForEachSameLayer(
         [&](const double* c, double r, std::int32_t wake) {
@@ -365,7 +364,6 @@ class VariableRun {
           ++level.dormant_left;
           ++dormant_left_;
           if (wake >= 0) schedule_.Add(wake, {cell, l});
-          seeded = true;
         });
     if (crowded) {
       return absl::InvalidArgumentError(
@@ -381,7 +379,8 @@ class VariableRun {
       if (!status.ok()) return status;
     }
     if (fill_gaps_) return FillGaps();
-    if (seeded) return absl::OkStatus();
+    // Without gap filling, one seed (clear of the same-layer points) and
+    // its growth, as the constant-radius run does.
     double p[D];
     if (!FirstSeed(p)) return absl::OkStatus();
     Accept(p, field_.At(p));
@@ -1203,7 +1202,12 @@ class VariableRun {
       }
       for (std::uint64_t piece = 0; piece < 16; ++piece) {
         RandomPointIn(b0, b1, c, piece, p);
-        if (Inside(p, field_.At(p))) return true;
+        const double r = field_.At(p);
+        if (!Inside(p, r)) continue;
+        // Clear of the points already in the grids (same-layer obstacles,
+        // and those grown from scheduled ones).
+        Gather(p, 0, r);
+        if (!ListConflict(p, r * r * (1 + kDistanceSlack))) return true;
       }
     }
     return false;

@@ -1112,12 +1112,8 @@ TEST(SamplerTest, WithoutGapFillingTheSeedKeepsClearOfSameLayerPoints) {
         }
         const PointSet points = RunToEnd(box, options);
         ASSERT_TRUE(points.status.ok()) << points.status;
-        // (The variable-radius engine grows only from woken points when
-        // same-layer points are given and gaps are not filled, and none
-        // wakes here: it places nothing.)
-        if (!variable) {
-          ASSERT_GT(points.size(), 50u);  // About 90 in 2D, 700 in 3D.
-        }
+        // About 90 points in 2D, 700 in 3D; 40 and 200 with variable radius.
+        ASSERT_GT(points.size(), 20u);
         for (std::size_t i = 0; i < points.size(); ++i) {
           double d2 = 0;
           for (int a = 0; a < dims; ++a) {
