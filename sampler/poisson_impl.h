@@ -244,11 +244,7 @@ class PoissonRun {
       }
       for (int a = 0; a < D; ++a) grid_[cell * D + a] = c[a];
       if (scan_bits_) SetBit(&occupied_, cell);
-      if (taken_marks_) {
-        MarkTaken(c);
-      } else if (fill_gaps_ && MarkedPlane(cell)) {
-        MarkCovered(c);
-      }
+      MarkNewPoint(cell, c);
       if (dormant_.empty()) {
         dormant_.assign(cells_ / 64 + 2, 0);
         std::uint64_t blocks = 1;
@@ -350,6 +346,16 @@ class PoissonRun {
            (obstacles_.empty() || !obstacles_.TooClose(p));
   }
 
+  // The marks of a point just put in the grid at cell c: taken marks, or
+  // cover marks where the gap scan's marking has passed c's plane.
+  void MarkNewPoint(std::uint64_t c, const double* p) {
+    if (taken_marks_) {
+      MarkTaken(p);
+    } else if (fill_gaps_ && MarkedPlane(c)) {
+      MarkCovered(p);
+    }
+  }
+
   // Records an accepted point: grid, active list, output. Halts the run when
   // the writer refuses it (sink said stop, or the point cap).
   void Accept(const double* p) {
@@ -357,11 +363,7 @@ class PoissonRun {
     assert(!Occupied(c));
     for (int a = 0; a < D; ++a) grid_[c * D + a] = p[a];
     if (scan_bits_) SetBit(&occupied_, c);
-    if (taken_marks_) {
-      MarkTaken(p);
-    } else if (fill_gaps_ && MarkedPlane(c)) {
-      MarkCovered(p);
-    }
+    MarkNewPoint(c, p);
     active_.push_back({c, next_index_++});
     if (dormant_left_ > 0) WakeNear(p);
     if (!out_->Add(p, r_)) Halt(out_->StopStatus());
@@ -778,11 +780,17 @@ class PoissonRun {
     return false;
   }
 
-  // The taken marks of cell c (2D): bit qx + 4 qy for its piece (qx, qy).
-  unsigned TakenCellMask(std::uint64_t c) const {
+  // The taken mark of cell c's first piece (2D); the cell's piece (qx, qy)
+  // is qy rows of pieces and qx bits on.
+  std::uint64_t FirstTakenBit(std::uint64_t c) const {
     const std::uint64_t cx = c % static_cast<std::uint64_t>(n_[0]);
     const std::uint64_t cy = c / static_cast<std::uint64_t>(n_[0]);
-    std::uint64_t bit = kTakenSplit * cy * taken_row_bits_ + kTakenSplit * cx;
+    return kTakenSplit * (cy * taken_row_bits_ + cx);
+  }
+
+  // The taken marks of cell c (2D): bit qx + 4 qy for its piece (qx, qy).
+  unsigned TakenCellMask(std::uint64_t c) const {
+    std::uint64_t bit = FirstTakenBit(c);
     unsigned out = 0;
     for (int qy = 0; qy < kTakenSplit; ++qy, bit += taken_row_bits_) {
       out |= static_cast<unsigned>(BitRun(taken_.data(), bit, kTakenSplit))
@@ -794,9 +802,7 @@ class PoissonRun {
   // Whether the taken marks hold every piece of cells c to c + 7 (2D; a
   // run that leaves the row reads the row's spare bits, 0).
   bool EightTaken(std::uint64_t c) const {
-    const std::uint64_t cx = c % static_cast<std::uint64_t>(n_[0]);
-    const std::uint64_t cy = c / static_cast<std::uint64_t>(n_[0]);
-    std::uint64_t bit = kTakenSplit * cy * taken_row_bits_ + kTakenSplit * cx;
+    std::uint64_t bit = FirstTakenBit(c);
     std::uint64_t all = ~std::uint64_t{0};
     for (int qy = 0; qy < kTakenSplit; ++qy, bit += taken_row_bits_) {
       all &= BitRun(taken_.data(), bit, 8 * kTakenSplit) |
@@ -1095,7 +1101,7 @@ class PoissonRun {
       const Active e = active_[head_++];
       double p[D];
       for (int a = 0; a < D; ++a) p[a] = grid_[e.cell * D + a];
-      if (dense_ || !taken_marks_) Gather(p);
+      if (!taken_marks_) Gather(p);
       // When every place a candidate can reach is inside, no candidate
       // needs the inside test: a bounds check in a box region, one
       // classification of the reach's box in any other (most points sit
