@@ -16,9 +16,10 @@
 
 namespace scatter::sampler::internal {
 
-// Bytes the Poisson grid of this box, radius and method needs, as a double
-// so huge requests do not overflow before they are refused.
-double PoissonGridBytes(const Box& box, double radius, Method method);
+// Bytes the Poisson grid of this box and options (radius, method, gap
+// filling) needs, as a double so huge requests do not overflow before they
+// are refused.
+double PoissonGridBytes(const Box& box, const SamplerOptions& options);
 
 absl::Status RunPoisson(const Region& region, const ObstacleIndex& obstacles,
                         const SamplerOptions& options, BatchWriter* out,

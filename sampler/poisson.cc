@@ -13,9 +13,9 @@ namespace {
 
 // The bytes of a run's taken marks (PoissonRun::Run's taken_), 0 when it
 // keeps none; cells_x and cells_y are the grid's cells per axis.
-double TakenMarkBytes(const Box& box, Method method, double radius,
+double TakenMarkBytes(const Box& box, const SamplerOptions& options,
                       double cells_x, double cells_y) {
-  if (!UsesTakenMarks(box, method, radius)) return 0;
+  if (!UsesTakenMarks(box, options)) return 0;
   // Four pieces a cell and axis; rows of whole words with a spare one, a
   // spare row, and a spare word.
   const double row_words = std::floor(4 * cells_x / 64) + 1;
@@ -24,17 +24,17 @@ double TakenMarkBytes(const Box& box, Method method, double radius,
 
 }  // namespace
 
-double PoissonGridBytes(const Box& box, double radius, Method method) {
-  const double cell = CellSide(radius, box.dims());
+double PoissonGridBytes(const Box& box, const SamplerOptions& options) {
+  const double cell = CellSide(options.radius, box.dims());
   double cells = 1;
   for (int a = 0; a < box.dims(); ++a) {
     cells *= std::max(1.0, std::ceil(box.extent(a) / cell));
   }
   // Coordinates, an occupancy bit and the cover marks per cell, and the
-  // taken marks of the runs that keep them (classic 2D).
+  // taken marks of the runs that keep them (UsesTakenMarks).
   const double taken =
       box.dims() == 2
-          ? TakenMarkBytes(box, method, radius,
+          ? TakenMarkBytes(box, options,
                            std::max(1.0, std::ceil(box.extent(0) / cell)),
                            std::max(1.0, std::ceil(box.extent(1) / cell)))
           : 0;

@@ -19,12 +19,13 @@
 //  - An active point gathers its neighbourhood once: every point that could
 //    conflict with any of its candidates, nearest first, into a short
 //    structure-of-arrays list. All its candidates are tested against that
-//    list, and accepted candidates join it. (Classic 2D gathers nothing:
-//    see the taken marks below.)
+//    list, and accepted candidates join it. (2D runs with taken marks
+//    gather nothing: see below.)
 //  - Candidates come from +, x and sqrt only (no sin/cos), which is also
 //    what makes them portable.
-//  - Classic 2D keeps taken marks (MarkTaken): one bit rejects most
-//    candidates, and the gap scan skips the pieces they mark.
+//  - 2D runs keep taken marks (MarkTaken; classic, and dense with gap
+//    filling): one bit rejects most candidates, and the gap scan skips the
+//    pieces they mark.
 //
 // Determinism: candidate i of visit j of point a comes from the stream keyed
 // by (seed, layer, tile, purpose) and then (a, j), at counter block i, so it
@@ -90,24 +91,30 @@ double CellSide(double radius, int dims) {
   return radius / std::sqrt(static_cast<double>(dims)) * kCellShrink;
 }
 
-// Whether a run keeps taken marks (PoissonRun::MarkTaken): classic 2D,
-// where the doubles are fine enough for the marks' margin (the stencil's
-// radius is shrunk by about 5e-7 r) to hold the rounding of coordinates in
-// piece units (a few parts in 2^53 of the largest coordinate) more than a
-// hundred times over: coordinates up to about 1e6 r.
-bool UsesTakenMarks(const Box& box, Method method, double radius) {
-  if (box.dims() != 2 || method != Method::kPoissonClassic) return false;
+// Whether a run keeps taken marks (PoissonRun::MarkTaken): classic 2D, and
+// dense 2D with gap filling (without it, the marks cost dense more than its
+// candidates save), where the doubles are fine enough for the marks' margin
+// (the stencil's radius is shrunk by about 5e-7 r) to hold the rounding of
+// coordinates in piece units (a few parts in 2^53 of the largest
+// coordinate) more than a hundred times over: coordinates up to about
+// 1e6 r.
+bool UsesTakenMarks(const Box& box, const SamplerOptions& options) {
+  if (box.dims() != 2) return false;
+  if (options.method != Method::kPoissonClassic &&
+      !(options.method == Method::kPoissonDense && options.fill_gaps)) {
+    return false;
+  }
   const double lo[2] = {box.min(0), box.min(1)};
   const double hi[2] = {box.max(0), box.max(1)};
-  return CoordinateSlack(lo, hi, 2) < radius * 1e-9;
+  return CoordinateSlack(lo, hi, 2) < options.radius * 1e-9;
 }
 bool UsesTakenMarks(const Region& region, const SamplerOptions& options) {
-  return UsesTakenMarks(region.bounds(), options.method, options.radius);
+  return UsesTakenMarks(region.bounds(), options);
 }
 
 // Ops supplies the distance kernels: ScalarOps, or Avx2Ops in the AVX2
 // translation unit, where this whole class is compiled for AVX2.
-// kTaken: the run keeps taken marks (classic 2D; see MarkTaken and
+// kTaken: the run keeps taken marks (2D; see MarkTaken and
 // UsesTakenMarks), a separate instantiation so that the other runs' hot
 // loops stay as they are.
 template <int D, class Ops, bool kTaken = false>
@@ -183,9 +190,9 @@ class PoissonRun {
 
   absl::Status Run() {
     grid_.assign(cells_ * D, std::numeric_limits<double>::quiet_NaN());
-    // 3D and classic 2D gathers scan occupancy bits (one spare word so
-    // BitRun may always read the word after); dense 2D gathers read the
-    // grid itself.
+    // 3D gathers, classic 2D gathers and the grid tests of runs with taken
+    // marks scan occupancy bits (one spare word so BitRun may always read
+    // the word after); other dense 2D gathers read the grid itself.
     if (scan_bits_) occupied_.assign(cells_ / 64 + 2, 0);
     if (fill_gaps_) cover_.assign(cells_ + 8, 0);
     if (taken_marks_) {
@@ -207,7 +214,7 @@ class PoissonRun {
     for (const RowRun& run : gather_runs_) {
       window += static_cast<std::size_t>(run.x1 - run.x0 + 1);
     }
-    // Classic 2D with taken marks gathers no list (VisitClassic).
+    // Runs with taken marks gather no list (AcceptIfUntaken).
     if (!taken_marks_) {
       for (auto& column : list_) column.resize(window + 4);
     }
@@ -648,16 +655,17 @@ class PoissonRun {
     }
   }
 
-  // Taken marks (classic 2D): a bit per piece of a cell cut kTakenSplit
+  // Taken marks (2D; UsesTakenMarks): a bit per piece of a cell cut kTakenSplit
   // times per axis, row by row over the whole grid, set when an accepted
   // point's disk holds the piece whole. A candidate in a marked piece is
   // closer than r to that point, which is in the grid, so the grid test
   // (GridConflict) would reject it too: rejecting it on the mark changes
   // no output. Rejected candidates land in such a piece 97 % of the time
-  // (bench/README.md, "Candidates in covered places"), so one load decides
-  // most candidates, and the few others read the grid around themselves
-  // instead of a gathered list. What it gained: bench/README.md, "Taken
-  // marks".
+  // in classic 2D (bench/README.md, "Candidates in covered places") and in
+  // dense 2D, so one load decides most candidates, and the few others read
+  // the grid around themselves instead of a gathered list. In dense 2D the
+  // marks also spare the gap scan most of its searches. What they gained:
+  // bench/README.md, "Taken marks" and "Taken marks in dense 2D".
   static constexpr int kTakenSplit = 4;
 
   // Whether c lies in a marked piece, for c in the box: its piece indices
@@ -1005,8 +1013,33 @@ class PoissonRun {
     return true;
   }
 
+  // AcceptIfClear for a run with taken marks: most candidates end on their
+  // mark; the few others are tested against the grid cells around them
+  // (GridConflict), and no list is gathered. The tests and their order are
+  // AcceptIfClear's, so the answers are too.
+  SCATTER_ALWAYS_INLINE bool AcceptIfUntaken(const TakenView& taken,
+                                             bool interior, const double* c) {
+    if (!interior && !InBounds(c)) return false;
+    if (taken(c)) return false;
+    if (GridConflict(c)) return false;
+    if (!interior && !InShape(c)) return false;
+    Accept(c);
+    return true;
+  }
+
   void Halt(absl::Status status) {
     if (halt_.ok()) halt_ = std::move(status);
+  }
+
+  // Counts n candidates towards the next poll of the stop predicate, and
+  // polls it when due. Returns whether the run must end (halt_ is set).
+  bool PollStop(std::uint64_t n) {
+    since_poll_ += n;
+    if (since_poll_ < kPollEvery) return false;
+    since_poll_ = 0;
+    if (!stop_()) return false;
+    Halt(absl::CancelledError("sampling stopped by the caller"));
+    return true;
   }
 
   // Dense: one visit, k candidates at r(1 + eps) on evenly stepped
@@ -1018,6 +1051,18 @@ class PoissonRun {
     if constexpr (D == 2) {
       double u, v;
       RandomUnit2(rng, &u, &v);
+      if constexpr (kTaken) {
+        const TakenView taken = Taken();
+        const bool interior = interior_;
+        const auto& directions = Woken(index) ? woken_circle_ : circle_;
+        if (PollStop(directions.size())) return;
+        for (const auto& d : directions) {
+          c[0] = p[0] + step_ * (u * d[0] - v * d[1]);
+          c[1] = p[1] + step_ * (v * d[0] + u * d[1]);
+          if (AcceptIfUntaken(taken, interior, c) && !halt_.ok()) return;
+        }
+        return;
+      }
       for (const auto& d : Woken(index) ? woken_circle_ : circle_) {
         c[0] = p[0] + step_ * (u * d[0] - v * d[1]);
         c[1] = p[1] + step_ * (v * d[0] + u * d[1]);
@@ -1052,29 +1097,14 @@ class PoissonRun {
     const int attempts = attempts_;
     const TakenView taken = Taken();
     for (std::uint64_t visit = 0;; ++visit) {
-      since_poll_ += static_cast<std::uint64_t>(attempts);
-      if (since_poll_ >= kPollEvery) {
-        since_poll_ = 0;
-        if (stop_()) {
-          Halt(absl::CancelledError("sampling stopped by the caller"));
-          return;
-        }
-      }
+      if (PollStop(static_cast<std::uint64_t>(attempts))) return;
       const std::uint64_t visit_key =
           Combine(Combine(candidate_key_, index), visit);
       const std::size_t padded = taken_marks_ ? 0 : Padded();
-      // Whether the candidate at c is accepted. With taken marks, most
-      // candidates end on their mark; the few others are tested against
-      // the grid cells around them (GridConflict), and no list is
-      // gathered: the tests and their order are AcceptIfClear's.
+      // Whether the candidate at c is accepted.
       auto try_candidate = [&](const double* c) SCATTER_INLINE_LAMBDA {
         if (!taken_marks_) return AcceptIfClear(padded, interior, c);
-        if (!interior && !InBounds(c)) return false;
-        if (taken(c)) return false;
-        if (GridConflict(c)) return false;
-        if (!interior && !InShape(c)) return false;
-        Accept(c);
-        return true;
+        return AcceptIfUntaken(taken, interior, c);
       };
       bool accepted = false;
       for (int i = 0; i < attempts; ++i) {
@@ -1588,7 +1618,7 @@ class PoissonRun {
   BatchWriter* out_;
   absl::FunctionRef<bool()> stop_;
   bool dense_;
-  bool scan_bits_ = D == 3 || !dense_;
+  bool scan_bits_ = D == 3 || !dense_ || kTaken;
   bool fill_gaps_;
   int attempts_;
   double r_;
@@ -1650,9 +1680,11 @@ class PoissonRun {
   // covers whole; 8 spare words let FillGaps read 8 at a time.
   HugePageVector<CoverWord> cover_;
   // The last plane whose points' marks are in cover_ (see MarkedPlane).
-  // Dense 2D marks each point as it comes: its grid has no occupancy bits
-  // to find the points of a row by, its cover bytes are few, and testing
-  // every cell of the grid costs more than the scattered writes did.
+  // Dense 2D without taken marks marks each point as it comes: its grid
+  // has no occupancy bits to find the points of a row by, its cover bytes
+  // are few, and testing every cell of the grid costs more than the
+  // scattered writes did. Runs with taken marks mark points there instead,
+  // and cover_ holds only the obstacles' marks.
   std::int64_t marked_through_ =
       scan_bits_ ? -1 : std::numeric_limits<std::int64_t>::max() / 2;
   // Taken marks (MarkTaken): whether this run keeps them, the bits, and

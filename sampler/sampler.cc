@@ -223,7 +223,7 @@ double EstimatedRunBytes(const Box& box, const SamplerOptions& options) {
         .bytes;
   }
   if (!IsPoisson(options.method)) return 0;
-  return internal::PoissonGridBytes(box, options.radius, options.method);
+  return internal::PoissonGridBytes(box, options);
 }
 
 const char* MethodName(Method method) {

@@ -1034,53 +1034,67 @@ TEST(SamplerTest, PointIdIn2DIgnoresTheThirdValue) {
   EXPECT_NE(PointId(1, 0, a, 3), PointId(1, 0, b, 3));
 }
 
-// Classic 2D keeps taken marks, 16 bits a cell, where coordinates are
-// within about 1e6 r; the estimate counts them there and only there.
-TEST(SamplerTest, EstimateCountsTheTakenMarksOfClassicTwoD) {
+// Classic 2D, and dense 2D with gap filling, keep taken marks, 16 bits a
+// cell, where coordinates are within about 1e6 r; the estimate counts them
+// there and only there.
+TEST(SamplerTest, EstimateCountsTheTakenMarksOfTwoD) {
   SamplerOptions options;
   options.radius = 1;
-  auto bytes = [&](Method method, double offset) {
+  auto bytes = [&](Method method, bool fill_gaps, double offset) {
     options.method = method;
+    options.fill_gaps = fill_gaps;
     return EstimatedRunBytes(
         *Box::Create(2, {offset, 0, 0}, {offset + 1000, 1000, 0}), options);
   };
   // Cells just under r / sqrt(2) a side: 1415 per axis.
   const double cells = 1415.0 * 1415.0;
-  const double taken =
-      bytes(Method::kPoissonClassic, 0) - bytes(Method::kPoissonDense, 0);
-  EXPECT_GE(taken, 2 * cells);
-  EXPECT_LE(taken, 2.05 * cells);
-  // At 1e8 r the doubles step by 1.5e-8 r: no taken marks, nothing counted.
-  EXPECT_EQ(bytes(Method::kPoissonClassic, 1e8),
-            bytes(Method::kPoissonDense, 1e8));
+  // Dense without gap filling keeps none.
+  const double none = bytes(Method::kPoissonDense, false, 0);
+  for (const auto& [method, fill_gaps] :
+       {std::pair{Method::kPoissonClassic, true},
+        std::pair{Method::kPoissonClassic, false},
+        std::pair{Method::kPoissonDense, true}}) {
+    SCOPED_TRACE(
+        absl::StrFormat("%s, fill_gaps %d", MethodName(method), fill_gaps));
+    const double taken = bytes(method, fill_gaps, 0) - none;
+    EXPECT_GE(taken, 2 * cells);
+    EXPECT_LE(taken, 2.05 * cells);
+    // At 1e8 r the doubles step by 1.5e-8 r: no taken marks, nothing
+    // counted.
+    EXPECT_EQ(bytes(method, fill_gaps, 1e8),
+              bytes(Method::kPoissonDense, false, 1e8));
+  }
 }
 
-// Taken marks decide most classic 2D candidates and gap pieces up to about
-// 1e6 r from the origin, where the doubles step by 2e-10 r; past that the
-// runs go without them. Either side of the switch the set is inside, apart
-// and maximal.
-TEST(SamplerTest, ClassicTwoDFarFromTheOriginIsApartAndMaximal) {
-  for (const double offset : {0.0, 9e5, 4e6, 1e9}) {
-    SCOPED_TRACE(absl::StrFormat("offset %g", offset));
-    const Box box =
-        *Box::Create(2, {offset, -offset, 0}, {offset + 60, -offset + 60, 0});
-    SamplerOptions options = PoissonOptions(Method::kPoissonClassic);
-    options.radius = 1;
-    const PointSet points = RunToEnd(box, options);
-    ASSERT_TRUE(points.status.ok()) << points.status;
-    EXPECT_GT(points.size(), 2500u);
-    for (std::size_t i = 0; i < points.size(); ++i) {
-      ASSERT_TRUE(box.Contains(&points.coords[i * 2]));
+// Taken marks decide most 2D candidates (classic, and dense with gap
+// filling) and gap pieces up to about 1e6 r from the origin, where the
+// doubles step by 2e-10 r; past that the runs go without them. Either side
+// of the switch the set is inside, apart and maximal.
+TEST(SamplerTest, TwoDFarFromTheOriginIsApartAndMaximal) {
+  for (const Method method : kPoissonMethods) {
+    for (const double offset : {0.0, 9e5, 4e6, 1e9}) {
+      SCOPED_TRACE(
+          absl::StrFormat("%s, offset %g", MethodName(method), offset));
+      const Box box =
+          *Box::Create(2, {offset, -offset, 0}, {offset + 60, -offset + 60, 0});
+      SamplerOptions options = PoissonOptions(method);
+      options.radius = 1;
+      const PointSet points = RunToEnd(box, options);
+      ASSERT_TRUE(points.status.ok()) << points.status;
+      EXPECT_GT(points.size(), 2500u);
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        ASSERT_TRUE(box.Contains(&points.coords[i * 2]));
+      }
+      absl::StatusOr<MinDistanceReport> report =
+          CheckMinDistance(points.coords, 2, options.radius);
+      ASSERT_TRUE(report.ok()) << report.status();
+      EXPECT_EQ(report->violations, 0u);
+      // 1e6 probes, about 280 per unit of area.
+      absl::StatusOr<CoverageReport> coverage =
+          MeasureCoverage(points.coords, box, options.radius, 1000000, 7);
+      ASSERT_TRUE(coverage.ok()) << coverage.status();
+      EXPECT_LE(coverage->uncovered_fraction(), 1e-5);
     }
-    absl::StatusOr<MinDistanceReport> report =
-        CheckMinDistance(points.coords, 2, options.radius);
-    ASSERT_TRUE(report.ok()) << report.status();
-    EXPECT_EQ(report->violations, 0u);
-    // 1e6 probes, about 280 per unit of area.
-    absl::StatusOr<CoverageReport> coverage =
-        MeasureCoverage(points.coords, box, options.radius, 1000000, 7);
-    ASSERT_TRUE(coverage.ok()) << coverage.status();
-    EXPECT_LE(coverage->uncovered_fraction(), 1e-5);
   }
 }
 
