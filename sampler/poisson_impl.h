@@ -190,9 +190,9 @@ class PoissonRun {
 
   absl::Status Run() {
     grid_.assign(cells_ * D, std::numeric_limits<double>::quiet_NaN());
-    // 3D gathers, classic 2D gathers and the grid tests of runs with taken
-    // marks scan occupancy bits (one spare word so BitRun may always read
-    // the word after); other dense 2D gathers read the grid itself.
+    // 3D and classic 2D gathers scan occupancy bits (one spare word so
+    // BitRun may always read the word after); dense 2D gathers read the
+    // grid itself.
     if (scan_bits_) occupied_.assign(cells_ / 64 + 2, 0);
     if (fill_gaps_) cover_.assign(cells_ + 8, 0);
     if (taken_marks_) {
@@ -759,10 +759,11 @@ class PoissonRun {
   }
 
   // Whether a point of the grid is closer than r to c, a place in the box
-  // (2D): the list test (AnyWithin2d) over the cells that can hold such a
-  // point, those within 2 cells of c's along each axis (two cells are
-  // wider than r, corners included), with the same squared distance and
-  // comparison.
+  // (2D): the list test's squared distance and comparison (Ops'
+  // AnyWithin2dBlock) over the cells that can hold such a point, those
+  // within 2 cells of c's along each axis (two cells are wider than r,
+  // corners included). Every cell is read, empty ones NaN: no branch on
+  // which cells hold a point.
   bool GridConflict(const double* c) const {
     const auto ix = static_cast<std::int64_t>(AxisCell(0, c[0]));
     const auto iy = static_cast<std::int64_t>(AxisCell(1, c[1]));
@@ -770,22 +771,12 @@ class PoissonRun {
     const std::int64_t x1 = std::min<std::int64_t>(n_[0] - 1, ix + 2);
     const std::int64_t y0 = std::max<std::int64_t>(0, iy - 2);
     const std::int64_t y1 = std::min<std::int64_t>(n_[1] - 1, iy + 2);
-    const auto len = static_cast<unsigned>(x1 - x0 + 1);
-    for (std::int64_t y = y0; y <= y1; ++y) {
-      const std::uint64_t start = static_cast<std::uint64_t>(y) * stride_[1] +
-                                  static_cast<std::uint64_t>(x0);
-      std::uint64_t bits = BitRun(occupied_.data(), start, len);
-      while (bits != 0) {
-        const double* q =
-            &grid_[(start + static_cast<std::uint64_t>(__builtin_ctzll(bits))) *
-                   D];
-        bits &= bits - 1;
-        const double dx = q[0] - c[0];
-        const double dy = q[1] - c[1];
-        if (dx * dx + dy * dy < min_d2_) return true;
-      }
-    }
-    return false;
+    const std::uint64_t start = static_cast<std::uint64_t>(y0) * stride_[1] +
+                                static_cast<std::uint64_t>(x0);
+    return Ops::AnyWithin2dBlock(&grid_[start * D], stride_[1] * D,
+                                 static_cast<std::size_t>(y1 - y0 + 1),
+                                 static_cast<std::size_t>(x1 - x0 + 1), c[0],
+                                 c[1], min_d2_);
   }
 
   // The taken mark of cell c's first piece (2D); the cell's piece (qx, qy)
@@ -1618,7 +1609,7 @@ class PoissonRun {
   BatchWriter* out_;
   absl::FunctionRef<bool()> stop_;
   bool dense_;
-  bool scan_bits_ = D == 3 || !dense_ || kTaken;
+  bool scan_bits_ = D == 3 || !dense_;
   bool fill_gaps_;
   int attempts_;
   double r_;

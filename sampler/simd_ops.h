@@ -30,6 +30,28 @@ struct ScalarOps {
     return false;
   }
 
+  // True when some point of a block of grid cells (2D, coordinates
+  // interleaved x, y; an empty cell holds NaN) has squared distance to
+  // (cx, cy) below t: `rows` rows of `cells` cells each, the row after
+  // `row_stride` doubles on.
+  static bool AnyWithin2dBlock(const double* xy, std::size_t row_stride,
+                               std::size_t rows, std::size_t cells, double cx,
+                               double cy, double t) {
+    for (std::size_t i = 0; i < rows; ++i, xy += row_stride) {
+      if (AnyWithin2dPairs(xy, cells, cx, cy, t)) return true;
+    }
+    return false;
+  }
+  static bool AnyWithin2dPairs(const double* xy, std::size_t n, double cx,
+                               double cy, double t) {
+    for (std::size_t j = 0; j < n; ++j) {
+      const double dx = xy[2 * j] - cx;
+      const double dy = xy[2 * j + 1] - cy;
+      if (dx * dx + dy * dy < t) return true;
+    }
+    return false;
+  }
+
   static bool AnyWithin3d(const double* xs, const double* ys, const double* zs,
                           std::size_t n, double cx, double cy, double cz,
                           double t) {

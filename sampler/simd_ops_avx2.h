@@ -58,6 +58,36 @@ struct Avx2Ops {
     return ScalarOps::AnyWithin2d(xs + j, ys + j, n - j, cx, cy, t);
   }
 
+  // ScalarOps::AnyWithin2dBlock: each row two cells at a time (x0, y0, x1,
+  // y1 in a vector; the horizontal add makes dx * dx + dy * dy per cell,
+  // in that order) and an odd last cell alone, every lane OR-ed before one
+  // branch.
+  [[gnu::always_inline]] static bool AnyWithin2dBlock(
+      const double* xy, std::size_t row_stride, std::size_t rows,
+      std::size_t cells, double cx, double cy, double t) {
+    const __m256d vc = _mm256_setr_pd(cx, cy, cx, cy);
+    const __m256d vt = _mm256_set1_pd(t);
+    __m256d hit = _mm256_setzero_pd();
+    __m128d hit1 = _mm_setzero_pd();
+    for (std::size_t i = 0; i < rows; ++i, xy += row_stride) {
+      std::size_t j = 0;
+      for (; j + 2 <= cells; j += 2) {
+        const __m256d d = _mm256_sub_pd(_mm256_loadu_pd(xy + 2 * j), vc);
+        const __m256d sq = _mm256_mul_pd(d, d);
+        hit = _mm256_or_pd(
+            hit, _mm256_cmp_pd(_mm256_hadd_pd(sq, sq), vt, _CMP_LT_OQ));
+      }
+      if (j < cells) {
+        const __m128d d =
+            _mm_sub_pd(_mm_loadu_pd(xy + 2 * j), _mm256_castpd256_pd128(vc));
+        const __m128d sq = _mm_mul_pd(d, d);
+        hit1 = _mm_or_pd(hit1, _mm_cmplt_pd(_mm_hadd_pd(sq, sq),
+                                            _mm256_castpd256_pd128(vt)));
+      }
+    }
+    return (_mm256_movemask_pd(hit) | _mm_movemask_pd(hit1)) != 0;
+  }
+
   [[gnu::always_inline]] static bool AnyWithin3d(
       const double* xs, const double* ys, const double* zs, std::size_t n,
       double cx, double cy, double cz, double t) {
