@@ -38,6 +38,10 @@ SimdLevel ResolveSimdLevel(SimdLevel level);
 // one of them has every corner of the box closer than `threshold`. The
 // arrays must hold NaN from n up to the next multiple of 4.
 //
+// any_within_2d_block: the same test over a block of grid cells, points
+// interleaved (x, y) and NaN in empty cells: `rows` rows of `cells` points,
+// each row `row_stride` doubles after the one before.
+//
 // any_conflict_{2d,3d} (variable radius): true when some point j < n of
 // xs[0..dims-1] has squared distance to c, computed as above, below
 // max(rc2, r2[j]). The arrays must hold NaN coordinates (and any r2) from n
@@ -58,6 +62,9 @@ struct SimdKernels {
                           std::size_t n, const double* c, double rc2);
   bool (*any_conflict_3d)(const double* const* xs, const double* r2,
                           std::size_t n, const double* c, double rc2);
+  bool (*any_within_2d_block)(const double* xy, std::size_t row_stride,
+                              std::size_t rows, std::size_t cells, double cx,
+                              double cy, double threshold);
 };
 
 // The kernels of `level` (resolved as above).

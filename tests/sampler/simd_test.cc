@@ -504,6 +504,70 @@ TEST(SimdTest, AnyConflictSeesAPointInEveryPosition) {
   }
 }
 
+// Blocks of 1 to 5 rows of 1 to 7 cells (the grid test reads up to 5 x 5;
+// odd widths leave a cell for the AVX2 path's single-cell step), inside a
+// larger grid whose other cells hold a point right on the query, so a
+// kernel that reads outside the block gives a wrong answer.
+TEST(SimdTest, BlockKernelAgreesWithTheDefinitionOnRandomInputs) {
+  for (SimdLevel level : LevelsToCompare()) {
+    SCOPED_TRACE(SimdLevelName(level));
+    const SimdKernels& kernels = KernelsFor(level);
+    ASSERT_NE(kernels.any_within_2d_block, nullptr);
+    CounterRng rng(0xb10c);
+    int trues = 0;
+    int falses = 0;
+    for (std::size_t rows = 1; rows <= 5; ++rows) {
+      for (std::size_t cells = 1; cells <= 7; ++cells) {
+        for (int trial = 0; trial < 40; ++trial) {
+          const double cx = rng.UniformSigned();
+          const double cy = rng.UniformSigned();
+          // The block starts at cell (1, 1) of a grid 2 cells wider and
+          // taller, rows 9 cells (18 doubles) apart.
+          constexpr std::size_t kStride = 18;
+          std::vector<double> grid(kStride * (rows + 2));
+          for (std::size_t i = 0; i < grid.size(); i += 2) {
+            grid[i] = cx;
+            grid[i + 1] = cy;
+          }
+          std::vector<double> xs, ys;
+          for (std::size_t i = 0; i < rows; ++i) {
+            for (std::size_t j = 0; j < cells; ++j) {
+              double* q = &grid[(i + 1) * kStride + 2 * (j + 1)];
+              q[0] = cx + rng.UniformSigned();
+              q[1] = cy + rng.UniformSigned();
+              if (rng.Uniform01() < 0.4) q[rng.Next() % 2] = kNaN;
+              xs.push_back(q[0]);
+              ys.push_back(q[1]);
+            }
+          }
+          // Thresholds at some squared distances exactly (where "below"
+          // must say no), the next double up, and a few fixed ones.
+          std::vector<double> thresholds = {0.0, kNaN, 0.1, 0.5, 2.0};
+          for (std::size_t k = 0; k < xs.size(); ++k) {
+            const double dx = xs[k] - cx;
+            const double dy = ys[k] - cy;
+            const double d2 = dx * dx + dy * dy;
+            if (std::isnan(d2) || rng.Uniform01() < 0.6) continue;
+            thresholds.push_back(d2);
+            thresholds.push_back(std::nextafter(d2, 10.0));
+          }
+          for (const double t : thresholds) {
+            const bool expected =
+                ReferenceWithin2d(xs.data(), ys.data(), xs.size(), cx, cy, t);
+            const bool actual = kernels.any_within_2d_block(
+                &grid[kStride + 2], kStride, rows, cells, cx, cy, t);
+            ASSERT_EQ(actual, expected) << rows << " x " << cells << " trial "
+                                        << trial << " threshold " << t;
+            (expected ? trues : falses) += 1;
+          }
+        }
+      }
+    }
+    EXPECT_GT(trues, 1000);
+    EXPECT_GT(falses, 1000);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Whole runs: every path gives the scalar path's points, bit for bit.
 
