@@ -760,23 +760,32 @@ class PoissonRun {
 
   // Whether a point of the grid is closer than r to c, a place in the box
   // (2D): the list test's squared distance and comparison (Ops'
-  // AnyWithin2dBlock) over the cells that can hold such a point, those
-  // within 2 cells of c's along each axis (two cells are wider than r,
-  // corners included). Every cell is read, empty ones NaN: no branch on
-  // which cells hold a point.
+  // AnyWithin2dBlock) over the cells that can hold such a point. Along
+  // each axis those are within 2 cells of c's (two cells are wider than
+  // r), and of the two cells 2 away, only one can be nearer than r, and
+  // only when c sits in the far part of its cell: from an offset u (in
+  // cells) into its cell, the cell 2 before is u + 1 away, the cell 2
+  // after 2 - u, against r of about 1.414 cells. So c's window is 3 or 4
+  // cells a side, not 5 (with a margin of 1e-6 r, far more than the
+  // rounding of u where taken marks are kept). Every cell is read, empty
+  // ones NaN: no branch on which cells hold a point.
   bool GridConflict(const double* c) const {
-    const auto ix = static_cast<std::int64_t>(AxisCell(0, c[0]));
-    const auto iy = static_cast<std::int64_t>(AxisCell(1, c[1]));
-    const std::int64_t x0 = std::max<std::int64_t>(0, ix - 2);
-    const std::int64_t x1 = std::min<std::int64_t>(n_[0] - 1, ix + 2);
-    const std::int64_t y0 = std::max<std::int64_t>(0, iy - 2);
-    const std::int64_t y1 = std::min<std::int64_t>(n_[1] - 1, iy + 2);
-    const std::uint64_t start = static_cast<std::uint64_t>(y0) * stride_[1] +
-                                static_cast<std::uint64_t>(x0);
-    return Ops::AnyWithin2dBlock(&grid_[start * D], stride_[1] * D,
-                                 static_cast<std::size_t>(y1 - y0 + 1),
-                                 static_cast<std::size_t>(x1 - x0 + 1), c[0],
-                                 c[1], min_d2_);
+    std::int64_t first[2], last[2];
+    for (int a = 0; a < 2; ++a) {
+      const auto i = static_cast<std::int64_t>(AxisCell(a, c[a]));
+      const double u = (c[a] - lo_[a]) * inv_cell_ - static_cast<double>(i);
+      first[a] = std::max<std::int64_t>(
+          0, i - 2 + static_cast<std::int64_t>(u >= reach_cells_ - 1));
+      last[a] = std::min<std::int64_t>(
+          n_[a] - 1, i + 2 - static_cast<std::int64_t>(u <= 2 - reach_cells_));
+    }
+    const std::uint64_t start =
+        static_cast<std::uint64_t>(first[1]) * stride_[1] +
+        static_cast<std::uint64_t>(first[0]);
+    return Ops::AnyWithin2dBlock(
+        &grid_[start * D], stride_[1] * D,
+        static_cast<std::size_t>(last[1] - first[1] + 1),
+        static_cast<std::size_t>(last[0] - first[0] + 1), c[0], c[1], min_d2_);
   }
 
   // The taken mark of cell c's first piece (2D); the cell's piece (qx, qy)
@@ -1616,6 +1625,8 @@ class PoissonRun {
   double min_d2_;
   double cell_;
   double inv_cell_;
+  // r in cells, widened by 1e-6 (GridConflict).
+  double reach_cells_ = r_ * inv_cell_ * (1 + 1e-6);
   double gather_bound_ = 0;
   double near_bound_ = 0;
   // How far a candidate can be from its parent (with slack), and whether
