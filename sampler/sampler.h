@@ -147,8 +147,9 @@ struct SamplerOptions {
   std::size_t batch_size = 4096;  // Points per sink call, 1 to 1 << 20.
 
   // Refuse (ResourceExhausted) a run whose acceleration grid (coordinates,
-  // occupancy bits and coverage bytes, about 40 bytes per point in 2D)
-  // needs more bytes than this, before allocating it. Not counted: the
+  // occupancy bits, coverage bytes and, in 2D Poisson runs that keep them,
+  // taken marks: about 45 bytes per point in 2D) needs more bytes than
+  // this, before allocating it. Not counted: the
   // density raster's block bounds, which its first variable-radius run
   // builds and the raster keeps (Raster::BlockLevelsBytes, about 2.7 bytes
   // a pixel), shared by every later run over it.

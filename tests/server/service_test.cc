@@ -487,8 +487,9 @@ double EstimatedBytes(const v1::ScatterRequest& request) {
 }
 
 TEST(ServiceTest, MemoryBudgetRefusesARequestOverItNamingIt) {
-  // A grid of about 1.3 M cells at 17 bytes each (the unit square at
-  // r = 0.001, 2D dense) against a 16 MiB budget.
+  // A grid of about 2 M cells at 19 bytes each (the unit square at
+  // r = 0.001, 2D dense: coordinates, cover marks and taken marks) against
+  // a 16 MiB budget.
   const double needed = EstimatedBytes(BoxRequest(1, 0.001));
   ASSERT_GT(needed, 30e6);
   ServerOptions options = LoopbackServer::DefaultOptions();
