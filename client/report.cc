@@ -16,18 +16,25 @@
 namespace scatter::client {
 namespace {
 
-// Discs (centre, reach) in a uniform hash grid whose cell is the largest
-// reach, so a query looks at the 3^dims cells around it.
+// Discs in a uniform hash grid whose cell is the largest reach, so a query
+// looks at the 3^dims cells around it. A disc is a point of the layer
+// measured (reach: its radius), or something that blocks it: an obstacle
+// or an earlier layer's point (reach: the clearance, apart from the
+// footprint of the layer's point where that is per point, which `adds`
+// says to add).
 class DiscGrid {
  public:
+  enum Kind { kOwn, kBlocker, kBlockerAddsFootprint };
   DiscGrid(int dims, double cell) : dims_(dims), cell_(cell) {}
-  void Add(const double* c, double reach) {
-    Disc d{{c[0], c[1], dims_ == 3 ? c[2] : 0}, reach};
+  void Add(const double* c, double reach, Kind kind) {
+    Disc d{{c[0], c[1], dims_ == 3 ? c[2] : 0}, reach, kind};
     cells_[Key(d.c)].push_back(d);
   }
-  // Whether some disc holds p, or some centre is closer than `at_least`
-  // (the local radius at p, for the variable-radius rule max(r(p), r_s)).
-  bool Covers(const double* p, double at_least = 0) const {
+  // Whether p is within some disc's reach, for a point at p of local
+  // radius `local` (own points cover it when closer than max(local, their
+  // radius): the variable-radius rule) and footprint `footprint` (added to
+  // the blockers' reach that take it).
+  bool Covers(const double* p, double local = 0, double footprint = 0) const {
     const std::int64_t i = Cell(p[0]), j = Cell(p[1]), k = dims_ == 3 ? Cell(p[2]) : 0;
     for (std::int64_t dk = dims_ == 3 ? -1 : 0; dk <= (dims_ == 3 ? 1 : 0); ++dk) {
       for (std::int64_t dj = -1; dj <= 1; ++dj) {
@@ -37,7 +44,10 @@ class DiscGrid {
           for (const Disc& d : it->second) {
             double s = 0;
             for (int a = 0; a < dims_; ++a) s += (p[a] - d.c[a]) * (p[a] - d.c[a]);
-            const double reach = std::max(d.reach, at_least);
+            const double reach =
+                d.kind == kOwn ? std::max(d.reach, local)
+                : d.kind == kBlockerAddsFootprint ? d.reach + footprint
+                                                  : d.reach;
             if (s < reach * reach) return true;
           }
         }
@@ -50,6 +60,7 @@ class DiscGrid {
   struct Disc {
     double c[3];
     double reach;
+    Kind kind;
   };
   std::int64_t Cell(double v) const {
     return static_cast<std::int64_t>(std::floor(v / cell_));
@@ -121,23 +132,33 @@ absl::StatusOr<std::vector<LayerReport>> MeasureRun(
   const sampler::Region& region = job->region;
   const int dims = region.dims();
 
-  // Footprints and spacings by layer id, as the sampler resolves them.
+  // Footprints by layer id, as the sampler resolves them. A density layer
+  // with footprint 0 has one per point, half its radius there (per_point;
+  // footprint then 0).
   absl::flat_hash_map<std::uint32_t, double> footprint;
+  absl::flat_hash_map<std::uint32_t, bool> per_point;
   for (const sampler::LayerSpec& spec : job->layers) {
     const sampler::SamplerOptions& o = spec.options;
     double f = o.footprint;
-    if (f == 0) {
+    per_point[spec.layer] = f == 0 && o.density != nullptr;
+    if (f == 0 && o.density == nullptr) {
       f = o.method == sampler::Method::kJitteredGrid ? o.cell_size / 2
           : o.method == sampler::Method::kUniform   ? 0
                                                      : o.radius / 2;
     }
     footprint[spec.layer] = f;
   }
-  auto clearance = [&](std::uint32_t a, std::uint32_t b) {
+  // Point i's footprint.
+  auto footprint_of = [&](int i) {
+    const std::uint32_t layer = points.layer(i);
+    return per_point[layer] ? points.radius(i) / 2 : footprint[layer];
+  };
+  // The override between layers a and b, if any.
+  auto override_of = [&](std::uint32_t a, std::uint32_t b) -> const double* {
     for (const sampler::ClearanceOverride& c : job->overrides) {
-      if ((c.a == a && c.b == b) || (c.a == b && c.b == a)) return c.clearance;
+      if ((c.a == a && c.b == b) || (c.a == b && c.b == a)) return &c.clearance;
     }
-    return footprint[a] + footprint[b];
+    return nullptr;
   };
 
   const int n = points.id_size();
@@ -162,40 +183,60 @@ absl::StatusOr<std::vector<LayerReport>> MeasureRun(
     }
     CheckPairs(members, points, dims, &report);
 
-    // Everything that covers or blocks a place for this layer.
-    double reach = report.radius_max;
+    // What blocks the layer: obstacles and earlier layers' points, each
+    // with the clearance this layer keeps from it (an override, or the two
+    // footprints; this layer's own is added per point where it is one).
+    // No point of the layer may lie within one.
     const double f = footprint[report.layer];
-    for (const sampler::Obstacle& o : job->shared.obstacles) {
-      reach = std::max(reach, o.radius + f);
-    }
-    for (std::uint32_t e : earlier) reach = std::max(reach, clearance(e, report.layer));
+    const bool own_per_point = per_point[report.layer];
+    const DiscGrid::Kind adds =
+        own_per_point ? DiscGrid::kBlockerAddsFootprint : DiscGrid::kBlocker;
     // A density layer's local radius r(p), for coverage by max(r(p), r_s).
     const sampler::SamplerOptions* variable = nullptr;
     for (const sampler::LayerSpec& spec : job->layers) {
       if (spec.layer == report.layer && spec.options.density != nullptr) {
         variable = &spec.options;
-        reach = std::max(reach, spec.options.radius_max);
       }
     }
-    // What blocks the layer: obstacles and earlier layers' points, each
-    // with the clearance this layer keeps from it. No point of the layer
-    // may lie within one.
-    DiscGrid blockers(dims, reach);
+    const double most_footprint = own_per_point ? variable->radius_max / 2 : 0;
+    struct Blocker {
+      const double* c;
+      double reach;
+      DiscGrid::Kind kind;
+    };
+    std::vector<Blocker> blocking;
     for (const sampler::Obstacle& o : job->shared.obstacles) {
-      blockers.Add(o.center.data(), o.radius + f);
+      blocking.push_back({o.center.data(), o.radius + f, adds});
     }
     for (std::uint32_t e : earlier) {
-      const double c = clearance(e, report.layer);
+      const double* fixed = override_of(e, report.layer);
       for (int i = 0; i < n; ++i) {
-        if (points.layer(i) == e) blockers.Add(points.coords().data() + i * dims, c);
+        if (points.layer(i) != e) continue;
+        const double* c = points.coords().data() + i * dims;
+        if (fixed != nullptr) {
+          // The sampler keeps at least the layer's own footprint (a
+          // fixed one) from the point.
+          blocking.push_back({c, std::max(*fixed, f), DiscGrid::kBlocker});
+        } else {
+          blocking.push_back({c, footprint_of(i) + f, adds});
+        }
       }
     }
-    for (std::size_t m : members) {
-      report.blocked += blockers.Covers(points.coords().data() + m * dims);
+    // Everything that covers or blocks a place for this layer.
+    double reach = report.radius_max;
+    if (variable != nullptr) reach = std::max(reach, variable->radius_max);
+    for (const Blocker& b : blocking) {
+      reach = std::max(reach, b.reach + (b.kind == DiscGrid::kBlocker ? 0 : most_footprint));
     }
-    DiscGrid grid = std::move(blockers);
+    DiscGrid grid(dims, reach);
+    for (const Blocker& b : blocking) grid.Add(b.c, b.reach, b.kind);
     for (std::size_t m : members) {
-      grid.Add(points.coords().data() + m * dims, points.radius(static_cast<int>(m)));
+      report.blocked += grid.Covers(points.coords().data() + m * dims, 0,
+                                    footprint_of(static_cast<int>(m)));
+    }
+    for (std::size_t m : members) {
+      grid.Add(points.coords().data() + m * dims, points.radius(static_cast<int>(m)),
+               DiscGrid::kOwn);
     }
     std::mt19937_64 random(0x5ca77e55u + report.layer);
     const sampler::Box& box = region.bounds();
@@ -214,7 +255,7 @@ absl::StatusOr<std::vector<LayerReport>> MeasureRun(
         local = variable->radius_min + (variable->radius_max - variable->radius_min) *
                                            (1 - bright);
       }
-      if (!grid.Covers(q, local)) ++report.uncovered;
+      if (!grid.Covers(q, local, own_per_point ? local / 2 : f)) ++report.uncovered;
     }
     report.probes = inside;
     if (report.radius_min == report.radius_max && probes > 0) {

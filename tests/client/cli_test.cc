@@ -559,6 +559,77 @@ TEST(ReportTest, CountsPointsWithinAClearance) {
               HasSubstr("(0 pairs closer, 1 points within a clearance)"));
 }
 
+// A density layer with footprint 0 has a footprint per point, half its
+// radius there (not half of radius_max): the report keeps each point's own
+// clearance from obstacles and earlier layers' points, as the sampler
+// does, and an override exactly.
+TEST(ReportTest, DensityLayerClearancesUseEachPointsOwnFootprint) {
+  v1::ScatterRequest request;
+  request.mutable_region()->mutable_box()->add_min(0);
+  request.mutable_region()->mutable_box()->add_min(0);
+  request.mutable_region()->mutable_box()->add_max(10);
+  request.mutable_region()->mutable_box()->add_max(10);
+  v1::Layer* trees = request.add_layers();
+  trees->set_id(0);
+  trees->set_method(v1::METHOD_POISSON_DENSE);
+  trees->set_spacing(2);  // Footprint 1.
+  for (const std::uint32_t id : {1u, 2u}) {
+    // Density 1 everywhere: r = radius_min = 0.4, footprint 0.2 a point.
+    v1::Layer* grass = request.add_layers();
+    grass->set_id(id);
+    grass->set_method(v1::METHOD_POISSON_DENSE);
+    grass->set_radius_min(0.4);
+    grass->set_radius_max(id == 1 ? 1.9 : 1.8);
+    v1::RasterInput* density = grass->mutable_density();
+    density->mutable_data()->set_format(v1::RASTER_FORMAT_U8);
+    density->mutable_data()->set_width(1);
+    density->mutable_data()->set_height(1);
+    density->mutable_data()->set_pixels(std::string("\xff", 1));
+    density->set_x1(10);
+    density->set_y1(10);
+  }
+  // Layer 2 keeps exactly 0.3 from the trees.
+  v1::Clearance* clearance = request.add_clearances();
+  clearance->set_layer_a(0);
+  clearance->set_layer_b(2);
+  clearance->set_clearance(0.3);
+  v1::Obstacle* obstacle = request.add_obstacles();
+  obstacle->set_x(5);
+  obstacle->set_y(5);
+  obstacle->set_radius(1);
+  v1::PointBatch points;
+  points.set_dims(2);
+  for (const auto& [x, y, layer] : {
+           std::tuple{2.0, 2.0, 0u},
+           std::tuple{6.5, 5.0, 1u},  // 1.5 from the obstacle: clear of 1.2.
+           std::tuple{5.9, 5.5, 1u},  // 1.03 from it: within.
+           std::tuple{3.5, 2.0, 1u},  // 1.5 from the tree: clear of 1.2.
+           std::tuple{3.1, 2.0, 1u},  // 1.1 from it: within.
+           std::tuple{2.0, 2.35, 2u},  // 0.35 from the tree: clear of 0.3.
+           std::tuple{2.0, 1.75, 2u},  // 0.25 from it: within.
+           std::tuple{3.5, 6.0, 2u},  // 1.8 from the obstacle: clear.
+       }) {
+    points.add_coords(x);
+    points.add_coords(y);
+    points.add_layer(layer);
+    points.add_radius(layer == 0 ? 2.0 : 0.4);
+    points.add_id(static_cast<std::uint64_t>(points.id_size()) + 1);
+  }
+  v1::Summary summary;
+  for (const auto& [id, count] :
+       {std::pair{0u, 1u}, std::pair{1u, 4u}, std::pair{2u, 3u}}) {
+    v1::LayerCount* c = summary.add_layers();
+    c->set_layer(id);
+    c->set_points(count);
+  }
+  auto report = MeasureRun(request, summary, points, 1000);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->size(), 3u);
+  EXPECT_EQ((*report)[0].blocked, 0u);
+  EXPECT_EQ((*report)[1].blocked, 2u);
+  EXPECT_EQ((*report)[2].blocked, 1u);
+}
+
 TEST(ClientTest, ConnectsOverTls) {
   const server::testing::Pem pem = server::testing::SelfSigned();
   server::ServerOptions options = server::testing::LoopbackServer::DefaultOptions();
