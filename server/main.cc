@@ -49,10 +49,11 @@ ABSL_FLAG(std::uint64_t, memory_budget_bytes, std::uint64_t{8} << 30,
           "estimates; a call that would go over is refused (the caches are "
           "budgeted apart)");
 ABSL_FLAG(int, threads, 0,
-          "threads computing tile generators, shared by all calls; 0 = one per core");
+          "threads computing tile generators, shared by all calls, 0 to 1024; "
+          "0 = one per core");
 ABSL_FLAG(int, max_request_bytes, 64 << 20, "largest request message accepted");
 ABSL_FLAG(absl::Duration, max_call_duration, absl::Minutes(30),
-          "calls still running after this are cancelled");
+          "calls still running after this end with DEADLINE_EXCEEDED");
 ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(10),
           "on SIGTERM, how long in-flight calls may finish");
 ABSL_FLAG(absl::Duration, max_connection_age, absl::Minutes(10),

@@ -52,6 +52,8 @@ X509* ReadCertificate(absl::string_view pem) {
 // Each stream holds up to two threads (see the resource quota below), and
 // the quota's count is an int.
 constexpr int kMostStreams = 100'000;
+// Tile generator threads: each is a real thread, started with the server.
+constexpr int kMostThreads = 1024;
 
 }  // namespace
 
@@ -63,6 +65,11 @@ absl::Status CheckOptions(const ServerOptions& options) {
         absl::StrCat("max_streams must be in [1, ", kMostStreams, "], got ",
                      service.max_streams));
   }
+  if (service.threads < 0 || service.threads > kMostThreads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads must be in [0, ", kMostThreads,
+                     "] (0: one per core), got ", service.threads));
+  }
   for (const absl::Status& status : {
            AtLeast<std::uint64_t>("max_points", limits.max_points, 1),
            AtLeast<std::size_t>("max_raster_bytes", limits.max_raster_bytes, 4),
@@ -72,7 +79,6 @@ absl::Status CheckOptions(const ServerOptions& options) {
                                   service.memory_budget_bytes, 1024),
            AtLeast<std::size_t>("max_tiles_per_request",
                                 limits.max_tiles_per_request, 1),
-           AtLeast("threads", service.threads, 0),
            AtLeast("max_request_bytes", options.max_request_bytes, 1),
            Positive("max_call_duration", service.max_call_duration),
            NotNegative("grace_period", options.grace_period),
