@@ -459,6 +459,11 @@ grpc::Status ScatterServiceImpl::HoldMemory(double bytes, const char* what,
   }
   memory_held_ += bytes;
   memory_held_gauge_.Set(memory_held_);
+  logger_->debug(
+      "admitted: {} holds about {} bytes of sampling memory; running calls "
+      "hold {} of memory_budget_bytes = {}",
+      what, WholeFigure(bytes), WholeFigure(memory_held_),
+      options_.memory_budget_bytes);
   hold->service_ = this;
   hold->bytes_ = bytes;
   return grpc::Status::OK;

@@ -258,15 +258,19 @@ TEST_P(SamplerPropertyTest, RelativeRadiusIsInTheExpectedRange) {
   const double rho = RelativeRadius(points.size(), box().Measure(),
                                     config().dims, config().radius);
   RecordProperty("rho", absl::StrFormat("%.4f", rho));
-  // DESIGN.md: classic ~0.73, dense ~0.84 at k = 12 in 2D. No set with the
-  // minimum distance beats the hexagonal or FCC packing (rho <= 1), and
-  // every maximal set has rho >= 0.52 in 2D (disks of radius r cover the
-  // area) and >= 0.55 in 3D.
+  // No set with the minimum distance beats the hexagonal or FCC packing
+  // (rho <= 1). Every maximal set has rho >= 0.52 in 2D (disks of radius r
+  // cover the area) and >= 0.55 in 3D, but these packings do much better,
+  // and a change that loosened them should fail here: the sampler issue's
+  // floors in 2D (dense 0.84, classic 0.72; these runs give 0.872 and
+  // 0.773), and in 3D a little under what these runs give (dense 0.851,
+  // classic 0.831; the output is pinned by the golden digests, so only a
+  // change of algorithm moves them).
   double lower = 0;
   if (config().dims == 2) {
-    lower = config().method == Method::kPoissonDense ? 0.80 : 0.70;
+    lower = config().method == Method::kPoissonDense ? 0.84 : 0.72;
   } else {
-    lower = 0.55;
+    lower = config().method == Method::kPoissonDense ? 0.82 : 0.80;
   }
   EXPECT_GE(rho, lower) << points.size() << " points";
   EXPECT_LE(rho, 1.0) << points.size() << " points";

@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -552,6 +554,15 @@ std::string HttpGet(int port, const std::string& path) {
   return response;
 }
 
+// The value on the line `name value` of a Prometheus text page; NaN when
+// there is none.
+double MetricValue(const std::string& text, const std::string& name) {
+  const std::string key = "\n" + name + " ";
+  const std::size_t at = text.find(key);
+  if (at == std::string::npos) return std::nan("");
+  return std::strtod(text.c_str() + at + key.size(), nullptr);
+}
+
 TEST(MetricsTest, EndpointReportsCallsAndPoints) {
   ServerOptions options = LoopbackServer::DefaultOptions();
   options.metrics_address = "127.0.0.1:0";
@@ -576,19 +587,39 @@ TEST(MetricsTest, EndpointReportsCallsAndPoints) {
     tile_points += static_cast<std::uint64_t>(response.points().id_size());
   }
   ASSERT_TRUE(reader->Finish().ok());
+  // A call with an inline raster: the cache keeps it for its digest.
+  v1::ScatterRequest with_raster = BoxRequest(1, 0);
+  v1::Layer* layer = with_raster.mutable_layers(0);
+  layer->set_radius_min(0.05);
+  layer->set_radius_max(0.1);
+  v1::RasterInput* density = layer->mutable_density();
+  density->mutable_data()->set_format(v1::RASTER_FORMAT_U8);
+  density->mutable_data()->set_width(2);
+  density->mutable_data()->set_height(1);
+  density->mutable_data()->set_pixels(std::string("\x00\xff", 2));
+  density->set_x1(1);
+  density->set_y1(1);
+  const Received c = Collect(*stub, with_raster);
+  ASSERT_TRUE(c.status.ok()) << c.status.error_message();
   const std::string text = HttpGet(server.server().metrics_port(), "/metrics");
-  EXPECT_THAT(text, HasSubstr("scatter_requests_total{code=\"OK\",method=\"Scatter\"} 2"));
+  EXPECT_THAT(text, HasSubstr("scatter_requests_total{code=\"OK\",method=\"Scatter\"} 3"));
   EXPECT_THAT(text, HasSubstr(
       "scatter_requests_total{code=\"INVALID_ARGUMENT\",method=\"Scatter\"} 1"));
   EXPECT_THAT(text,
               HasSubstr("scatter_requests_total{code=\"OK\",method=\"ScatterTiles\"} 1"));
   EXPECT_THAT(text, HasSubstr(absl::StrCat("scatter_points_sent_total ",
-                                           a.size() + b.size() + tile_points)));
+                                           a.size() + b.size() + c.size() +
+                                               tile_points)));
   EXPECT_THAT(text, HasSubstr("scatter_tiles_sent_total 2"));
-  EXPECT_THAT(text, HasSubstr("scatter_tile_generators_computed_total "));
-  EXPECT_THAT(text, HasSubstr("scatter_tile_cache_bytes "));
+  // Two cold tiles of one layer need generators, which the cache keeps.
+  EXPECT_GT(MetricValue(text, "scatter_tile_generators_computed_total"), 0);
+  EXPECT_GT(MetricValue(text, "scatter_tile_cache_bytes"), 0);
+  // The raster's 2 pixels and their block bounds.
+  EXPECT_GT(MetricValue(text, "scatter_raster_cache_bytes"), 0);
+  // No call runs: no memory held against the budget.
+  EXPECT_EQ(MetricValue(text, "scatter_memory_held_bytes"), 0);
   EXPECT_THAT(text, HasSubstr("scatter_streams_in_flight 0"));
-  EXPECT_THAT(text, HasSubstr("scatter_request_duration_seconds_count 3"));
+  EXPECT_THAT(text, HasSubstr("scatter_request_duration_seconds_count 4"));
 }
 
 }  // namespace

@@ -99,6 +99,8 @@ TEST(ServiceTest, LayersRegionsAndFieldsTravel) {
   EXPECT_EQ(got.summary.layers(0).layer(), 10u);  // Larger spacing first.
   EXPECT_GT(got.summary.layers(0).points(), 50u);
   EXPECT_GT(got.summary.layers(1).points(), 5000u);
+  EXPECT_TRUE(got.yaw.empty());
+  EXPECT_EQ(got.scale.size(), got.size());
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double x = got.coords[2 * i], y = got.coords[2 * i + 1];
     ASSERT_FALSE(x > 30 && x < 70 && y > 30 && y < 70) << "in the lake";
@@ -108,6 +110,62 @@ TEST(ServiceTest, LayersRegionsAndFieldsTravel) {
       const double dx = got.coords[2 * j] - x, dy = got.coords[2 * j + 1] - y;
       ASSERT_GE(dx * dx + dy * dy, 2.2 * 2.2) << "grass in a trunk";
     }
+  }
+}
+
+// At debug level the log says what each call holds against the memory
+// budget; at info (the default) it does not.
+TEST(ServiceTest, DebugLogSaysWhatACallHolds) {
+  for (const auto level : {spdlog::level::debug, spdlog::level::info}) {
+    LoopbackServer server(LoopbackServer::DefaultOptions(), level);
+    const Received got = Collect(*server.TcpStub(), BoxRequest(1, 0.05));
+    ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+    const std::string log = server.log();
+    const bool said =
+        log.find("admitted: the request holds about ") != std::string::npos;
+    EXPECT_EQ(said, level == spdlog::level::debug) << log;
+  }
+}
+
+// Each Fields option leaves out its array, and only it: the others carry
+// one value a point, the same values as with every array sent.
+TEST(ServiceTest, FieldsOmitExactlyTheArraysAsked) {
+  LoopbackServer server;
+  v1::ScatterRequest request = BoxRequest(20, 1);
+  request.mutable_layers(0)->set_scale_min(0.5);
+  request.mutable_layers(0)->set_scale_max(2);
+  const Received all = Collect(*server.TcpStub(), request);
+  ASSERT_TRUE(all.status.ok()) << all.status.error_message();
+  const std::size_t n = all.size();
+  ASSERT_GT(n, 200u);
+  ASSERT_EQ(all.radius.size(), n);
+  ASSERT_EQ(all.layer.size(), n);
+  ASSERT_EQ(all.id.size(), n);
+  ASSERT_EQ(all.yaw.size(), n);
+  ASSERT_EQ(all.scale.size(), n);
+  for (std::size_t i = 0; i < n; ++i) {
+    ASSERT_GE(all.yaw[i], 0);
+    ASSERT_LT(all.yaw[i], 2 * std::acos(-1.0));
+    ASSERT_GE(all.scale[i], 0.5);
+    ASSERT_LE(all.scale[i], 2);
+  }
+  for (int omit = 0; omit < 5; ++omit) {
+    SCOPED_TRACE(absl::StrCat("omitting field ", omit));
+    v1::ScatterRequest r = request;
+    v1::Fields* fields = r.mutable_fields();
+    fields->set_omit_radius(omit == 0);
+    fields->set_omit_layer(omit == 1);
+    fields->set_omit_id(omit == 2);
+    fields->set_omit_yaw(omit == 3);
+    fields->set_omit_scale(omit == 4);
+    const Received got = Collect(*server.TcpStub(), r);
+    ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+    EXPECT_EQ(got.coords, all.coords);
+    EXPECT_EQ(got.radius, omit == 0 ? std::vector<double>{} : all.radius);
+    EXPECT_EQ(got.layer, omit == 1 ? std::vector<std::uint32_t>{} : all.layer);
+    EXPECT_EQ(got.id, omit == 2 ? std::vector<std::uint64_t>{} : all.id);
+    EXPECT_EQ(got.yaw, omit == 3 ? std::vector<double>{} : all.yaw);
+    EXPECT_EQ(got.scale, omit == 4 ? std::vector<double>{} : all.scale);
   }
 }
 

@@ -27,10 +27,15 @@ struct Received {
   std::vector<double> radius;
   std::vector<std::uint32_t> layer;
   std::vector<std::uint64_t> id;
+  std::vector<double> yaw;
+  std::vector<double> scale;
   std::size_t messages = 0;
   bool has_summary = false;
   v1::Summary summary;
-  std::size_t size() const { return id.size(); }
+  // Points received (coordinates always travel).
+  std::size_t size() const {
+    return dims > 0 ? coords.size() / static_cast<std::size_t>(dims) : 0;
+  }
 };
 
 inline Received Collect(v1::ScatterService::Stub& stub,
@@ -54,6 +59,8 @@ inline Received Collect(v1::ScatterService::Stub& stub,
     out.radius.insert(out.radius.end(), p.radius().begin(), p.radius().end());
     out.layer.insert(out.layer.end(), p.layer().begin(), p.layer().end());
     out.id.insert(out.id.end(), p.id().begin(), p.id().end());
+    out.yaw.insert(out.yaw.end(), p.yaw().begin(), p.yaw().end());
+    out.scale.insert(out.scale.end(), p.scale().begin(), p.scale().end());
   }
   out.status = reader->Finish();
   return out;
@@ -89,9 +96,12 @@ inline v1::ScatterRequest LongRequest() {
 // A server on 127.0.0.1:0 whose log lines land in `log`.
 class LoopbackServer {
  public:
-  explicit LoopbackServer(ServerOptions options = DefaultOptions()) {
+  explicit LoopbackServer(
+      ServerOptions options = DefaultOptions(),
+      spdlog::level::level_enum log_level = spdlog::level::info) {
     options.logger = std::make_shared<spdlog::logger>(
         "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_));
+    options.logger->set_level(log_level);
     auto started = ScatterServer::Start(std::move(options));
     if (!started.ok()) std::abort();
     server_ = *std::move(started);
