@@ -512,44 +512,69 @@ TEST(ClientTest, UnknownDigestIsResentInline) {
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
 }
 
-// The report counts a point within an obstacle's clearance, and one within
-// an earlier layer's, and not the points clear of both.
-TEST(ReportTest, CountsPointsWithinAClearance) {
+// A request over the box [0, 10]^2 with an obstacle of radius 1 at (5, 5),
+// no layers yet.
+v1::ScatterRequest ReportRequest() {
   v1::ScatterRequest request;
   request.mutable_region()->mutable_box()->add_min(0);
   request.mutable_region()->mutable_box()->add_min(0);
   request.mutable_region()->mutable_box()->add_max(10);
   request.mutable_region()->mutable_box()->add_max(10);
+  v1::Obstacle* obstacle = request.add_obstacles();
+  obstacle->set_x(5);
+  obstacle->set_y(5);
+  obstacle->set_radius(1);
+  return request;
+}
+
+struct ReportPoint {
+  double x, y;
+  std::uint32_t layer;
+  double radius;
+};
+
+// The points, and a summary that counts them by layer in `order`.
+std::pair<v1::PointBatch, v1::Summary> ReportPoints(
+    std::initializer_list<ReportPoint> list,
+    std::initializer_list<std::uint32_t> order) {
+  v1::PointBatch points;
+  points.set_dims(2);
+  for (const ReportPoint& p : list) {
+    points.add_coords(p.x);
+    points.add_coords(p.y);
+    points.add_layer(p.layer);
+    points.add_radius(p.radius);
+    points.add_id(static_cast<std::uint64_t>(points.id_size()) + 1);
+  }
+  v1::Summary summary;
+  for (const std::uint32_t id : order) {
+    v1::LayerCount* count = summary.add_layers();
+    count->set_layer(id);
+    std::uint64_t n = 0;
+    for (const ReportPoint& p : list) n += p.layer == id;
+    count->set_points(n);
+  }
+  return {points, summary};
+}
+
+// The report counts a point within an obstacle's clearance, and one within
+// an earlier layer's, and not the points clear of both.
+TEST(ReportTest, CountsPointsWithinAClearance) {
+  v1::ScatterRequest request = ReportRequest();
   for (const auto& [id, spacing] : {std::pair{0u, 2.0}, std::pair{1u, 1.0}}) {
     v1::Layer* layer = request.add_layers();
     layer->set_id(id);
     layer->set_method(v1::METHOD_POISSON_DENSE);
     layer->set_spacing(spacing);  // Footprint spacing / 2: 1 and 0.5.
   }
-  v1::Obstacle* obstacle = request.add_obstacles();
-  obstacle->set_x(5);
-  obstacle->set_y(5);
-  obstacle->set_radius(1);
-  v1::PointBatch points;
-  points.set_dims(2);
-  for (const auto& [x, y, layer] : {
-           std::tuple{2.0, 2.0, 0u},
-           std::tuple{6.5, 5.0, 0u},  // 1.5 from the obstacle: within 1 + 1.
-           std::tuple{8.0, 8.0, 1u},
-           std::tuple{2.5, 2.0, 1u},  // 0.5 from (2, 2): within 1 + 0.5.
-       }) {
-    points.add_coords(x);
-    points.add_coords(y);
-    points.add_layer(layer);
-    points.add_radius(layer == 0 ? 2.0 : 1.0);
-    points.add_id(static_cast<std::uint64_t>(points.id_size()) + 1);
-  }
-  v1::Summary summary;
-  for (std::uint32_t id : {0u, 1u}) {
-    v1::LayerCount* count = summary.add_layers();
-    count->set_layer(id);
-    count->set_points(2);
-  }
+  const auto [points, summary] = ReportPoints(
+      {
+          {2.0, 2.0, 0, 2.0},
+          {6.5, 5.0, 0, 2.0},  // 1.5 from the obstacle: within 1 + 1.
+          {8.0, 8.0, 1, 1.0},
+          {2.5, 2.0, 1, 1.0},  // 0.5 from (2, 2): within 1 + 0.5.
+      },
+      {0, 1});
   auto report = MeasureRun(request, summary, points, 1000);
   ASSERT_TRUE(report.ok()) << report.status();
   ASSERT_EQ(report->size(), 2u);
@@ -564,11 +589,7 @@ TEST(ReportTest, CountsPointsWithinAClearance) {
 // clearance from obstacles and earlier layers' points, as the sampler
 // does, and an override exactly.
 TEST(ReportTest, DensityLayerClearancesUseEachPointsOwnFootprint) {
-  v1::ScatterRequest request;
-  request.mutable_region()->mutable_box()->add_min(0);
-  request.mutable_region()->mutable_box()->add_min(0);
-  request.mutable_region()->mutable_box()->add_max(10);
-  request.mutable_region()->mutable_box()->add_max(10);
+  v1::ScatterRequest request = ReportRequest();
   v1::Layer* trees = request.add_layers();
   trees->set_id(0);
   trees->set_method(v1::METHOD_POISSON_DENSE);
@@ -580,48 +601,26 @@ TEST(ReportTest, DensityLayerClearancesUseEachPointsOwnFootprint) {
     grass->set_method(v1::METHOD_POISSON_DENSE);
     grass->set_radius_min(0.4);
     grass->set_radius_max(id == 1 ? 1.9 : 1.8);
-    v1::RasterInput* density = grass->mutable_density();
-    density->mutable_data()->set_format(v1::RASTER_FORMAT_U8);
-    density->mutable_data()->set_width(1);
-    density->mutable_data()->set_height(1);
-    density->mutable_data()->set_pixels(std::string("\xff", 1));
-    density->set_x1(10);
-    density->set_y1(10);
+    server::testing::SetU8Raster(grass->mutable_density(), 1, 1,
+                                 std::string("\xff", 1), 10, 10);
   }
   // Layer 2 keeps exactly 0.3 from the trees.
   v1::Clearance* clearance = request.add_clearances();
   clearance->set_layer_a(0);
   clearance->set_layer_b(2);
   clearance->set_clearance(0.3);
-  v1::Obstacle* obstacle = request.add_obstacles();
-  obstacle->set_x(5);
-  obstacle->set_y(5);
-  obstacle->set_radius(1);
-  v1::PointBatch points;
-  points.set_dims(2);
-  for (const auto& [x, y, layer] : {
-           std::tuple{2.0, 2.0, 0u},
-           std::tuple{6.5, 5.0, 1u},  // 1.5 from the obstacle: clear of 1.2.
-           std::tuple{5.9, 5.5, 1u},  // 1.03 from it: within.
-           std::tuple{3.5, 2.0, 1u},  // 1.5 from the tree: clear of 1.2.
-           std::tuple{3.1, 2.0, 1u},  // 1.1 from it: within.
-           std::tuple{2.0, 2.35, 2u},  // 0.35 from the tree: clear of 0.3.
-           std::tuple{2.0, 1.75, 2u},  // 0.25 from it: within.
-           std::tuple{3.5, 6.0, 2u},  // 1.8 from the obstacle: clear.
-       }) {
-    points.add_coords(x);
-    points.add_coords(y);
-    points.add_layer(layer);
-    points.add_radius(layer == 0 ? 2.0 : 0.4);
-    points.add_id(static_cast<std::uint64_t>(points.id_size()) + 1);
-  }
-  v1::Summary summary;
-  for (const auto& [id, count] :
-       {std::pair{0u, 1u}, std::pair{1u, 4u}, std::pair{2u, 3u}}) {
-    v1::LayerCount* c = summary.add_layers();
-    c->set_layer(id);
-    c->set_points(count);
-  }
+  const auto [points, summary] = ReportPoints(
+      {
+          {2.0, 2.0, 0, 2.0},
+          {6.5, 5.0, 1, 0.4},   // 1.5 from the obstacle: clear of 1.2.
+          {5.9, 5.5, 1, 0.4},   // 1.03 from it: within.
+          {3.5, 2.0, 1, 0.4},   // 1.5 from the tree: clear of 1.2.
+          {3.1, 2.0, 1, 0.4},   // 1.1 from it: within.
+          {2.0, 2.35, 2, 0.4},  // 0.35 from the tree: clear of 0.3.
+          {2.0, 1.75, 2, 0.4},  // 0.25 from it: within.
+          {3.5, 6.0, 2, 0.4},   // 1.8 from the obstacle: clear.
+      },
+      {0, 1, 2});
   auto report = MeasureRun(request, summary, points, 1000);
   ASSERT_TRUE(report.ok()) << report.status();
   ASSERT_EQ(report->size(), 3u);

@@ -592,13 +592,8 @@ TEST(MetricsTest, EndpointReportsCallsAndPoints) {
   v1::Layer* layer = with_raster.mutable_layers(0);
   layer->set_radius_min(0.05);
   layer->set_radius_max(0.1);
-  v1::RasterInput* density = layer->mutable_density();
-  density->mutable_data()->set_format(v1::RASTER_FORMAT_U8);
-  density->mutable_data()->set_width(2);
-  density->mutable_data()->set_height(1);
-  density->mutable_data()->set_pixels(std::string("\x00\xff", 2));
-  density->set_x1(1);
-  density->set_y1(1);
+  SetU8Raster(layer->mutable_density(), 2, 1, std::string("\x00\xff", 2), 1,
+              1);
   const Received c = Collect(*stub, with_raster);
   ASSERT_TRUE(c.status.ok()) << c.status.error_message();
   const std::string text = HttpGet(server.server().metrics_port(), "/metrics");

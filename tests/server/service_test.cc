@@ -177,13 +177,8 @@ TEST(ServiceTest, DensityRasterGivesVariableRadius) {
   layer->set_radius_min(0.05);
   layer->set_radius_max(0.2);
   // 2 x 1 pixels: dark west half, bright east half.
-  v1::RasterInput* density = layer->mutable_density();
-  density->mutable_data()->set_format(v1::RASTER_FORMAT_U8);
-  density->mutable_data()->set_width(2);
-  density->mutable_data()->set_height(1);
-  density->mutable_data()->set_pixels(std::string("\x00\xff", 2));
-  density->set_x1(10);
-  density->set_y1(10);
+  SetU8Raster(layer->mutable_density(), 2, 1, std::string("\x00\xff", 2), 10,
+              10);
   const Received got = Collect(*server.TcpStub(), request);
   ASSERT_TRUE(got.status.ok()) << got.status.error_message();
   std::size_t west = 0, east = 0;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -64,6 +65,20 @@ inline Received Collect(v1::ScatterService::Stub& stub,
   }
   out.status = reader->Finish();
   return out;
+}
+
+// Makes `input` an inline 8-bit raster of width x height pixels (row 0 at
+// the top) over [0, x1] x [0, y1].
+inline void SetU8Raster(v1::RasterInput* input, std::uint32_t width,
+                        std::uint32_t height, std::string pixels, double x1,
+                        double y1) {
+  v1::RasterData* data = input->mutable_data();
+  data->set_format(v1::RASTER_FORMAT_U8);
+  data->set_width(width);
+  data->set_height(height);
+  data->set_pixels(std::move(pixels));
+  input->set_x1(x1);
+  input->set_y1(y1);
 }
 
 // A dense Poisson layer over a 2D box [0, side]^2.
