@@ -70,6 +70,17 @@ absl::Status CheckOptions(const ServerOptions& options) {
         absl::StrCat("threads must be in [0, ", kMostThreads,
                      "] (0: one per core), got ", service.threads));
   }
+  // Every raster a call uses is held in the cache while the call runs, its
+  // pixels decoded (up to max_raster_bytes) and their block bounds (2/3
+  // to 2 times as much again, by the raster's shape, which only the call
+  // tells). A cache smaller than the pixels alone would refuse the
+  // largest rasters accepted on every call.
+  if (service.raster_cache_bytes < limits.max_raster_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "raster_cache_bytes must be >= max_raster_bytes = ",
+        limits.max_raster_bytes, " (the cache holds the rasters calls use), got ",
+        service.raster_cache_bytes));
+  }
   for (const absl::Status& status : {
            AtLeast<std::uint64_t>("max_points", limits.max_points, 1),
            AtLeast<std::size_t>("max_raster_bytes", limits.max_raster_bytes, 4),

@@ -105,6 +105,8 @@ TEST(ScatterdTest, OutOfRangeLimitFlagsAreRefusedNamingTheFlag) {
                      "--memory_budget_bytes must be >= 1024"},
            std::pair{"--max_grid_bytes=5", "--max_grid_bytes must be >= 1024"},
            std::pair{"--keepalive_time=0s", "--keepalive_time must be > 0"},
+           std::pair{"--raster_cache_bytes=1000",
+                     "--raster_cache_bytes must be >= max_raster_bytes = "},
        }) {
     SCOPED_TRACE(flag);
     const CommandResult got = RunScatterd({flag});
