@@ -1053,22 +1053,20 @@ class PoissonRun {
     if constexpr (D == 2) {
       double u, v;
       RandomUnit2(rng, &u, &v);
-      if constexpr (kTaken) {
-        const TakenView taken = Taken();
-        const bool interior = interior_;
-        const auto& directions = Woken(index) ? woken_circle_ : circle_;
-        if (PollStop(directions.size())) return;
-        for (const auto& d : directions) {
-          c[0] = p[0] + step_ * (u * d[0] - v * d[1]);
-          c[1] = p[1] + step_ * (v * d[0] + u * d[1]);
-          if (AcceptIfUntaken(taken, interior, c) && !halt_.ok()) return;
-        }
-        return;
-      }
-      for (const auto& d : Woken(index) ? woken_circle_ : circle_) {
+      const auto& directions = Woken(index) ? woken_circle_ : circle_;
+      // With taken marks the stop predicate is polled once a visit, as in
+      // VisitClassic.
+      if (kTaken && PollStop(directions.size())) return;
+      const TakenView taken = Taken();
+      const bool interior = interior_;
+      for (const auto& d : directions) {
         c[0] = p[0] + step_ * (u * d[0] - v * d[1]);
         c[1] = p[1] + step_ * (v * d[0] + u * d[1]);
-        TryCandidate(c);
+        if constexpr (kTaken) {
+          AcceptIfUntaken(taken, interior, c);
+        } else {
+          TryCandidate(c);
+        }
         if (!halt_.ok()) return;
       }
     } else {

@@ -28,6 +28,14 @@ absl::Status AtLeast(const char* name, T value, T least) {
       absl::StrCat(name, " must be >= ", least, ", got ", value));
 }
 
+template <typename T>
+absl::Status InRange(const char* name, T value, T least, T most,
+                     const char* note = "") {
+  if (value >= least && value <= most) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      name, " must be in [", least, ", ", most, "]", note, ", got ", value));
+}
+
 absl::Status Positive(const char* name, absl::Duration value) {
   if (value > absl::ZeroDuration()) return absl::OkStatus();
   return absl::InvalidArgumentError(
@@ -60,28 +68,10 @@ constexpr int kMostThreads = 1024;
 absl::Status CheckOptions(const ServerOptions& options) {
   const ServiceOptions& service = options.service;
   const Limits& limits = service.limits;
-  if (service.max_streams < 1 || service.max_streams > kMostStreams) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_streams must be in [1, ", kMostStreams, "], got ",
-                     service.max_streams));
-  }
-  if (service.threads < 0 || service.threads > kMostThreads) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("threads must be in [0, ", kMostThreads,
-                     "] (0: one per core), got ", service.threads));
-  }
-  // Every raster a call uses is held in the cache while the call runs, its
-  // pixels decoded (up to max_raster_bytes) and their block bounds (2/3
-  // to 2 times as much again, by the raster's shape, which only the call
-  // tells). A cache smaller than the pixels alone would refuse the
-  // largest rasters accepted on every call.
-  if (service.raster_cache_bytes < limits.max_raster_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "raster_cache_bytes must be >= max_raster_bytes = ",
-        limits.max_raster_bytes, " (the cache holds the rasters calls use), got ",
-        service.raster_cache_bytes));
-  }
   for (const absl::Status& status : {
+           InRange("max_streams", service.max_streams, 1, kMostStreams),
+           InRange("threads", service.threads, 0, kMostThreads,
+                   " (0: one per core)"),
            AtLeast<std::uint64_t>("max_points", limits.max_points, 1),
            AtLeast<std::size_t>("max_raster_bytes", limits.max_raster_bytes, 4),
            AtLeast<std::uint64_t>("max_grid_bytes", limits.max_grid_bytes,
@@ -100,6 +90,18 @@ absl::Status CheckOptions(const ServerOptions& options) {
                        options.max_connection_age_grace),
        }) {
     if (!status.ok()) return status;
+  }
+  // Every raster a call uses is held in the cache while the call runs, its
+  // pixels decoded (up to max_raster_bytes) and their block bounds (2/3
+  // to 2 times as much again, by the raster's shape, which only the call
+  // tells). A cache smaller than the pixels alone would refuse the
+  // largest rasters accepted on every call.
+  if (service.raster_cache_bytes < limits.max_raster_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "raster_cache_bytes must be >= max_raster_bytes = ",
+        limits.max_raster_bytes,
+        " (the cache holds the rasters calls use), got ",
+        service.raster_cache_bytes));
   }
   return absl::OkStatus();
 }
