@@ -65,6 +65,34 @@ std::vector<std::array<double, 2>> CircleDirections(int k) {
 }
 
 std::vector<std::array<double, 3>> SphereDirections(int k) {
+  if (k == kIcosahedronDirections) {
+    // The rings' angles are multiples of 36 degrees, whose cosines and
+    // sines are square roots: cos 36 = (1 + sqrt 5) / 4, cos 72 =
+    // (sqrt 5 - 1) / 4, sin 36 = sqrt(10 - 2 sqrt 5) / 4, sin 72 =
+    // sqrt(10 + 2 sqrt 5) / 4. Angle 36 m for m = 0..9, even m on the
+    // upper ring and odd m on the lower.
+    const double s5 = std::sqrt(5.0);
+    const double c36 = (1 + s5) / 4, c72 = (s5 - 1) / 4;
+    const double s36 = std::sqrt(10 - 2 * s5) / 4;
+    const double s72 = std::sqrt(10 + 2 * s5) / 4;
+    const std::array<double, 10> cos_m = {1,  c36,  c72,  -c72, -c36,
+                                          -1, -c36, -c72, c72,  c36};
+    const std::array<double, 10> sin_m = {0, s36,  s72,  s72,  s36,
+                                          0, -s36, -s72, -s72, -s36};
+    const double z = 1 / s5;   // Height of the rings.
+    const double rho = 2 * z;  // Their radius: z^2 + rho^2 = 1.
+    std::vector<std::array<double, 3>> dirs;
+    dirs.reserve(12);
+    dirs.push_back({0, 0, 1});
+    for (int m = 0; m < 10; m += 2) {
+      dirs.push_back({rho * cos_m[m], rho * sin_m[m], z});
+    }
+    for (int m = 1; m < 10; m += 2) {
+      dirs.push_back({rho * cos_m[m], rho * sin_m[m], -z});
+    }
+    dirs.push_back({0, 0, -1});
+    return dirs;
+  }
   // The golden angle in turns: 2 - phi = (3 - sqrt(5)) / 2.
   const double golden_turns = (3 - std::sqrt(5.0)) / 2;
   std::vector<std::array<double, 3>> dirs;

@@ -18,9 +18,19 @@ std::array<double, 2> PortableCosSin(double turns);
 // k unit vectors at angles 2*pi*i/k, i = 0..k-1, as (cos, sin) pairs.
 std::vector<std::array<double, 2>> CircleDirections(int k);
 
-// k unit vectors spread evenly over the sphere (a spherical Fibonacci
-// lattice), as (x, y, z).
+// k unit vectors spread evenly over the sphere, as (x, y, z). For k = 12
+// (dense packing's default) the vertices of the icosahedron, the one set of
+// 12 that is even everywhere: vertex 0 is +z, then the ring of 5 around it
+// (z = 1/sqrt(5)), the ring of 5 around -z, and -z last. Neighbouring
+// vertices are 63.4 degrees apart, so at distance s from a centre they are
+// 1.05 s apart: all 12 can be taken at once. Against the Fibonacci set of
+// 12, whose nearest pairs are closer, a dense 3D run leaves about half the
+// uncovered volume to gap filling and is 15 % faster (bench/README.md,
+// "Icosahedra"). Any other k: a spherical Fibonacci lattice.
 std::vector<std::array<double, 3>> SphereDirections(int k);
+
+// The number of directions SphereDirections gives as the icosahedron.
+inline constexpr int kIcosahedronDirections = 12;
 
 }  // namespace scatter::sampler
 

@@ -10,42 +10,67 @@ namespace scatter::sampler {
 absl::StatusOr<RadialSpectrum> MeasureSpectrum(absl::Span<const double> coords,
                                                const Box& box,
                                                int max_frequency) {
-  if (box.dims() != 2) {
+  const int dims = box.dims();
+  if (dims != 2 && dims != 3) {
     return absl::InvalidArgumentError(
-        absl::StrCat("spectrum needs a 2D box, got dims ", box.dims()));
+        absl::StrCat("spectrum needs a 2D or 3D box, got dims ", dims));
   }
-  if (coords.size() % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "coords must hold whole 2D points, got ", coords.size(), " values"));
+  const auto d = static_cast<std::size_t>(dims);
+  if (coords.size() % d != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("coords must hold whole ",
+                                                   dims, "D points, got ",
+                                                   coords.size(), " values"));
   }
   if (max_frequency < 1 || max_frequency > 1024) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_frequency must be in [1, 1024], got ", max_frequency));
   }
+  if (dims == 3 && max_frequency > 128) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_frequency must be in [1, 128] in 3D, got ", max_frequency));
+  }
   const int f = max_frequency;
-  const std::size_t n = coords.size() / 2;
-  // Half plane: fx in [0, f], fy in [-f, f]; P(-f) = P(f).
+  const std::size_t n = coords.size() / d;
+  // Half space: fx in [0, f], the other axes in [-f, f]; P(-f) = P(f).
   const std::size_t width = static_cast<std::size_t>(2 * f + 1);
-  std::vector<std::complex<double>> sum((f + 1) * width);
-  std::vector<std::complex<double>> ex(f + 1);
-  std::vector<std::complex<double>> ey(f + 1);
+  const std::size_t depth = dims == 3 ? width : 1;
+  std::vector<std::complex<double>> sum((f + 1) * width * depth);
+  // e[a][k] = exp(-2 pi i k u_a) for k in [0, f].
+  std::vector<std::complex<double>> e[3];
+  for (auto& powers : e) powers.resize(static_cast<std::size_t>(f) + 1);
+  // exp(-2 pi i k u_a) for k in [-f, f].
+  auto wave = [&](int a, int k) {
+    return k >= 0 ? e[a][static_cast<std::size_t>(k)]
+                  : std::conj(e[a][static_cast<std::size_t>(-k)]);
+  };
   constexpr double kTwoPi = 6.283185307179586476925;
   for (std::size_t j = 0; j < n; ++j) {
-    // A measurement, not sampling: libm's sin/cos are fine here.
-    const double u = (coords[2 * j] - box.min(0)) / box.extent(0);
-    const double v = (coords[2 * j + 1] - box.min(1)) / box.extent(1);
-    const std::complex<double> step_x = std::polar(1.0, -kTwoPi * u);
-    const std::complex<double> step_y = std::polar(1.0, -kTwoPi * v);
-    ex[0] = ey[0] = 1;
-    for (int k = 1; k <= f; ++k) {
-      ex[k] = ex[k - 1] * step_x;
-      ey[k] = ey[k - 1] * step_y;
+    for (int a = 0; a < dims; ++a) {
+      // A measurement, not sampling: libm's sin/cos are fine here.
+      const double u =
+          (coords[d * j + static_cast<std::size_t>(a)] - box.min(a)) /
+          box.extent(a);
+      const std::complex<double> step = std::polar(1.0, -kTwoPi * u);
+      e[a][0] = 1;
+      for (std::size_t k = 1; k <= static_cast<std::size_t>(f); ++k) {
+        e[a][k] = e[a][k - 1] * step;
+      }
     }
     for (int fx = 0; fx <= f; ++fx) {
-      std::complex<double>* row = &sum[static_cast<std::size_t>(fx) * width];
       for (int fy = -f; fy <= f; ++fy) {
-        const std::complex<double> y = fy >= 0 ? ey[fy] : std::conj(ey[-fy]);
-        row[fy + f] += ex[fx] * y;
+        const std::complex<double> xy =
+            e[0][static_cast<std::size_t>(fx)] * wave(1, fy);
+        std::complex<double>* cell =
+            &sum[(static_cast<std::size_t>(fx) * width +
+                  static_cast<std::size_t>(fy + f)) *
+                 depth];
+        if (dims == 2) {
+          *cell += xy;
+          continue;
+        }
+        for (int fz = -f; fz <= f; ++fz) {
+          cell[fz + f] += xy * wave(2, fz);
+        }
       }
     }
   }
@@ -54,17 +79,25 @@ absl::StatusOr<RadialSpectrum> MeasureSpectrum(absl::Span<const double> coords,
   out.anisotropy_db.assign(f + 1, 0);
   out.samples.assign(f + 1, 0);
   std::vector<double> sum_sq(f + 1, 0);
+  const int fz_max = dims == 3 ? f : 0;
   for (int fx = 0; fx <= f; ++fx) {
     for (int fy = -f; fy <= f; ++fy) {
-      if (fx == 0 && fy <= 0) continue;  // Each +-f pair once; skip f = 0.
-      const int ring = static_cast<int>(std::lround(std::hypot(fx, fy)));
-      if (ring < 1 || ring > f) continue;
-      const double p =
-          std::norm(sum[static_cast<std::size_t>(fx) * width + (fy + f)]) /
-          static_cast<double>(n);
-      out.power[ring] += p;
-      sum_sq[ring] += p * p;
-      ++out.samples[ring];
+      for (int fz = -fz_max; fz <= fz_max; ++fz) {
+        // Each +-f pair once (the first nonzero coordinate positive); skip
+        // f = 0.
+        if (fx == 0 && (fy < 0 || (fy == 0 && fz <= 0))) continue;
+        const int ring = static_cast<int>(std::lround(
+            std::sqrt(static_cast<double>(fx * fx + fy * fy + fz * fz))));
+        if (ring < 1 || ring > f) continue;
+        const std::size_t at = (static_cast<std::size_t>(fx) * width +
+                                static_cast<std::size_t>(fy + f)) *
+                                   depth +
+                               static_cast<std::size_t>(fz + fz_max);
+        const double p = std::norm(sum[at]) / static_cast<double>(n);
+        out.power[ring] += p;
+        sum_sq[ring] += p * p;
+        ++out.samples[ring];
+      }
     }
   }
   for (int k = 1; k <= f; ++k) {

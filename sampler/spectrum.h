@@ -1,15 +1,15 @@
 #ifndef SCATTER_SAMPLER_SPECTRUM_H_
 #define SCATTER_SAMPLER_SPECTRUM_H_
 
-// The spectral quality measure of DESIGN.md for 2D point sets: the
+// The spectral quality measure of DESIGN.md for 2D and 3D point sets: the
 // periodogram P(f) = |sum_j exp(-2 pi i f.x_j)|^2 / N at integer frequencies
-// f (in cycles per box side, x scaled to the unit square), averaged over
-// rings |f| in [k - 1/2, k + 1/2), and the anisotropy of each ring (variance
-// over mean^2, in dB). Blue noise has little power at low frequencies and a
-// peak near the mean point spacing; an isotropic set has anisotropy near
-// 0 dB in every ring (a single periodogram is exponentially distributed, so
-// its variance equals its squared mean), while lattice-like order or
-// seams show as rings of high anisotropy.
+// f (in cycles per box side, x scaled to the unit square or cube), averaged
+// over rings (shells in 3D) |f| in [k - 1/2, k + 1/2), and the anisotropy of
+// each ring (variance over mean^2, in dB). Blue noise has little power at
+// low frequencies and a peak near the mean point spacing; an isotropic set
+// has anisotropy near 0 dB in every ring (a single periodogram is
+// exponentially distributed, so its variance equals its squared mean),
+// while lattice-like order or seams show as rings of high anisotropy.
 
 #include <vector>
 
@@ -26,9 +26,9 @@ struct RadialSpectrum {
   std::vector<int> samples;  // Frequencies averaged in each ring.
 };
 
-// Rings 1 .. max_frequency. Costs N * max_frequency^2 complex products.
-// InvalidArgument unless box is 2D, coords holds whole points, and
-// max_frequency is in [1, 1024].
+// Rings 1 .. max_frequency. Costs N * max_frequency^D complex products (2
+// max_frequency^3 in 3D). InvalidArgument unless box is 2D or 3D, coords
+// holds whole points, and max_frequency is in [1, 1024] ([1, 128] in 3D).
 absl::StatusOr<RadialSpectrum> MeasureSpectrum(absl::Span<const double> coords,
                                                const Box& box,
                                                int max_frequency);

@@ -792,7 +792,7 @@ PointSet GoldenRun(const std::string& name) {
 const GoldenCase kGoldenCases[] = {
     {"dense 2D", 0x1823fe85377b9f5fULL},
     {"classic 2D", 0x77902adaeecba567ULL},
-    {"dense 3D", 0x7c1d0c2bb0016f69ULL},
+    {"dense 3D", 0x3f11997dc521c22cULL},
     {"classic 3D", 0x643e7c31376c2da0ULL},
     {"dense polygon with lake", 0xaabe214002fc33d2ULL},
     {"classic 2D, fine raster", 0x0defd2cbf2ecaab1ULL},
