@@ -20,16 +20,22 @@ inline unsigned ChildTurn(std::uint64_t gap_key, std::uint64_t cell,
 }
 
 // Child `child` of the box [b0, b1) split at `mid`: bit a of `child` picks
-// the upper half along axis a.
+// the upper half along axis a. False when the child is empty: a piece one
+// ulp wide (the last cell of a box can start an ulp below its end) has a
+// midpoint that rounds to one of its ends, and a place drawn in the empty
+// half would be that end, outside the half-open box.
 template <int D>
-void ChildBox(const double* b0, const double* b1, const double* mid,
+bool ChildBox(const double* b0, const double* b1, const double* mid,
               unsigned child, double* c0, double* c1) {
+  bool empty = false;
   for (int a = 0; a < D; ++a) {
     // Which child comes next is data, so no branch (select.h).
     const bool upper = ((child >> a) & 1) != 0;
     c0[a] = SelectDouble(upper, mid[a], b0[a]);
     c1[a] = SelectDouble(upper, b1[a], mid[a]);
+    empty |= !(c0[a] < c1[a]);
   }
+  return !empty;
 }
 
 // Half-cell `child` of the cell [u0, u1), clipped to the bounds [lo, hi);

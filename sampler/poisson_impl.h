@@ -1595,7 +1595,7 @@ class PoissonRun {
       // skipping it changes no output.
       if ((covered >> child) & 1) continue;
       double c0[D], c1[D];
-      ChildBox<D>(b0, b1, mid, child, c0, c1);
+      if (!ChildBox<D>(b0, b1, mid, child, c0, c1)) continue;
       // A child inside one of those two disks would find it in its own
       // FilterBox (or its random place inside it): skipping it changes no
       // output.

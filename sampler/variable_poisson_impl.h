@@ -1429,7 +1429,7 @@ class VariableRun {
     for (unsigned t = 0; t < (1u << D); ++t) {
       const unsigned child = (t + turn) & ((1u << D) - 1);
       double c0[D], c1[D];
-      ChildBox<D>(b0, b1, mid, child, c0, c1);
+      if (!ChildBox<D>(b0, b1, mid, child, c0, c1)) continue;
       // A child one of the two disks covers whole has no place for the
       // search below to find (it would find that disk with the child's
       // radius bounds, which are at least as tight as these), so skipping

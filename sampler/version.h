@@ -24,7 +24,9 @@ namespace scatter::sampler {
 //     icosahedron's vertices, randomly turned, not a spherical Fibonacci
 //     set of 12 (directions.h). 3D dense runs changed, with a density
 //     raster too; 2D, classic, and 3D dense runs with another k give the
-//     points of 3.
+//     points of 3, except where gap filling split a piece one ulp wide:
+//     it could place a point exactly on the box's far side (outside the
+//     half-open box) and now skips the empty half (gap_pieces.h, ChildBox).
 inline constexpr std::uint32_t kAlgorithmVersion = 4;
 
 }  // namespace scatter::sampler
