@@ -18,6 +18,9 @@ std::array<double, 2> PortableCosSin(double turns);
 // k unit vectors at angles 2*pi*i/k, i = 0..k-1, as (cos, sin) pairs.
 std::vector<std::array<double, 2>> CircleDirections(int k);
 
+// The number of directions SphereDirections gives as the icosahedron.
+inline constexpr int kIcosahedronDirections = 12;
+
 // k unit vectors spread evenly over the sphere, as (x, y, z). For k = 12
 // (dense packing's default) the vertices of the icosahedron, the one set of
 // 12 that is even everywhere: vertex 0 is +z, then the ring of 5 around it
@@ -29,9 +32,6 @@ std::vector<std::array<double, 2>> CircleDirections(int k);
 // 0.833) with 4 % fewer instructions (bench/README.md, "Icosahedra in
 // dense 3D"). Any other k: a spherical Fibonacci lattice.
 std::vector<std::array<double, 3>> SphereDirections(int k);
-
-// The number of directions SphereDirections gives as the icosahedron.
-inline constexpr int kIcosahedronDirections = 12;
 
 }  // namespace scatter::sampler
 

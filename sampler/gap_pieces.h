@@ -21,12 +21,14 @@ inline unsigned ChildTurn(std::uint64_t gap_key, std::uint64_t cell,
 
 // Child `child` of the box [b0, b1) split at `mid`: bit a of `child` picks
 // the upper half along axis a. False when the child is empty: a piece one
-// ulp wide (the last cell of a box can start an ulp below its end) has a
-// midpoint that rounds to one of its ends, and a place drawn in the empty
-// half would be that end, outside the half-open box.
+// ulp wide (the last cell of a box can start an ulp below its end; far from
+// the origin, past about 2^46 r, the deepest pieces are an ulp or two wide
+// anywhere) has a midpoint that rounds to one of its ends, and a place
+// drawn in the empty half would be that end, outside the half-open piece.
 template <int D>
-bool ChildBox(const double* b0, const double* b1, const double* mid,
-              unsigned child, double* c0, double* c1) {
+[[nodiscard]] bool ChildBox(const double* b0, const double* b1,
+                            const double* mid, unsigned child, double* c0,
+                            double* c1) {
   bool empty = false;
   for (int a = 0; a < D; ++a) {
     // Which child comes next is data, so no branch (select.h).

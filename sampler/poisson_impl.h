@@ -1372,18 +1372,20 @@ class PoissonRun {
       edge[a][4] = u1[a];
     }
     const double r2 = r_ * r_ * (1 - 1e-9);
-    const std::int64_t x0 = std::max<std::int64_t>(0, idx[0] - 1);
-    const std::int64_t x1 = std::min<std::int64_t>(n_[0] - 1, idx[0] + 1);
+    // The 3 x 3 x 3 cells around, clipped to the grid.
+    std::int64_t lo[3], hi[3];
+    for (int a = 0; a < 3; ++a) {
+      lo[a] = std::max<std::int64_t>(0, idx[a] - 1);
+      hi[a] = std::min<std::int64_t>(n_[a] - 1, idx[a] + 1);
+    }
     CoverWord held = 0;
-    for (std::int64_t z = std::max<std::int64_t>(0, idx[2] - 1);
-         z <= std::min<std::int64_t>(n_[2] - 1, idx[2] + 1); ++z) {
-      for (std::int64_t y = std::max<std::int64_t>(0, idx[1] - 1);
-           y <= std::min<std::int64_t>(n_[1] - 1, idx[1] + 1); ++y) {
+    for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
+      for (std::int64_t y = lo[1]; y <= hi[1]; ++y) {
         const std::uint64_t start = static_cast<std::uint64_t>(z) * stride_[2] +
                                     static_cast<std::uint64_t>(y) * stride_[1] +
-                                    static_cast<std::uint64_t>(x0);
-        std::uint64_t bits =
-            BitRun(occupied_.data(), start, static_cast<unsigned>(x1 - x0 + 1));
+                                    static_cast<std::uint64_t>(lo[0]);
+        std::uint64_t bits = BitRun(occupied_.data(), start,
+                                    static_cast<unsigned>(hi[0] - lo[0] + 1));
         while (bits != 0) {
           const double* q = &grid_[(start + static_cast<std::uint64_t>(
                                                 __builtin_ctzll(bits))) *

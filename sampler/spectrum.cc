@@ -1,7 +1,9 @@
 #include "sampler/spectrum.h"
 
+#include <array>
 #include <cmath>
 #include <complex>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -25,9 +27,9 @@ absl::StatusOr<RadialSpectrum> MeasureSpectrum(absl::Span<const double> coords,
     return absl::InvalidArgumentError(absl::StrCat(
         "max_frequency must be in [1, 1024], got ", max_frequency));
   }
-  if (dims == 3 && max_frequency > 128) {
+  if (dims == 3 && max_frequency > 80) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "max_frequency must be in [1, 128] in 3D, got ", max_frequency));
+        "max_frequency must be in [1, 80] in 3D, got ", max_frequency));
   }
   const int f = max_frequency;
   const std::size_t n = coords.size() / d;
@@ -36,7 +38,7 @@ absl::StatusOr<RadialSpectrum> MeasureSpectrum(absl::Span<const double> coords,
   const std::size_t depth = dims == 3 ? width : 1;
   std::vector<std::complex<double>> sum((f + 1) * width * depth);
   // e[a][k] = exp(-2 pi i k u_a) for k in [0, f].
-  std::vector<std::complex<double>> e[3];
+  std::array<std::vector<std::complex<double>>, 3> e;
   for (auto& powers : e) powers.resize(static_cast<std::size_t>(f) + 1);
   // exp(-2 pi i k u_a) for k in [-f, f].
   auto wave = [&](int a, int k) {

@@ -26,9 +26,11 @@ struct RadialSpectrum {
   std::vector<int> samples;  // Frequencies averaged in each ring.
 };
 
-// Rings 1 .. max_frequency. Costs N * max_frequency^D complex products (2
-// max_frequency^3 in 3D). InvalidArgument unless box is 2D or 3D, coords
-// holds whole points, and max_frequency is in [1, 1024] ([1, 128] in 3D).
+// Rings 1 .. max_frequency = f. Costs about 2 N f^2 complex products in 2D
+// and 4 N f^3 in 3D, and as many complex doubles of memory as frequencies
+// (about 2 f^2 or 4 f^3: 34 MB at the largest f either allows).
+// InvalidArgument unless box is 2D or 3D, coords holds whole points, and f
+// is in [1, 1024] ([1, 80] in 3D).
 absl::StatusOr<RadialSpectrum> MeasureSpectrum(absl::Span<const double> coords,
                                                const Box& box,
                                                int max_frequency);

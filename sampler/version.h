@@ -20,11 +20,12 @@ namespace scatter::sampler {
 //     spacings wide, not 3 R. Tiles of worlds whose layers have different
 //     spacings changed; one-layer worlds and untiled runs give the points
 //     of 2.
-//  4: dense packing in 3D with k = 12 (the default) steps over the
-//     icosahedron's vertices, randomly turned, not a spherical Fibonacci
-//     set of 12 (directions.h). 3D dense runs changed, with a density
-//     raster too; 2D, classic, and 3D dense runs with another k give the
-//     points of 3, except where gap filling split a piece one ulp wide:
+//  4: dense packing in 3D steps over the icosahedron's vertices, randomly
+//     turned, wherever it tries 12 directions (directions.h): every visit
+//     with k = 12 (the default), and with k = 6 the visits of woken points,
+//     which try 2k. Those runs changed, with a density raster too; 2D,
+//     classic, and other 3D dense runs give the points of 3, except where
+//     gap filling split a piece one ulp wide:
 //     it could place a point exactly on the box's far side (outside the
 //     half-open box) and now skips the empty half (gap_pieces.h, ChildBox).
 inline constexpr std::uint32_t kAlgorithmVersion = 4;

@@ -1,5 +1,6 @@
 #include "sampler/gap_pieces.h"
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 
@@ -7,6 +8,35 @@
 
 namespace scatter::sampler::internal {
 namespace {
+
+// A box one ulp wide along x: its midpoint rounds to an end, so one half
+// is empty, and ChildBox says so; the other half, and any box wider than
+// that, is not.
+TEST(ChildBoxTest, AnUlpWideBoxHasOneEmptyHalf) {
+  const double x = 2.1596464546354133;
+  const double b0[2] = {std::nextafter(x, 0.0), 0};
+  const double b1[2] = {x, 1};
+  double mid[2];
+  for (int a = 0; a < 2; ++a) mid[a] = b0[a] + (b1[a] - b0[a]) / 2;
+  ASSERT_TRUE(mid[0] == b0[0] || mid[0] == b1[0]);
+  double c0[2], c1[2];
+  int empty = 0;
+  for (unsigned child = 0; child < 4; ++child) {
+    if (ChildBox<2>(b0, b1, mid, child, c0, c1)) {
+      EXPECT_LT(c0[0], c1[0]) << child;
+      EXPECT_LT(c0[1], c1[1]) << child;
+    } else {
+      ++empty;
+      EXPECT_EQ(c0[0], c1[0]) << child;
+    }
+  }
+  EXPECT_EQ(empty, 2);  // The empty x half, with either y half.
+  const double wide1[2] = {x + 1e-9, 1};
+  for (int a = 0; a < 2; ++a) mid[a] = b0[a] + (wide1[a] - b0[a]) / 2;
+  for (unsigned child = 0; child < 4; ++child) {
+    EXPECT_TRUE(ChildBox<2>(b0, wide1, mid, child, c0, c1)) << child;
+  }
+}
 
 // Whether x is strictly inside the disk of squared radius r2 around c.
 template <int D>
