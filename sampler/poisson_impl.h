@@ -122,6 +122,12 @@ class PoissonRun {
   // Cover marks split a cell into kSplit pieces per axis: half-cells in 2D,
   // quarter-cells in 3D (see CoverStencil3d), one bit each.
   static constexpr int kSplit = D == 2 ? 2 : CoverStencil3d::kSplit;
+  // The children (bits as in ChildBox) in the lower (0) or upper (1) half
+  // along each axis.
+  static constexpr unsigned kHalfChildren[3][2] = {
+      {D == 2 ? 0x5u : 0x55u, D == 2 ? 0xAu : 0xAAu},
+      {D == 2 ? 0x3u : 0x33u, D == 2 ? 0xCu : 0xCCu},
+      {0x0Fu, 0xF0u}};
   using CoverWord = std::conditional_t<D == 2, std::uint8_t, std::uint64_t>;
   static_assert(sizeof(CoverWord) * 8 >= (D == 2 ? 4 : 64));
   static_assert(sizeof(CoverWord) == CoverBytesPerCell(D));
@@ -223,8 +229,9 @@ class PoissonRun {
       for (auto& column : far_) column.resize(window + 1);
     }
     const std::size_t gap_window = static_cast<std::size_t>(std::pow(5, D));
-    // Room for the window, one slot GatherAroundCell writes past its count,
-    // and NaN padding to a whole group of 4.
+    // Room for the window and 4 slots past any count: GatherAroundCell
+    // writes one past its count, PadGapList 4 NaN, and the AVX2 FilterBox
+    // up to 4 past the count it returns.
     gap_stride_ = (gap_window + 1 + 3 + 3) & ~std::size_t{3};
     for (auto& level : gap_lists_) level.resize(gap_stride_ * D);
 
@@ -1532,28 +1539,29 @@ class PoissonRun {
     if (reaching < 0) return false;  // Inside one disk.
     const auto m = static_cast<std::size_t>(reaching);
     PadGapList(depth, m);
-    double centre[D];
-    for (int a = 0; a < D; ++a) centre[a] = b0[a] + (b1[a] - b0[a]) / 2;
-    // The two sites nearest the piece's centre, for TwoDisksCover.
+    // The piece's centre, where its children meet.
+    double mid[D];
+    for (int a = 0; a < D; ++a) mid[a] = b0[a] + (b1[a] - b0[a]) / 2;
+    // The two sites nearest the piece's centre, for TwoDisksCover. Without
+    // branches (which site is nearest is data): min and max for the
+    // distances, as `if (d2 < second_d2) { if (d2 < first_d2) shift and take
+    // first; else take second }` would leave them (first_d2 <= second_d2),
+    // and integer selects for the indices.
     std::size_t first = 0, second = 0;
     double first_d2 = std::numeric_limits<double>::infinity();
     double second_d2 = first_d2;
     for (std::size_t j = 0; j < m; ++j) {
       double d2 = 0;
       for (int a = 0; a < D; ++a) {
-        const double d = kept[a][j] - centre[a];
+        const double d = kept[a][j] - mid[a];
         d2 += d * d;
       }
-      // Without branches (which of the sites is nearest is data): as
-      // `if (d2 < second_d2) { if (d2 < first_d2) shift and take first;
-      // else take second }`, since first_d2 <= second_d2.
       const bool closer_first = d2 < first_d2;
       const bool closer_second = d2 < second_d2;
       second = closer_first ? first : (closer_second ? j : second);
-      second_d2 = SelectDouble(closer_first, first_d2,
-                               SelectDouble(closer_second, d2, second_d2));
       first = closer_first ? j : first;
-      first_d2 = SelectDouble(closer_first, d2, first_d2);
+      second_d2 = std::min(second_d2, std::max(d2, first_d2));
+      first_d2 = std::min(first_d2, d2);
     }
     // Covered by two disks together (most pieces that straddle the
     // boundary between two disks): nothing here for the search below to
@@ -1584,26 +1592,54 @@ class PoissonRun {
       RandomPointIn(b0, b1, cell, piece, p);
       return ClearOf(kept, m, p) && (!partial || Inside(p));
     }
-    double mid[D];
-    for (int a = 0; a < D; ++a) mid[a] = b0[a] + (b1[a] - b0[a]) / 2;
     const unsigned turn = ChildTurn(cell, piece);
+    // Per axis, the bounds of each half (bit a of a child picks the upper
+    // one, as in ChildBox) and the squares of the two sites' farthest
+    // distances to it, summed per child in FarthestDistance2's order. The
+    // children to skip, none of which holds a place the search below could
+    // find, so skipping them changes no output: the covered ones, the empty
+    // ones (see ChildBox), and those inside one of the two disks (each would
+    // find it in its own FilterBox, or its random place inside it). Tables
+    // and masks, not a select per child and axis: which children those are
+    // is data.
+    double half0[D][2], half1[D][2], far_s[D][2], far_t[D][2];
+    unsigned skip = covered;
+    for (int a = 0; a < D; ++a) {
+      half0[a][0] = b0[a];
+      half1[a][0] = mid[a];
+      half0[a][1] = mid[a];
+      half1[a][1] = b1[a];
+      for (int h = 0; h < 2; ++h) {
+        if (!(half0[a][h] < half1[a][h])) skip |= kHalfChildren[a][h];
+        const double ds =
+            std::max(near_s[a] - half0[a][h], half1[a][h] - near_s[a]);
+        const double dt =
+            std::max(near_t[a] - half0[a][h], half1[a][h] - near_t[a]);
+        far_s[a][h] = ds * ds;
+        far_t[a][h] = dt * dt;
+      }
+    }
+    if (m >= 1) {
+      for (unsigned child = 0; child < (1u << D); ++child) {
+        double fs = 0, ft = 0;
+        for (int a = 0; a < D; ++a) {
+          fs += far_s[a][(child >> a) & 1];
+          ft += far_t[a][(child >> a) & 1];
+        }
+        skip |= static_cast<unsigned>((fs < min_d2_) | (ft < min_d2_)) << child;
+      }
+    }
     // Children at the last depth that the region's edge cannot cross are
     // one random place each: tested here, as FindUncovered would.
     const bool leaves = depth + 1 == max_depth && !partial;
     const std::uint64_t cell_key = leaves ? Combine(gap_key_, cell) : 0;
     for (unsigned t = 0; t < (1u << D); ++t) {
       const unsigned child = (t + turn) & ((1u << D) - 1);
-      // A covered child has no place for the search below to find, so
-      // skipping it changes no output.
-      if ((covered >> child) & 1) continue;
+      if ((skip >> child) & 1) continue;
       double c0[D], c1[D];
-      if (!ChildBox<D>(b0, b1, mid, child, c0, c1)) continue;
-      // A child inside one of those two disks would find it in its own
-      // FilterBox (or its random place inside it): skipping it changes no
-      // output.
-      if (m >= 1 && (FarthestDistance2(near_s, c0, c1, D) < min_d2_ ||
-                     FarthestDistance2(near_t, c0, c1, D) < min_d2_)) {
-        continue;
+      for (int a = 0; a < D; ++a) {
+        c0[a] = half0[a][(child >> a) & 1];
+        c1[a] = half1[a][(child >> a) & 1];
       }
       if (leaves) {
         RandomPointInCell(c0, c1, cell_key, (piece << D) + child, p);
@@ -1646,12 +1682,14 @@ class PoissonRun {
     return gap_lists_[level].data() + static_cast<std::size_t>(a) * gap_stride_;
   }
 
-  // NaN in the slots after the first n of gap level `level`, up to a whole
-  // group of 4, for the vector kernels.
+  // NaN in the 4 slots after the first n of gap level `level` (so up to a
+  // whole group of 4), for the vector kernels. A fixed count: a store or
+  // two, where a loop to the group's end cost 40 instructions a search
+  // step. gap_stride_ has room for them.
   void PadGapList(int level, std::size_t n) {
     for (int a = 0; a < D; ++a) {
-      double* list = GapList(level, a);
-      for (std::size_t j = n; j < ((n + 3) & ~std::size_t{3}); ++j) {
+      double* list = GapList(level, a) + n;
+      for (int j = 0; j < 4; ++j) {
         list[j] = std::numeric_limits<double>::quiet_NaN();
       }
     }

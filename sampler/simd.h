@@ -36,7 +36,8 @@ SimdLevel ResolveSimdLevel(SimdLevel level);
 // squared distance to the box [lo, hi] is below `threshold` to
 // out[0..dims-1], in order, and returns how many; returns -1 instead when
 // one of them has every corner of the box closer than `threshold`. The
-// arrays must hold NaN from n up to the next multiple of 4.
+// arrays must hold NaN from n up to the next multiple of 4, and `out` room
+// for n + 4 values each: the kernel may write the 4 slots past its count.
 //
 // any_within_2d_block: the same test over a block of grid cells, points
 // interleaved (x, y) and NaN in empty cells: `rows` rows of `cells` points,

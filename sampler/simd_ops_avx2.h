@@ -13,6 +13,31 @@
 
 namespace scatter::sampler::internal {
 
+// Per 4-bit lane mask, the 32-bit element order that moves the set lanes
+// (64-bit, two elements each) to the front in order, and how many there
+// are (Avx2Ops::FilterBox).
+struct KeptFirstTable {
+  int lanes[16][8];
+  int count[16];
+};
+
+constexpr KeptFirstTable MakeKeptFirst() {
+  KeptFirstTable t{};
+  for (int mask = 0; mask < 16; ++mask) {
+    int n = 0;
+    for (int lane = 0; lane < 4; ++lane) {
+      if (((mask >> lane) & 1) == 0) continue;
+      t.lanes[mask][2 * n] = 2 * lane;
+      t.lanes[mask][2 * n + 1] = 2 * lane + 1;
+      ++n;
+    }
+    t.count[mask] = n;
+  }
+  return t;
+}
+
+inline constexpr KeptFirstTable kKeptFirst = MakeKeptFirst();
+
 struct Avx2Ops {
   // Whether group(j), a lane mask for the 4 points from j on, has a lane
   // set for some j < n, in blocks of 16 points unrolled with one branch
@@ -140,7 +165,8 @@ struct Avx2Ops {
 
   // ScalarOps::FilterBox, 4 points at a time. The lists must be padded with
   // NaN to a whole group of 4 (a NaN distance compares false, so padding is
-  // never kept). On numbers, max_pd and std::max differ only on equal
+  // never kept). It writes up to 4 slots past the count it returns (see
+  // simd.h). On numbers, max_pd and std::max differ only on equal
   // inputs, which square to the same value, so the distances match the
   // scalar ones bit for bit.
   template <int D>
@@ -173,17 +199,18 @@ struct Avx2Ops {
       if (_mm256_movemask_pd(_mm256_cmp_pd(far2, vt, _CMP_LT_OQ)) != 0) {
         return -1;
       }
-      unsigned keep = static_cast<unsigned>(
+      // The kept lanes moved to the front and stored whole, so no branch
+      // depends on how many are kept (the slots past them are overwritten
+      // by the next group, or are past the count).
+      const unsigned keep = static_cast<unsigned>(
           _mm256_movemask_pd(_mm256_cmp_pd(near2, vt, _CMP_LT_OQ)));
-      if (keep == 0) continue;
-      alignas(32) double lanes[D][4];
-      for (int a = 0; a < D; ++a) _mm256_store_pd(lanes[a], q[a]);
-      while (keep != 0) {
-        const int lane = __builtin_ctz(keep);
-        keep &= keep - 1;
-        for (int a = 0; a < D; ++a) out[a][m] = lanes[a][lane];
-        ++m;
+      const __m256i order = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(kKeptFirst.lanes[keep]));
+      for (int a = 0; a < D; ++a) {
+        _mm256_storeu_pd(out[a] + m, _mm256_castps_pd(_mm256_permutevar8x32_ps(
+                                         _mm256_castpd_ps(q[a]), order)));
       }
+      m += kKeptFirst.count[keep];
     }
     return m;
   }

@@ -345,7 +345,7 @@ TEST(SimdTest, FilterBoxAgreesWithTheDefinitionOnRandomInputs) {
           std::vector<double> out_storage[3];
           double* out[3];
           for (int a = 0; a < 3; ++a) {
-            out_storage[a].assign(padded + 1, 0.0);
+            out_storage[a].assign(n + 4, 0.0);
             out[a] = out_storage[a].data();
           }
           const std::ptrdiff_t actual =
@@ -380,7 +380,7 @@ TEST(SimdTest, FilterBoxTreatsNaNPointsAsFarAway) {
   const double hi[3] = {1, 1, 1};
   std::vector<double> nan(4, kNaN);
   const double* in[3] = {nan.data(), nan.data(), nan.data()};
-  std::vector<double> storage(4, 0.0);
+  std::vector<double> storage(8, 0.0);
   double* out[3] = {storage.data(), storage.data(), storage.data()};
   for (SimdLevel level : LevelsToCompare()) {
     SCOPED_TRACE(SimdLevelName(level));
