@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 // For a lambda the hot loop calls per stored point: GCC otherwise may
@@ -53,6 +54,24 @@ inline double CoordinateSlack(const double* lo, const double* hi, int dims) {
 // Poll the stop predicate after this many candidates (gap-fill cells: an
 // eighth of it).
 inline constexpr std::uint64_t kPollEvery = 4096;
+// Makes `v` n copies of `value`, kFillChunkBytes at a time, polling `stop`
+// between chunks: a big grid takes seconds to fault in (a 5.4 GB one took
+// over 30 s on a test guest), and a caller's deadline or cancellation must
+// not wait for it. False when `stop` said stop (v is then partly filled).
+inline constexpr std::size_t kFillChunkBytes = std::size_t{16} << 20;
+template <class Vector, class Stop>
+bool FillPolling(Vector* v, std::size_t n,
+                 const typename Vector::value_type& value, const Stop& stop) {
+  constexpr std::size_t kChunk =
+      kFillChunkBytes / sizeof(typename Vector::value_type);
+  v->clear();
+  v->reserve(n);
+  while (v->size() < n) {
+    v->insert(v->end(), std::min(kChunk, n - v->size()), value);
+    if (v->size() < n && stop()) return false;
+  }
+  return true;
+}
 // Gap filling splits a cell into 2^D children this many times at most
 // (pieces 1/64 of a cell wide in 2D, 1/16 in 3D) before one random place
 // decides a piece.

@@ -196,22 +196,31 @@ class PoissonRun {
   }
 
   absl::Status Run() {
-    grid_.assign(cells_ * D, std::numeric_limits<double>::quiet_NaN());
+    // The arrays are filled a chunk at a time, with the stop predicate
+    // polled between chunks (FillPolling).
+    bool filled = FillPolling(&grid_, cells_ * D,
+                              std::numeric_limits<double>::quiet_NaN(), stop_);
     // 3D and classic 2D gathers scan occupancy bits (one spare word so
     // BitRun may always read the word after); dense 2D gathers read the
     // grid itself.
-    if (scan_bits_) occupied_.assign(cells_ / 64 + 2, 0);
-    if (fill_gaps_) cover_.assign(cells_ + 8, 0);
-    if (taken_marks_) {
+    if (filled && scan_bits_) {
+      filled = FillPolling(&occupied_, cells_ / 64 + 2, 0, stop_);
+    }
+    if (filled && fill_gaps_) {
+      filled = FillPolling(&cover_, cells_ + 8, 0, stop_);
+    }
+    if (filled && taken_marks_) {
       taken_row_bits_ =
           (static_cast<std::uint64_t>(kTakenSplit * n_[0]) / 64 + 1) * 64;
       // A spare row, as each row has a spare column (TakenView).
-      taken_.assign(
+      filled = FillPolling(
+          &taken_,
           taken_row_bits_ / 64 *
                   static_cast<std::uint64_t>(kTakenSplit * n_[1] + 1) +
               1,
-          0);
+          0, stop_);
     }
+    if (!filled) return absl::CancelledError("sampling stopped by the caller");
     BuildOffsets();
     // One point per cell in the window around an active point bounds the
     // list, accepted candidates included (they land in empty window cells).
@@ -286,7 +295,7 @@ class PoissonRun {
       // Bridson alone: one seed, in the first cell that has a place inside
       // the region, grown until the active list is empty.
       double p[D];
-      if (!FirstSeed(p)) return absl::OkStatus();  // No room in the region.
+      if (!FirstSeed(p)) return halt_;  // Stopped, or no room in the region.
       return FinishGapPoint(p);
     }
     return FillGaps();
@@ -1214,9 +1223,12 @@ class PoissonRun {
   }
 
   // A random place inside the region in the first cell that has one (a
-  // few tries per cell that meets the region); false when none is found.
+  // few tries per cell that meets the region); false when none is found,
+  // or when the stop predicate (polled every kPollEvery cells: the region
+  // may lie at the far end of a big grid) halts the run.
   bool FirstSeed(double* p) {
     for (std::uint64_t c = 0; c < cells_; ++c) {
+      if ((c + 1) % kPollEvery == 0 && PollStop(kPollEvery)) return false;
       double b0[D], b1[D];
       CellBounds(c, b0, b1);
       if (!box_only_ && region_.Classify(b0, b1) == Region::Overlap::kOutside) {

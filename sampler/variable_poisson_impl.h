@@ -382,7 +382,7 @@ class VariableRun {
     // Without gap filling, one seed (clear of the same-layer points) and
     // its growth, as the constant-radius run does.
     double p[D];
-    if (!FirstSeed(p)) return absl::OkStatus();
+    if (!FirstSeed(p)) return halt_;  // Stopped, or no room in the region.
     Accept(p, field_.At(p));
     return Drain();
   }
@@ -1191,9 +1191,13 @@ class VariableRun {
   }
 
   // Fill off: a random place inside the region in the first level-0 cell
-  // that has one (16 tries per cell); false when none is found.
+  // that has one (16 tries per cell); false when none is found, or when the
+  // stop predicate (polled every kPollEvery cells: the region may lie at the
+  // far end of a big grid) halts the run.
   bool FirstSeed(double* p) {
     for (std::uint64_t c = 0; c < levels_[0].cells; ++c) {
+      Poll();
+      if (!halt_.ok()) return false;
       double b0[D], b1[D];
       UnclippedCellBounds(c, b0, b1);
       for (int a = 0; a < D; ++a) b1[a] = std::min(b1[a], hi_[a]);

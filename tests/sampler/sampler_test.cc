@@ -1035,6 +1035,49 @@ TEST(SamplerTest, SimpleMethodsStopWhenThePredicateSaysSo) {
   }
 }
 
+// The process's resident bytes (/proc/self/statm), or -1 where unreadable.
+double ResidentBytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return -1;
+  unsigned long size = 0, resident = 0;
+  const int read = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  if (read != 2) return -1;
+  return static_cast<double>(resident) * 4096;
+}
+
+TEST(SamplerTest, StopIsPolledWhileABigGridIsFilled) {
+  // A grid of 1.4 GB (r = 1.5e-4 over the unit square: 9 428^2 cells of 16
+  // bytes) takes a second or more to fill, and a big service request's
+  // took over 30 s: the stop predicate must be asked before most of it is
+  // touched, not after. Stop at the first poll, and see how much memory the
+  // run had touched by then.
+  SamplerOptions options;
+  options.radius = 1.5e-4;
+  options.max_memory_bytes = std::uint64_t{4} << 30;
+  absl::StatusOr<Sampler> sampler = MustCreate(UnitBox(2), options);
+  ASSERT_TRUE(sampler.ok());
+  const double before = ResidentBytes();
+  if (before < 0) GTEST_SKIP() << "no /proc/self/statm here";
+  double touched = -1;
+  std::size_t emitted = 0;
+  const absl::Status status = sampler->Run(
+      [&](const PointBatch& batch) {
+        emitted += batch.size();
+        return true;
+      },
+      [&] {
+        if (touched < 0) touched = ResidentBytes() - before;
+        return true;
+      });
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+  EXPECT_EQ(emitted, 0u);
+  // One 16 MB chunk (FillPolling), with room for huge-page rounding.
+  EXPECT_LT(touched, 64e6) << absl::StrFormat(
+      "the first poll came after %.0f MB of the grid were filled",
+      touched / 1e6);
+}
+
 // ---------------------------------------------------------------------------
 // Ids and names.
 
