@@ -264,9 +264,14 @@ absl::StatusOr<Sampler> Sampler::Create(const Region& region,
       break;
     }
     case Method::kJitteredGrid: {
-      if (!std::isfinite(o.cell_size) || !(o.cell_size > 0)) {
+      // The footprint a jittered point takes by default is half its cell,
+      // and footprints are compared squared: at most kMaxRadius.
+      if (!(o.cell_size > 0 && o.cell_size <= 2 * kMaxRadius)) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "cell_size must be finite and > 0, got ", o.cell_size));
+            "cell_size must be > 0 and at most ", 2 * kMaxRadius,
+            " (half of it is the default footprint, and distances are "
+            "compared squared), got ",
+            o.cell_size));
       }
       const double cells = internal::JitteredCellCount(box, o.cell_size);
       if (cells > static_cast<double>(o.max_points)) {

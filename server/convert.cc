@@ -313,12 +313,18 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(
     }
     o.max_attempts = static_cast<int>(layer.max_attempts());
   }
+  // At most twice the largest radius: half a cell is a jittered point's
+  // default footprint, which distances compare squared.
   if (layer.method() == v1::METHOD_JITTERED_GRID &&
-      !FinitePositive(layer.cell_size())) {
-    return Invalid(
-        absl::StrCat(path, ".cell_size"),
-        absl::StrCat("must be finite and > 0 for a jittered grid, got ",
-                     layer.cell_size()));
+      !(layer.cell_size() > 0 &&
+        layer.cell_size() <= 2 * sampler::kMaxRadius)) {
+    return Invalid(absl::StrCat(path, ".cell_size"),
+                   absl::StrCat("must be > 0 and at most ",
+                                2 * sampler::kMaxRadius,
+                                " for a jittered grid (half a cell is the "
+                                "default footprint, and distances are "
+                                "compared squared), got ",
+                                layer.cell_size()));
   }
   if (layer.method() == v1::METHOD_UNIFORM && layer.count() == 0) {
     return Invalid(absl::StrCat(path, ".count"),

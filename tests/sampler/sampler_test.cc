@@ -756,7 +756,8 @@ TEST(SamplerTest, DenseEpsilonOutOfRangeIsInvalidArgument) {
 }
 
 TEST(SamplerTest, NonPositiveOrNonFiniteCellSizeIsInvalidArgument) {
-  for (double cell_size : {0.0, -0.1, kNaN, kInf}) {
+  // 1e300 too: half a cell is the default footprint, compared squared.
+  for (double cell_size : {0.0, -0.1, kNaN, kInf, 1e300}) {
     SCOPED_TRACE(absl::StrFormat("cell_size %f", cell_size));
     SamplerOptions options;
     options.method = Method::kJitteredGrid;

@@ -271,6 +271,16 @@ const BadCase kBadCases[] = {
      },
      grpc::StatusCode::INVALID_ARGUMENT,
      "layers[0].density: variable radius needs"},
+    // Half a cell is the default footprint, which squared overflowed: the
+    // error named `footprint` (which the request never set), without the
+    // layer's path, and only once the run had started.
+    {"huge jittered cell",
+     [](v1::ScatterRequest* r) {
+       r->mutable_layers(0)->set_method(v1::METHOD_JITTERED_GRID);
+       r->mutable_layers(0)->set_cell_size(1e300);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "layers[0].cell_size: must be > 0 and at most 2e+150"},
     {"no region", [](v1::ScatterRequest* r) { r->clear_region(); },
      grpc::StatusCode::INVALID_ARGUMENT, "region: needs one of"},
     {"inverted box",
