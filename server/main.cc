@@ -37,7 +37,8 @@ ABSL_FLAG(std::uint64_t, max_raster_bytes, std::uint64_t{256} << 20,
 ABSL_FLAG(std::uint64_t, raster_cache_bytes, std::uint64_t{1} << 30,
           "raster bytes kept for reference by digest (decoded pixels, 4 "
           "each, and their block bounds, about 2.7 more per pixel); at "
-          "least --max_raster_bytes");
+          "least what the largest square raster --max_raster_bytes "
+          "accepts takes (about 1.67 --max_raster_bytes)");
 ABSL_FLAG(std::uint64_t, max_tiles_per_request, 10'000,
           "tiles one ScatterTiles call may ask for");
 ABSL_FLAG(std::uint64_t, tile_cache_bytes, std::uint64_t{512} << 20,

@@ -154,12 +154,21 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
     // Another upload of the same content won the race.
     return Entry{std::move(digest), it->second.raster};
   }
+  if (bytes > max_bytes_) {
+    // No eviction could make room: the cache is smaller than this raster.
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": a raster of ", bytes,
+        " bytes (decoded pixels and their block bounds) is larger than the "
+        "whole raster cache (raster_cache_bytes = ",
+        max_bytes_, ")"));
+  }
   if (!MakeRoomLocked(bytes)) {
+    // Every idle raster was evicted; what is left, running calls hold.
     return absl::ResourceExhaustedError(absl::StrCat(
         field, ": a raster of ", bytes,
         " bytes (decoded pixels and their block bounds) does not fit the "
         "raster cache (raster_cache_bytes = ",
-        max_bytes_, ", ", bytes_, " in use by running requests)"));
+        max_bytes_, ", ", bytes_, " held by running requests)"));
   }
   lru_.push_front(digest);
   slots_.emplace(digest, Slot{shared, bytes, lru_.begin()});

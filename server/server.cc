@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "sampler/raster.h"
 #include "spdlog/spdlog.h"
 
 namespace scatter::server {
@@ -92,15 +95,29 @@ absl::Status CheckOptions(const ServerOptions& options) {
     if (!status.ok()) return status;
   }
   // Every raster a call uses is held in the cache while the call runs, its
-  // pixels decoded (up to max_raster_bytes) and their block bounds (2/3
-  // to 2 times as much again, by the raster's shape, which only the call
-  // tells). A cache smaller than the pixels alone would refuse the
-  // largest rasters accepted on every call.
-  if (service.raster_cache_bytes < limits.max_raster_bytes) {
+  // pixels decoded (up to max_raster_bytes, 4 per pixel) and their block
+  // bounds (2/3 to 2 times as much again, by the raster's shape, which only
+  // the call tells). The cache must hold the largest square raster
+  // accepted, with its bounds (about 1.67 max_raster_bytes): one that
+  // could not would refuse it on every call.
+  const auto side = static_cast<std::uint64_t>(
+      std::sqrt(static_cast<double>(limits.max_raster_bytes / 4)));
+  const std::uint64_t square =
+      4 * side * side +
+      sampler::Raster::BlockLevelsBytes(
+          static_cast<std::uint32_t>(std::min<std::uint64_t>(side, UINT32_MAX)),
+          static_cast<std::uint32_t>(
+              std::min<std::uint64_t>(side, UINT32_MAX)));
+  if (service.raster_cache_bytes < std::max<std::uint64_t>(
+                                       square, limits.max_raster_bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "raster_cache_bytes must be >= max_raster_bytes = ",
+        "raster_cache_bytes must be >= ",
+        std::max<std::uint64_t>(square, limits.max_raster_bytes),
+        ", what a ", side, " x ", side,
+        " raster (the largest square one max_raster_bytes = ",
         limits.max_raster_bytes,
-        " (the cache holds the rasters calls use), got ",
+        " accepts) takes with its block bounds: the cache holds the rasters "
+        "calls use; got ",
         service.raster_cache_bytes));
   }
   return absl::OkStatus();

@@ -83,6 +83,16 @@ TEST(ScatterdTest, LogLevelIsAcceptedInUpperCase) {
   EXPECT_GT(scatterd.port(), 0);
 }
 
+TEST(ScatterdTest, ARasterCacheThatCannotHoldTheLargestRasterIsRefused) {
+  // As large as the largest raster's pixels, but not their block bounds:
+  // every raster of 1000 x 1000 would be refused on every call.
+  const CommandResult got = RunScatterd(
+      {"--max_raster_bytes=4000000", "--raster_cache_bytes=4000000"});
+  EXPECT_EQ(got.exit_code, 2) << got.err;
+  EXPECT_THAT(got.err, HasSubstr("--raster_cache_bytes must be >= 6667672, "
+                                 "what a 1000 x 1000 raster"));
+}
+
 TEST(ScatterdTest, OutOfRangeLimitFlagsAreRefusedNamingTheFlag) {
   for (const auto& [flag, message] : {
            std::pair{"--max_streams=0", "--max_streams must be in [1, "},
@@ -106,7 +116,8 @@ TEST(ScatterdTest, OutOfRangeLimitFlagsAreRefusedNamingTheFlag) {
            std::pair{"--max_grid_bytes=5", "--max_grid_bytes must be >= 1024"},
            std::pair{"--keepalive_time=0s", "--keepalive_time must be > 0"},
            std::pair{"--raster_cache_bytes=1000",
-                     "--raster_cache_bytes must be >= max_raster_bytes = "},
+                     "--raster_cache_bytes must be >= 447392424, what a "
+                     "8192 x 8192 raster"},
        }) {
     SCOPED_TRACE(flag);
     const CommandResult got = RunScatterd({flag});
