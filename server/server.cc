@@ -108,12 +108,12 @@ absl::Status CheckOptions(const ServerOptions& options) {
           static_cast<std::uint32_t>(std::min<std::uint64_t>(side, UINT32_MAX)),
           static_cast<std::uint32_t>(
               std::min<std::uint64_t>(side, UINT32_MAX)));
-  if (service.raster_cache_bytes < std::max<std::uint64_t>(
-                                       square, limits.max_raster_bytes)) {
+  if (service.raster_cache_bytes <
+      std::max<std::uint64_t>(square, limits.max_raster_bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "raster_cache_bytes must be >= ",
-        std::max<std::uint64_t>(square, limits.max_raster_bytes),
-        ", what a ", side, " x ", side,
+        std::max<std::uint64_t>(square, limits.max_raster_bytes), ", what a ",
+        side, " x ", side,
         " raster (the largest square one max_raster_bytes = ",
         limits.max_raster_bytes,
         " accepts) takes with its block bounds: the cache holds the rasters "
@@ -205,7 +205,8 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
               ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
               : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
       ssl.pem_root_certs = options.tls_client_ca_pem;
-      ssl.pem_key_cert_pairs.push_back({options.tls_key_pem, options.tls_cert_pem});
+      ssl.pem_key_cert_pairs.push_back(
+          {options.tls_key_pem, options.tls_cert_pem});
       credentials = grpc::SslServerCredentials(ssl);
     }
     builder.AddListeningPort(options.address, credentials, &self->port_);
@@ -215,13 +216,14 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
   // would start and share (or steal) the first one's connections.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(options.max_request_bytes);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, Millis(options.keepalive_time));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS,
+                             Millis(options.keepalive_time));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
                              Millis(options.keepalive_timeout));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
-                             10000);
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
                              Millis(options.max_connection_age));
   // A call that starts just before its connection's age is up may run for
@@ -234,15 +236,16 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
                       options.service.max_call_duration + absl::Seconds(5))));
   // Sync server threads wake this often when idle, so stopping (which joins
   // them) takes a fraction of a second instead of their default 10 s.
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC,
-                              100);
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC, 100);
   // Each Scatter stream holds a handler thread while it runs.
   grpc::ResourceQuota quota("scatterd");
   quota.SetMaxThreads(2 * options.service.max_streams + 16);
   builder.SetResourceQuota(quota);
 
   self->server_ = builder.BuildAndStart();
-  if (self->server_ == nullptr || (!options.address.empty() && self->port_ == 0)) {
+  if (self->server_ == nullptr ||
+      (!options.address.empty() && self->port_ == 0)) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.address,
                      " (address in use, or not host:port?)"));
@@ -252,7 +255,8 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
 
   if (!options.metrics_address.empty()) {
     try {
-      self->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_address);
+      self->exposer_ =
+          std::make_unique<prometheus::Exposer>(options.metrics_address);
     } catch (const std::exception& e) {
       self->server_->Shutdown();
       return absl::UnavailableError(absl::StrCat(
