@@ -235,7 +235,10 @@ class PoissonRun {
       for (auto& column : list_) column.resize(window + 4);
     }
     if constexpr (D == 3) {
-      for (auto& column : far_) column.resize(window + 1);
+      // SplitNearFar3d: NaN padding to a group of 4 after the window's
+      // points, and up to 4 slots written past each count.
+      for (auto& column : far_) column.resize(window + 4);
+      for (auto& column : window_) column.resize(window + 4);
     }
     const std::size_t gap_window = static_cast<std::size_t>(std::pow(5, D));
     // Room for the window and 4 slots past any count: GatherAroundCell
@@ -901,9 +904,12 @@ class PoissonRun {
     std::size_t n_far = 0;
     double* near[D];
     double* far[D];
+    double* window[D];
+    std::size_t n_window = 0;
     for (int a = 0; a < D; ++a) {
       near[a] = list_[a].data();
       far[a] = far_[a].data();
+      window[a] = window_[a].data();
     }
     // The cells [start, start + len) of one row.
     auto row = [&](std::uint64_t start, std::int64_t len) {
@@ -924,6 +930,19 @@ class PoissonRun {
       }
       std::uint64_t bits =
           BitRun(occupied_.data(), start, static_cast<unsigned>(len));
+      if constexpr (D == 3) {
+        // The window's points first, then one vector pass sorts them
+        // (Ops::SplitNearFar3d).
+        while (bits != 0) {
+          const std::uint64_t cell =
+              start + static_cast<std::uint64_t>(__builtin_ctzll(bits));
+          bits &= bits - 1;
+          const double* q = &grid_[cell * D];
+          for (int a = 0; a < D; ++a) window[a][n_window] = q[a];
+          ++n_window;
+        }
+        return;
+      }
       while (bits != 0) {
         const std::uint64_t cell =
             start + static_cast<std::uint64_t>(__builtin_ctzll(bits));
@@ -974,6 +993,13 @@ class PoissonRun {
       }
     }
     if constexpr (D == 3) {
+      for (int a = 0; a < D; ++a) {
+        for (int j = 0; j < 4; ++j) {
+          window[a][n_window + j] = std::numeric_limits<double>::quiet_NaN();
+        }
+      }
+      Ops::SplitNearFar3d(window, n_window, p, near2, b2, near, &n_near, far,
+                          &n_far);
       for (int a = 0; a < D; ++a) {
         std::copy(far[a], far[a] + n_far, near[a] + n_near);
       }
@@ -1827,8 +1853,9 @@ class PoissonRun {
   const CoverStencil2d* stencil_ = &CoverStencil2d::Get();
   const CoverStencil3d* stencil3d_ = D == 3 ? &CoverStencil3d::Get() : nullptr;
 
-  std::vector<double> list_[D];  // The gathered neighbourhood, SoA.
-  std::vector<double> far_[D];   // Scratch for Gather's 3D partition.
+  std::vector<double> list_[D];    // The gathered neighbourhood, SoA.
+  std::vector<double> far_[D];     // Scratch for Gather's 3D partition.
+  std::vector<double> window_[D];  // Gather's 3D window points, unsorted.
   std::size_t list_size_ = 0;
   // Per recursion level of FindUncovered, the points that reach the piece:
   // D arrays of gap_stride_ each.

@@ -11,10 +11,10 @@ extern const SimdKernels kAvx2Kernels;  // simd_avx2.cc
 namespace {
 
 constexpr SimdKernels kScalarKernels = {
-    internal::ScalarOps::AnyWithin2d,     internal::ScalarOps::AnyWithin3d,
-    internal::ScalarOps::FilterBox<2>,    internal::ScalarOps::FilterBox<3>,
-    internal::ScalarOps::AnyConflict<2>,  internal::ScalarOps::AnyConflict<3>,
-    internal::ScalarOps::AnyWithin2dBlock};
+    internal::ScalarOps::AnyWithin2d,      internal::ScalarOps::AnyWithin3d,
+    internal::ScalarOps::FilterBox<2>,     internal::ScalarOps::FilterBox<3>,
+    internal::ScalarOps::AnyConflict<2>,   internal::ScalarOps::AnyConflict<3>,
+    internal::ScalarOps::AnyWithin2dBlock, internal::ScalarOps::SplitNearFar3d};
 
 bool CpuHasAvx2() {
 #if SCATTER_HAVE_AVX2_PATH

@@ -43,6 +43,12 @@ SimdLevel ResolveSimdLevel(SimdLevel level);
 // interleaved (x, y) and NaN in empty cells: `rows` rows of `cells` points,
 // each row `row_stride` doubles after the one before.
 //
+// split_near_far_3d: of the n points in in[0..2], appends those whose
+// squared distance to p is below near2 to near[0..2] at *n_near, and those
+// below far2 but not near2 to far[0..2] at *n_far, in order, advancing the
+// counts. The inputs must hold NaN from n up to the next multiple of 4, and
+// each output room for 4 values past its final count.
+//
 // any_conflict_{2d,3d} (variable radius): true when some point j < n of
 // xs[0..dims-1] has squared distance to c, computed as above, below
 // max(rc2, r2[j]). The arrays must hold NaN coordinates (and any r2) from n
@@ -66,6 +72,10 @@ struct SimdKernels {
   bool (*any_within_2d_block)(const double* xy, std::size_t row_stride,
                               std::size_t rows, std::size_t cells, double cx,
                               double cy, double threshold);
+  void (*split_near_far_3d)(const double* const* in, std::size_t n,
+                            const double* p, double near2, double far2,
+                            double* const* near, std::size_t* n_near,
+                            double* const* far, std::size_t* n_far);
 };
 
 // The kernels of `level` (resolved as above).

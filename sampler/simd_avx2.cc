@@ -14,9 +14,9 @@ namespace scatter::sampler::internal {
 
 extern const SimdKernels kAvx2Kernels;
 const SimdKernels kAvx2Kernels = {
-    Avx2Ops::AnyWithin2d,     Avx2Ops::AnyWithin3d,    Avx2Ops::FilterBox<2>,
-    Avx2Ops::FilterBox<3>,    Avx2Ops::AnyConflict<2>, Avx2Ops::AnyConflict<3>,
-    Avx2Ops::AnyWithin2dBlock};
+    Avx2Ops::AnyWithin2d,      Avx2Ops::AnyWithin3d,    Avx2Ops::FilterBox<2>,
+    Avx2Ops::FilterBox<3>,     Avx2Ops::AnyConflict<2>, Avx2Ops::AnyConflict<3>,
+    Avx2Ops::AnyWithin2dBlock, Avx2Ops::SplitNearFar3d};
 
 }  // namespace scatter::sampler::internal
 

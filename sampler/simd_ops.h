@@ -64,6 +64,33 @@ struct ScalarOps {
     return false;
   }
 
+  // Of the n points in (in[0], in[1], in[2]), appends those whose squared
+  // distance to p is below near2 to `near` (from *n_near on), and those
+  // below far2 but not near2 to `far` (from *n_far on), each in order, and
+  // advances the counts. The squared distance is (dx*dx + dy*dy) + dz*dz.
+  // Writes the slot after each count whatever it appends (so no branch
+  // decides a write): the outputs need a spare slot; Avx2Ops needs 4, and
+  // the inputs NaN (never kept) up to a whole group of 4.
+  static void SplitNearFar3d(const double* const* in, std::size_t n,
+                             const double* p, double near2, double far2,
+                             double* const* near, std::size_t* n_near,
+                             double* const* far, std::size_t* n_far) {
+    std::size_t nn = *n_near, nf = *n_far;
+    for (std::size_t j = 0; j < n; ++j) {
+      const double dx = in[0][j] - p[0];
+      const double dy = in[1][j] - p[1];
+      const double dz = in[2][j] - p[2];
+      const double d2 = dx * dx + dy * dy + dz * dz;
+      const bool is_near = d2 < near2;
+      for (int a = 0; a < 3; ++a) near[a][nn] = in[a][j];
+      nn += is_near;
+      for (int a = 0; a < 3; ++a) far[a][nf] = in[a][j];
+      nf += (!is_near) & (d2 < far2);  // &: no branch.
+    }
+    *n_near = nn;
+    *n_far = nf;
+  }
+
   // Variable radius: true when some point j < n of (xs[0], .., xs[D - 1])
   // has squared distance to c below max(rc2, r2[j]). The lists must be
   // padded to a whole group of 4 with NaN coordinates (never closer than

@@ -134,6 +134,52 @@ struct Avx2Ops {
     return ScalarOps::AnyWithin3d(xs + j, ys + j, zs + j, n - j, cx, cy, cz, t);
   }
 
+  // ScalarOps::SplitNearFar3d, 4 points at a time: the kept lanes moved to
+  // the front (kKeptFirst) and stored whole, so no branch depends on which
+  // points are near or far. The inputs must be padded with NaN to a whole
+  // group of 4, and the outputs have room for 4 past their counts.
+  [[gnu::always_inline]] static void SplitNearFar3d(
+      const double* const* in, std::size_t n, const double* p, double near2,
+      double far2, double* const* near, std::size_t* n_near, double* const* far,
+      std::size_t* n_far) {
+    const __m256d vp[3] = {_mm256_set1_pd(p[0]), _mm256_set1_pd(p[1]),
+                           _mm256_set1_pd(p[2])};
+    const __m256d vnear = _mm256_set1_pd(near2);
+    const __m256d vfar = _mm256_set1_pd(far2);
+    std::size_t nn = *n_near, nf = *n_far;
+    for (std::size_t j = 0; j < n; j += 4) {
+      __m256d q[3];
+      for (int a = 0; a < 3; ++a) q[a] = _mm256_loadu_pd(in[a] + j);
+      const __m256d dx = _mm256_sub_pd(q[0], vp[0]);
+      const __m256d dy = _mm256_sub_pd(q[1], vp[1]);
+      const __m256d dz = _mm256_sub_pd(q[2], vp[2]);
+      const __m256d d2 = _mm256_add_pd(
+          _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)),
+          _mm256_mul_pd(dz, dz));
+      const __m256d is_near = _mm256_cmp_pd(d2, vnear, _CMP_LT_OQ);
+      const __m256d is_far =
+          _mm256_andnot_pd(is_near, _mm256_cmp_pd(d2, vfar, _CMP_LT_OQ));
+      const auto near_mask = static_cast<unsigned>(_mm256_movemask_pd(is_near));
+      const auto far_mask = static_cast<unsigned>(_mm256_movemask_pd(is_far));
+      const __m256i near_order = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(kKeptFirst.lanes[near_mask]));
+      const __m256i far_order = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(kKeptFirst.lanes[far_mask]));
+      for (int a = 0; a < 3; ++a) {
+        const __m256 lanes = _mm256_castpd_ps(q[a]);
+        _mm256_storeu_pd(
+            near[a] + nn,
+            _mm256_castps_pd(_mm256_permutevar8x32_ps(lanes, near_order)));
+        _mm256_storeu_pd(far[a] + nf, _mm256_castps_pd(_mm256_permutevar8x32_ps(
+                                          lanes, far_order)));
+      }
+      nn += static_cast<std::size_t>(kKeptFirst.count[near_mask]);
+      nf += static_cast<std::size_t>(kKeptFirst.count[far_mask]);
+    }
+    *n_near = nn;
+    *n_far = nf;
+  }
+
   // ScalarOps::AnyConflict, 4 points at a time in AnyGroup's blocks of 16
   // with one branch each: where in a list the conflict sits is data the
   // branch predictor cannot learn, and a branch per group of 4 missed about

@@ -392,6 +392,93 @@ TEST(SimdTest, FilterBoxTreatsNaNPointsAsFarAway) {
 }
 
 // ---------------------------------------------------------------------------
+// split_near_far_3d against its definition.
+
+TEST(SimdTest, SplitNearFar3dAgreesWithTheDefinitionOnRandomInputs) {
+  for (SimdLevel level : LevelsToCompare()) {
+    SCOPED_TRACE(SimdLevelName(level));
+    const SimdKernels& kernels = KernelsFor(level);
+    ASSERT_NE(kernels.split_near_far_3d, nullptr);
+    CounterRng rng(0x5911);
+    std::size_t near_seen = 0, far_seen = 0, neither_seen = 0;
+    for (std::size_t n : kSizes) {
+      for (int trial = 0; trial < 40; ++trial) {
+        // Points within about 2 of p, NaN-padded to a whole group of 4; the
+        // lists already hold a few points, which stay.
+        const double p[3] = {rng.UniformSigned(), rng.UniformSigned(),
+                             rng.UniformSigned()};
+        const std::size_t padded = (n + 3) / 4 * 4;
+        std::vector<double> coords[3];
+        const double* in[3];
+        for (int a = 0; a < 3; ++a) {
+          coords[a].assign(padded, kNaN);
+          for (std::size_t i = 0; i < n; ++i) {
+            coords[a][i] = p[a] + 2 * rng.UniformSigned();
+          }
+          in[a] = coords[a].data();
+        }
+        const double near2 = 0.5 + rng.Uniform01();
+        const double far2 = near2 + 2 * rng.Uniform01();
+        const std::size_t start_near = trial % 3, start_far = trial % 2;
+        std::vector<double> want_near[3], want_far[3];
+        for (std::size_t i = 0; i < n; ++i) {
+          const double dx = in[0][i] - p[0];
+          const double dy = in[1][i] - p[1];
+          const double dz = in[2][i] - p[2];
+          const double d2 = dx * dx + dy * dy + dz * dz;
+          std::vector<double>* out = d2 < near2  ? want_near
+                                     : d2 < far2 ? want_far
+                                                 : nullptr;
+          near_seen += out == want_near;
+          far_seen += out == want_far;
+          neither_seen += out == nullptr;
+          if (out == nullptr) continue;
+          for (int a = 0; a < 3; ++a) out[a].push_back(in[a][i]);
+        }
+        std::vector<double> near_storage[3], far_storage[3];
+        double* near[3];
+        double* far[3];
+        for (int a = 0; a < 3; ++a) {
+          near_storage[a].assign(start_near + n + 4, -7.0);
+          far_storage[a].assign(start_far + n + 4, -7.0);
+          near[a] = near_storage[a].data();
+          far[a] = far_storage[a].data();
+        }
+        std::size_t n_near = start_near, n_far = start_far;
+        kernels.split_near_far_3d(in, n, p, near2, far2, near, &n_near, far,
+                                  &n_far);
+        ASSERT_EQ(n_near, start_near + want_near[0].size())
+            << "n " << n << " trial " << trial;
+        ASSERT_EQ(n_far, start_far + want_far[0].size())
+            << "n " << n << " trial " << trial;
+        for (int a = 0; a < 3; ++a) {
+          for (std::size_t i = 0; i < start_near; ++i) {
+            EXPECT_EQ(near[a][i], -7.0) << "a point already listed moved";
+          }
+          for (std::size_t i = 0; i < start_far; ++i) {
+            EXPECT_EQ(far[a][i], -7.0) << "a point already listed moved";
+          }
+          for (std::size_t i = 0; i < want_near[a].size(); ++i) {
+            ASSERT_EQ(DoubleBits(near[a][start_near + i]),
+                      DoubleBits(want_near[a][i]))
+                << "near point " << i << ", n " << n << " trial " << trial;
+          }
+          for (std::size_t i = 0; i < want_far[a].size(); ++i) {
+            ASSERT_EQ(DoubleBits(far[a][start_far + i]),
+                      DoubleBits(want_far[a][i]))
+                << "far point " << i << ", n " << n << " trial " << trial;
+          }
+        }
+      }
+    }
+    // All three outcomes are well represented.
+    EXPECT_GT(near_seen, 200u);
+    EXPECT_GT(far_seen, 200u);
+    EXPECT_GT(neither_seen, 200u);
+  }
+}
+
+// ---------------------------------------------------------------------------
 // any_conflict against its definition.
 
 // The definition in simd.h, as the variable-radius sampler wrote it before
