@@ -12,6 +12,7 @@ prints "x,y,layer,id" lines (x,y,z,... for a 3D box) and a summary on stderr.
 
 import argparse
 import os
+import signal
 import sys
 import tempfile
 
@@ -131,5 +132,20 @@ def main():
     return 0
 
 
+def run():
+    """main(), ending quietly when the reader of stdout goes away (`| head`)."""
+    try:
+        code = main()
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # As the Python docs advise (signal, "Note on SIGPIPE"): no
+        # traceback, and stdout pointed at devnull so that the flush at exit
+        # fails no more. The status is that of a command killed by SIGPIPE.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

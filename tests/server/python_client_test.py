@@ -51,7 +51,8 @@ def check_min_distance(coords, r):
 
 def check_points_script(port):
     """client/python/scatter_points.py prints one CSV line per point, takes
-    --count and --timeout, and leaves nothing in the temporary directory."""
+    --count and --timeout, ends quietly when its reader goes away, and
+    leaves nothing in the temporary directory."""
     script = os.path.join(sys.argv[2], "..", "client", "python", "scatter_points.py")
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, TMPDIR=tmp)
@@ -75,6 +76,17 @@ def check_points_script(port):
         assert capped.returncode == 0, capped.stderr
         assert len(capped.stdout.splitlines()) == 5, capped.stdout
         assert "summary: 5 points, the --max-points cap" in capped.stderr, capped.stderr
+        # A reader that stops early (`| head -1`), millions of points before
+        # the end: a quiet exit with SIGPIPE's status, no traceback.
+        early = subprocess.Popen(
+            ["/usr/bin/python3", script, "--address=127.0.0.1:%d" % port,
+             "--box=0,0,2000,2000", "--spacing=1", "--timeout=60"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = early.stdout.readline()
+        early.stdout.close()
+        _, err = early.communicate(timeout=60)
+        assert first.count(",") == 3, first
+        assert early.returncode == 141 and err == "", (early.returncode, err)
         for flags, message in ((["--count=0"], "--count must be >= 1"),
                                (["--seed=-1"], "--seed must be in [0, 2^64)"),
                                (["--box=0,0,a,1"], "--box needs 4 or 6 numbers"),
