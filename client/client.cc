@@ -29,6 +29,18 @@ void InlineOne(v1::RasterInput* input,
 
 }  // namespace
 
+bool StoppedAtOwnCap(const absl::Status& status,
+                     const v1::ScatterRequest& request,
+                     std::uint64_t received) {
+  // Counted, not read from the message. The server's own limits end a
+  // stream before the request's cap: max_streams and the memory budget
+  // before any point, its max_points (when lower) after fewer points. A
+  // stream that ends otherwise after exactly max_points points has sent the
+  // points the cap would have.
+  return status.code() == absl::StatusCode::kResourceExhausted &&
+         request.max_points() != 0 && received == request.max_points();
+}
+
 absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     const ClientOptions& options) {
   std::shared_ptr<grpc::ChannelCredentials> credentials;

@@ -48,6 +48,15 @@ using BatchHandler = std::function<bool(const v1::PointBatch&)>;
 // returning false cancels the call.
 using TileHandler = std::function<bool(const v1::TileResponse&)>;
 
+// True when `status` ended a Scatter call at the request's own cap:
+// RESOURCE_EXHAUSTED after exactly request.max_points() points (not 0)
+// reached the handler. Those are the run's first max_points points, what
+// the caller asked for, so the call succeeded. A server cap below the
+// request's ends the stream with fewer points and is still an error; one
+// equal to it sends the same points as the request's own would.
+bool StoppedAtOwnCap(const absl::Status& status,
+                     const v1::ScatterRequest& request, std::uint64_t received);
+
 class Client {
  public:
   // Builds the channel; it connects lazily, on the first call.
@@ -59,6 +68,8 @@ class Client {
   // Runs the request, passing batches to `handler` in order. Returns the
   // summary, or the call's status as an absl::Status (code and message as
   // the server sent them; UNAVAILABLE says "cannot reach scatterd at ...").
+  // The request's own max_points ends the call with RESOURCE_EXHAUSTED and
+  // no summary: StoppedAtOwnCap() tells it from the server's limits.
   // When a raster named by digest is unknown to the server (NOT_FOUND: an
   // evicted cache, another replica) and this client uploaded it, the request
   // is sent again with that raster inline.

@@ -93,6 +93,24 @@ absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
   return summary;
 }
 
+absl::StatusOr<v1::Summary> SummaryFromPoints(const v1::ScatterRequest& request,
+                                              const v1::PointBatch& points) {
+  absl::StatusOr<server::ScatterJob> job = LocalJob(request);
+  if (!job.ok()) return job.status();
+  absl::StatusOr<sampler::LayeredSampler> run = sampler::LayeredSampler::Create(
+      job->region, job->layers, job->shared, job->overrides);
+  if (!run.ok()) return run.status();
+  v1::Summary summary;
+  for (const std::uint32_t layer : run->Order()) {
+    v1::LayerCount* count = summary.add_layers();
+    count->set_layer(layer);
+    count->set_points(static_cast<std::uint64_t>(
+        std::count(points.layer().begin(), points.layer().end(), layer)));
+  }
+  summary.set_total_points(static_cast<std::uint64_t>(points.id_size()));
+  return summary;
+}
+
 absl::StatusOr<v1::TilesSummary> RunTilesLocal(
     const v1::ScatterTilesRequest& request, const LocalTilesOptions& options,
     const TileHandler& handler) {

@@ -16,8 +16,17 @@ namespace scatter::client {
 // Its rasters must be inline.
 absl::StatusOr<server::ScatterJob> LocalJob(const v1::ScatterRequest& request);
 
+// Runs the request as scatterd does, with the same statuses: the
+// request's own max_points ends it with RESOURCE_EXHAUSTED (see
+// StoppedAtOwnCap()).
 absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
                                      const BatchHandler& handler);
+
+// A summary for a run that sent none (it stopped at the request's own
+// max_points): the points per layer in `points`, every layer in placement
+// order. Elapsed time and version are left 0. Its rasters must be inline.
+absl::StatusOr<v1::Summary> SummaryFromPoints(const v1::ScatterRequest& request,
+                                              const v1::PointBatch& points);
 
 struct LocalTilesOptions {
   int threads = 0;  // Generator threads; 0 means one per core.

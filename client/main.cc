@@ -282,9 +282,17 @@ int Run(const std::string& job_path) {
             : (*client)->Scatter(*request, handler, CallFromFlags());
   if (progress) std::fprintf(stderr, "\n");
   if (!write_status.ok()) return Fail(write_status);
-  if (!summary.ok()) return Fail(summary.status());
+  // The job's own max_points ends the stream without a summary; the file
+  // then holds the points it asked for. The server's limits still fail.
+  const bool capped =
+      !summary.ok() && StoppedAtOwnCap(summary.status(), *request, points);
+  if (!summary.ok() && !capped) return Fail(summary.status());
   const absl::Status finished = (*writer)->Finish();
   if (!finished.ok()) return Fail(finished);
+  if (capped) {
+    std::fprintf(stderr, "scatter: stopped at the job's max_points = %llu\n",
+                 static_cast<unsigned long long>(points));
+  }
   if (!preview.empty()) {
     const absl::Status drawn = WritePreview(preview, *inline_request, kept,
                                             absl::GetFlag(FLAGS_preview_size));
@@ -292,6 +300,8 @@ int Run(const std::string& job_path) {
   }
   if (report) {
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    if (capped) summary = SummaryFromPoints(*inline_request, kept);
+    if (!summary.ok()) return Fail(summary.status());
     absl::StatusOr<std::vector<LayerReport>> layers =
         MeasureRun(*inline_request, *summary, kept, 1'000'000);
     if (!layers.ok()) return Fail(layers.status());

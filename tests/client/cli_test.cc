@@ -290,6 +290,74 @@ TEST(CliTest, ARunWithoutPointsWritesAWholeFile) {
   EXPECT_EQ(Slurp(Temp("empty.csv")), "x,y,z,layer,radius,id,yaw,scale\n");
 }
 
+// A job that would make about 2 000 points, capped at 100 by its own
+// max_points.
+std::string CappedJob() {
+  const std::string job = Temp("capped.json");
+  std::ofstream(job) << R"({"request": {"seed": "1", "maxPoints": "100",
+      "region": {"box": {"min": [0, 0], "max": [100, 100]}},
+      "layers": [{"id": 0, "spacing": 2}]}})";
+  return job;
+}
+
+// The job's own max_points is what it asked for, not a failure: the run
+// ends with a whole file of exactly that many points, the same from a
+// server as with --local, and --report and --preview work on them.
+TEST(CliTest, TheJobsOwnMaxPointsEndsTheRunWithAWholeFile) {
+  const std::string job = CappedJob();
+  Scatterd scatterd({});
+  ASSERT_GT(scatterd.port(), 0);
+  const std::string local = Temp("capped_local.csv");
+  const std::string served = Temp("capped_server.csv");
+  for (const auto& [where, out] :
+       {std::pair{std::string("--local"), local},
+        std::pair{absl::StrCat("--server=127.0.0.1:", scatterd.port()),
+                  served}}) {
+    SCOPED_TRACE(where);
+    const CommandResult run =
+        Scatter({"run", job, where, "--out=" + out, "--report",
+                 "--preview=" + Temp("capped.png")});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_THAT(run.err, HasSubstr("stopped at the job's max_points = 100"));
+    EXPECT_THAT(run.err, HasSubstr("layer 0: 100 points"));
+    auto points = ReadPoints(Format::kCsv, out);
+    ASSERT_TRUE(points.ok()) << points.status();
+    EXPECT_EQ(points->id_size(), 100);
+  }
+  EXPECT_EQ(Slurp(served), Slurp(local));
+}
+
+// The server's limits are not the job's cap, whatever the job asks for:
+// its --max_points (here met by the estimate, before any point) and its
+// memory budget fail the run, and no file is written.
+TEST(CliTest, TheServersLimitsStillFailTheRun) {
+  Scatterd few_points({"--max_points=50"});
+  Scatterd little_memory({"--memory_budget_bytes=1024"});
+  ASSERT_GT(few_points.port(), 0);
+  ASSERT_GT(little_memory.port(), 0);
+  const std::string uncapped = Temp("uncapped.json");
+  std::ofstream(uncapped) << R"({"request": {"seed": "1",
+      "region": {"box": {"min": [0, 0], "max": [100, 100]}},
+      "layers": [{"id": 0, "spacing": 2}]}})";
+  for (const auto& [port, message] :
+       {std::pair{few_points.port(), "over the limit max_points = 50"},
+        std::pair{little_memory.port(), "memory_budget_bytes = 1024"}}) {
+    for (const std::string& job : {CappedJob(), uncapped}) {
+      SCOPED_TRACE(absl::StrCat(message, " ", job));
+      const std::string out = Temp("over_a_limit.csv");
+      const CommandResult run =
+          Scatter({"run", job, absl::StrCat("--server=127.0.0.1:", port),
+                   "--out=" + out});
+      EXPECT_EQ(run.exit_code, 1);
+      EXPECT_THAT(run.err, HasSubstr("RESOURCE_EXHAUSTED: "));
+      EXPECT_THAT(run.err, HasSubstr(message));
+      EXPECT_THAT(run.err, Not(HasSubstr("stopped at")));
+      struct stat info;
+      EXPECT_NE(stat(out.c_str(), &info), 0) << out << " was written";
+    }
+  }
+}
+
 TEST(CliTest, PreviewIsAPngOfTheAskedSize) {
   // Over an older file, through a temporary one renamed over it: nothing
   // else is left in the directory.
@@ -467,6 +535,24 @@ TEST(CliTest, TimeoutBoundsEveryCallToAServerThatNeverAnswers) {
     EXPECT_LT(absl::Now() - start, absl::Seconds(6)) << result.err;
   }
   close(listener);
+}
+
+// Only RESOURCE_EXHAUSTED after exactly the request's max_points points is
+// its own cap; a server's cap below it ends the stream with fewer, and its
+// other limits before any point.
+TEST(ClientTest, StoppedAtOwnCapCountsThePoints) {
+  v1::ScatterRequest capped;
+  capped.set_max_points(100);
+  const absl::Status exhausted =
+      absl::ResourceExhaustedError("point cap reached");
+  EXPECT_TRUE(StoppedAtOwnCap(exhausted, capped, 100));
+  EXPECT_FALSE(StoppedAtOwnCap(exhausted, capped, 50));
+  EXPECT_FALSE(StoppedAtOwnCap(exhausted, capped, 0));
+  EXPECT_FALSE(
+      StoppedAtOwnCap(absl::DeadlineExceededError("late"), capped, 100));
+  EXPECT_FALSE(StoppedAtOwnCap(absl::OkStatus(), capped, 100));
+  EXPECT_FALSE(StoppedAtOwnCap(exhausted, v1::ScatterRequest(), 0));
+  EXPECT_FALSE(StoppedAtOwnCap(exhausted, v1::ScatterRequest(), 100));
 }
 
 TEST(ClientTest, UnknownDigestIsResentInline) {
