@@ -561,7 +561,7 @@ TEST(ClientTest, UnknownDigestIsResentInline) {
   server::ServerOptions options = server::testing::LoopbackServer::DefaultOptions();
   options.service.raster_cache_bytes =
       4 * 64 * 64 + sampler::Raster::BlockLevelsBytes(64, 64);
-  options.service.limits.max_raster_bytes = options.service.raster_cache_bytes;
+  options.service.limits.max_raster_bytes = 4 * 64 * 64;
   server::testing::LoopbackServer server(options);
   Client client(server.TcpChannel(), server.target());
   v1::RasterData first, second;
