@@ -60,6 +60,7 @@ absl::Status CheckCoordinateSteps(const Box& box, double r,
     m = std::max({m, std::abs(lo[a]), std::abs(hi[a])});
   }
   const double step = internal::CoordinateStep(lo, hi, box.dims());
+  // As SmallestRadiusIn: r >= 1024 step, exactly (a power of 2).
   if (step <= r / 1024) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "the region's coordinates reach ", m, ", where doubles are ", step,
@@ -213,6 +214,15 @@ double LeastRadiusIn(const SamplerOptions& options, double x0, double y0,
   }
   return options.radius_min + (options.radius_max - options.radius_min) *
                                   (1 - std::clamp(most, 0.0, 1.0));
+}
+
+double SmallestRadiusIn(const Box& box) {
+  double lo[3], hi[3];
+  for (int a = 0; a < box.dims(); ++a) {
+    lo[a] = box.min(a);
+    hi[a] = box.max(a);
+  }
+  return 1024 * internal::CoordinateStep(lo, hi, box.dims());
 }
 
 double EstimatedRunBytes(const Box& box, const SamplerOptions& options) {

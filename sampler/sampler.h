@@ -234,6 +234,12 @@ class Sampler {
       obstacles_;  // Defaults resolved: max_attempts > 0, simd set.
 };
 
+// The smallest radius (radius_min with a density raster) a Poisson run in
+// `box` may have: where the box's coordinates reach m, doubles are about
+// m * 2^-52 apart, and a run needs them radius / 1024 apart or closer.
+// Sampler::Create refuses a smaller one with InvalidArgument.
+double SmallestRadiusIn(const Box& box);
+
 // The bytes a run of `options` over `box` holds at its peak, by the
 // estimate the max_memory_bytes check uses: a Poisson run's grid, occupancy
 // bits and cover marks; with a density raster, its grids and points. 0 for

@@ -784,6 +784,28 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
         EstimateRule(job.layers, dims),
         "), over the limit max_points = ", limits.max_points));
   }
+  // Far from the origin, doubles are too coarse for a small spacing. The
+  // sampler refuses that too, but names its own option (radius), not the
+  // request's field. (After the estimate: a region too big to sample is
+  // told so first.)
+  const double smallest = sampler::SmallestRadiusIn(job.region.bounds());
+  for (std::size_t i = 0; i < job.layers.size(); ++i) {
+    const sampler::SamplerOptions& o = job.layers[i].options;
+    if (!IsPoisson(request.layers(static_cast<int>(i)).method())) continue;
+    const bool density = o.density != nullptr;
+    const double r = density ? o.radius_min : o.radius;
+    if (r >= smallest) continue;
+    return Invalid(
+        absl::StrCat("layers[", i, density ? "].radius_min" : "].spacing"),
+        absl::StrCat("must be at least ", smallest,
+                     " in this region: its coordinates reach far enough from "
+                     "the origin that doubles there are ",
+                     smallest / 1024,
+                     " apart, and a run needs them 1/1024 of the spacing "
+                     "apart or closer; move the region nearer the origin or "
+                     "use a larger spacing, got ",
+                     r));
+  }
   job.point_cap = limits.max_points;
   if (request.max_points() != 0) {
     job.point_cap =

@@ -281,6 +281,18 @@ const BadCase kBadCases[] = {
      },
      grpc::StatusCode::INVALID_ARGUMENT,
      "layers[0].cell_size: must be > 0 and at most 2e+150"},
+    // Doubles there are 0.125 apart, so a spacing under 128 cannot be
+    // sampled; the sampler's refusal named its own `radius`.
+    {"far region",
+     [](v1::ScatterRequest* r) {
+       for (int a = 0; a < 2; ++a) {
+         r->mutable_region()->mutable_box()->set_min(a, 1e15);
+         r->mutable_region()->mutable_box()->set_max(a, 1e15 + 100);
+       }
+       r->mutable_layers(0)->set_spacing(1);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "layers[0].spacing: must be at least 128 in this region"},
     {"no region", [](v1::ScatterRequest* r) { r->clear_region(); },
      grpc::StatusCode::INVALID_ARGUMENT, "region: needs one of"},
     {"inverted box",
