@@ -171,7 +171,7 @@ std::size_t GeneratedPoints::bytes() const {
          (coords.capacity() + radius.capacity() + yaw.capacity() +
           scale.capacity()) *
              sizeof(double) +
-         layer.capacity() * sizeof(std::uint32_t) +
+         (layer.capacity() + by_tile.capacity()) * sizeof(std::uint32_t) +
          id.capacity() * sizeof(std::uint64_t);
 }
 

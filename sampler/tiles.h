@@ -151,7 +151,8 @@ struct GeneratedPoints {
   std::array<std::uint32_t, 10> group_begin{};
 
   std::size_t size() const { return radius.size(); }
-  // Heap bytes held, for the cache budget.
+  // Bytes held (this struct and its arrays, by_tile too), for the cache
+  // budget.
   std::size_t bytes() const;
   // Room for n points in every array, growing geometrically.
   void Reserve(std::size_t n);
