@@ -71,24 +71,50 @@ class Raster {
   // Inline: the variable-radius sampler calls it for every candidate.
   double Sample(double x, double y) const {
     // Continuous pixel coordinates with centres at integers.
-    double u = (x - rect_.x0) * to_col_ - 0.5;
-    double v = (rect_.y1 - y) * to_row_ - 0.5;
-    const double max_u = width_ - 1.0;
-    const double max_v = height_ - 1.0;
-    u = u < 0 ? 0 : (u > max_u ? max_u : u);
-    v = v < 0 ? 0 : (v > max_v ? max_v : v);
-    const auto i0 = static_cast<std::uint32_t>(u);
-    const auto j0 = static_cast<std::uint32_t>(v);
-    const std::uint32_t i1 = i0 + 1 < width_ ? i0 + 1 : width_ - 1;
-    const std::uint32_t j1 = j0 + 1 < height_ ? j0 + 1 : height_ - 1;
-    const double fu = u - i0;
-    const double fv = v - j0;
-    const float* row0 = pixels_ + static_cast<std::size_t>(j0) * width_;
-    const float* row1 = pixels_ + static_cast<std::size_t>(j1) * width_;
-    const double top = row0[i0] + fu * (row0[i1] - row0[i0]);
-    const double bottom = row1[i0] + fu * (row1[i1] - row1[i0]);
-    return top + fv * (bottom - top);
+    return Bilinear(PixelU(x), PixelV(y));
   }
+
+  // Bounds of Sample() over the box [x0, x1] x [y0, y1] where it spans at
+  // most 2 x 2 bilinear patches (the squares between pixel centres): the
+  // least and greatest of the interpolation at the box's corners, where
+  // the box crosses a pixel row or column, and at a pixel centre inside
+  // it (each part of the box within one patch takes its extremes at its
+  // corners, and the parts meet there), widened by 1e-12 of their size
+  // against rounding. Far tighter than the pixels' bounds once a box is
+  // smaller than a pixel: across a sharp edge the pixels say 0 to 1
+  // however small the box. False for a box over more patches.
+  bool PatchBounds(double x0, double y0, double x1, double y1, double* lo,
+                   double* hi) const {
+    // Monotone in x and y (v falls as y rises), as Sample() computes them.
+    const double u[2] = {PixelU(x0), PixelU(x1)};
+    const double v[2] = {PixelV(y1), PixelV(y0)};
+    const auto iu0 = static_cast<std::uint32_t>(u[0]);
+    const auto iu1 = static_cast<std::uint32_t>(u[1]);
+    const auto iv0 = static_cast<std::uint32_t>(v[0]);
+    const auto iv1 = static_cast<std::uint32_t>(v[1]);
+    if (iu1 - iu0 > 1 || iv1 - iv0 > 1) return false;
+    // Where the box crosses a column or row of pixel centres (at u = iu1
+    // exactly, Sample() reads that column with weight 1), else a repeat.
+    const double us[3] = {u[0], static_cast<double>(iu1), u[1]};
+    const double vs[3] = {v[0], static_cast<double>(iv1), v[1]};
+    const int nu = iu1 > iu0 ? 3 : 2, nv = iv1 > iv0 ? 3 : 2;
+    double mn = Bilinear(u[0], v[0]), mx = mn;
+    for (int a = 0; a < 3; ++a) {
+      if (a == 1 && nu == 2) continue;
+      for (int b = 0; b < 3; ++b) {
+        if (b == 1 && nv == 2) continue;
+        const double s = Bilinear(us[a], vs[b]);
+        mn = s < mn ? s : mn;
+        mx = s > mx ? s : mx;
+      }
+    }
+    const double am = -mn > mx ? -mn : mx;
+    const double slack = 1e-12 * (1 + (am > 0 ? am : -am));
+    *lo = mn - slack;
+    *hi = mx + slack;
+    return true;
+  }
+
   // Whether (x, y) lies in the rectangle: a mask excludes everything
   // outside it.
   bool Covers(double x, double y) const {
@@ -126,6 +152,33 @@ class Raster {
                                       std::uint32_t height);
 
  private:
+  // Continuous pixel coordinates of world x and y (centres at integers),
+  // clamped to the pixels.
+  double PixelU(double x) const {
+    const double u = (x - rect_.x0) * to_col_ - 0.5;
+    const double max_u = width_ - 1.0;
+    return u < 0 ? 0 : (u > max_u ? max_u : u);
+  }
+  double PixelV(double y) const {
+    const double v = (rect_.y1 - y) * to_row_ - 0.5;
+    const double max_v = height_ - 1.0;
+    return v < 0 ? 0 : (v > max_v ? max_v : v);
+  }
+  // The bilinear interpolation at clamped pixel coordinates (u, v).
+  double Bilinear(double u, double v) const {
+    const auto i0 = static_cast<std::uint32_t>(u);
+    const auto j0 = static_cast<std::uint32_t>(v);
+    const std::uint32_t i1 = i0 + 1 < width_ ? i0 + 1 : width_ - 1;
+    const std::uint32_t j1 = j0 + 1 < height_ ? j0 + 1 : height_ - 1;
+    const double fu = u - i0;
+    const double fv = v - j0;
+    const float* row0 = pixels_ + static_cast<std::size_t>(j0) * width_;
+    const float* row1 = pixels_ + static_cast<std::size_t>(j1) * width_;
+    const double top = row0[i0] + fu * (row0[i1] - row0[i0]);
+    const double bottom = row1[i0] + fu * (row1[i1] - row1[i0]);
+    return top + fv * (bottom - top);
+  }
+
   Raster(std::uint32_t width, std::uint32_t height, const RasterRect& rect,
          std::vector<float> values);
 

@@ -1100,6 +1100,25 @@ class VariableRun {
     RadiiOf(d_lo, d_hi, r_lo, r_hi);
   }
 
+  // Tightens [*r_lo, *r_hi], bounds of r over the box [lo, hi] (x-y only),
+  // with the raster's corner values where the box lies inside one bilinear
+  // patch (Raster::PatchBounds): the pixels' bounds stay r_min to r_max
+  // across a sharp edge in the density however small the box, and there
+  // the gap search kept every point within r_max of each piece, to the
+  // deepest level (a 0/1 raster at r_max / r_min = 25 stalled).
+  void TightenRadiusBounds(const double* lo, const double* hi, double* r_lo,
+                           double* r_hi) const {
+    double d_lo, d_hi;
+    if (!field_.density->PatchBounds(lo[0], lo[1], hi[0], hi[1], &d_lo,
+                                     &d_hi)) {
+      return;
+    }
+    double t_lo, t_hi;
+    RadiiOf(d_lo, d_hi, &t_lo, &t_hi);
+    *r_lo = std::max(*r_lo, t_lo);
+    *r_hi = std::min(*r_hi, t_hi);
+  }
+
   // RadiusBounds from DensityBounds::LooseBounds: wider, and cheaper.
   void LooseRadiusBounds(const double* lo, const double* hi, double* r_lo,
                          double* r_hi) const {
@@ -1336,6 +1355,7 @@ class VariableRun {
       r_lo = std::max(r_lo, lo_here);
       r_hi = std::min(r_hi, hi_here);
     }
+    TightenRadiusBounds(b0, b1, &r_lo, &r_hi);
     if (partial) {
       const Region::Overlap overlap = region_.Classify(b0, b1);
       if (overlap == Region::Overlap::kOutside) return false;
@@ -1527,6 +1547,7 @@ class VariableRun {
     double r_lo = outer_lo, r_hi = outer_hi;
     const DensityBounds::Range pixels = PixelsOf(b0, b1);
     if (!(pixels == outer)) RadiusBounds(pixels, &r_lo, &r_hi);
+    TightenRadiusBounds(b0, b1, &r_lo, &r_hi);
     if (l > 0 && r_lo < level.lo_r) {
       const Level& below = levels_[static_cast<std::size_t>(l - 1)];
       for (unsigned child = 0; child < (1u << D); ++child) {

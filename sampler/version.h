@@ -28,7 +28,14 @@ namespace scatter::sampler {
 //     gap filling split a piece one ulp wide:
 //     it could place a point exactly on the box's far side (outside the
 //     half-open box) and now skips the empty half (gap_pieces.h, ChildBox).
-inline constexpr std::uint32_t kAlgorithmVersion = 4;
+//  5: with a density raster, the gap search bounds r over a piece inside
+//     2 x 2 bilinear patches by the interpolation at the piece's corners
+//     and crossings (Raster::PatchBounds), not only by the pixels around
+//     it: more pieces are free or covered earlier, so gap points land
+//     elsewhere. Variable-radius runs changed (not all: a smooth field's
+//     bounds may decide nothing new); constant-radius runs give the points
+//     of 4.
+inline constexpr std::uint32_t kAlgorithmVersion = 5;
 
 }  // namespace scatter::sampler
 

@@ -194,6 +194,60 @@ TEST(RasterTest, BlockLevelsHoldEachBlocksLeastAndGreatestPixel) {
   EXPECT_EQ(Raster::BlockLevelsBytes(kW, kH), bytes_held);
 }
 
+TEST(RasterTest, PatchBoundsHoldEverySampleOfTheBoxAndAreTight) {
+  // Random pixels with sharp jumps, over a rectangle that does not start at
+  // the origin, and boxes from a thousandth of a pixel to three pixels
+  // wide, some reaching past the rectangle (where the edge continues).
+  constexpr std::uint32_t kW = 23, kH = 17;
+  std::vector<std::uint8_t> bytes(kW * kH);
+  for (std::size_t k = 0; k < bytes.size(); ++k) {
+    bytes[k] = static_cast<std::uint8_t>(
+        (k * 2654435761u >> 7) % 3 == 0 ? 255 : (k * 37) % 200);
+  }
+  const RasterRect rect = {-3, 2, 8.5, 10.5};  // Pixels 0.5 wide.
+  absl::StatusOr<Raster> r =
+      Raster::FromRaw(RasterFormat::kU8, kW, kH, bytes, rect, kLimit);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::uint64_t state = 0x9e3779b97f4a7c15ULL;
+  auto uniform = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) * 0x1.0p-53;
+  };
+  int bounded = 0, refused = 0, tight = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    const double side = 0.5 * std::pow(10.0, -3 + 3.5 * uniform());
+    const double x0 = -4 + 14 * uniform(), y0 = 1 + 11 * uniform();
+    const double x1 = x0 + side * (0.2 + uniform()), y1 = y0 + side;
+    double lo = 0, hi = 0;
+    if (!r->PatchBounds(x0, y0, x1, y1, &lo, &hi)) {
+      ++refused;
+      // Refused only for a box over more than 2 x 2 patches: wider than
+      // a pixel along some axis.
+      EXPECT_GT(std::max(x1 - x0, y1 - y0), 0.5) << trial;
+      continue;
+    }
+    ++bounded;
+    double seen_lo = 2, seen_hi = -1;
+    for (int k = 0; k < 200; ++k) {
+      const double v =
+          r->Sample(x0 + (x1 - x0) * uniform(), y0 + (y1 - y0) * uniform());
+      seen_lo = std::min(seen_lo, v);
+      seen_hi = std::max(seen_hi, v);
+      ASSERT_GE(v, lo) << "trial " << trial;
+      ASSERT_LE(v, hi) << "trial " << trial;
+    }
+    // The corners are samples too, so the bounds are exact but for the
+    // slack.
+    EXPECT_LE(lo, seen_lo);
+    tight += hi - lo < 0.1 && side < 0.005;
+  }
+  EXPECT_GT(bounded, 2000);
+  EXPECT_GT(refused, 200);
+  // Boxes a hundredth of a pixel wide mostly see a narrow range, where the
+  // pixels' bounds over the same box span up to 0 to 1.
+  EXPECT_GT(tight, 200);
+}
+
 TEST(RasterTest, CopiesAndViewsShareOneBuildOfTheBlockLevels) {
   const std::vector<std::uint8_t> bytes(64 * 64, 9);
   absl::StatusOr<Raster> r =
