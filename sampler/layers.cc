@@ -175,13 +175,14 @@ Obstacle EarlierLayerObstacle(const Vec& center, std::uint32_t layer,
       overridden = true;
     }
   }
+  // Exactly the override, whatever this layer's footprint (also one below
+  // it, which an obstacle radius of clearance - footprint could not say:
+  // it was clamped at 0, and the layers kept the footprint apart instead).
+  if (overridden) return {center, clearance, true};
   if (options.density != nullptr && options.footprint == 0) {
-    // Earlier point's footprint plus this point's own, or exactly the
-    // override.
-    return {center, overridden ? clearance : footprint, overridden};
+    // Earlier point's footprint plus this point's own.
+    return {center, footprint};
   }
-  // An obstacle radius below zero cannot be said; a clearance smaller than
-  // this layer's footprint keeps them that far apart instead.
   return {center, std::max(clearance - options.footprint, 0.0)};
 }
 

@@ -33,8 +33,9 @@ namespace scatter::sampler {
 //     and crossings (Raster::PatchBounds), not only by the pixels around
 //     it: more pieces are free or covered earlier, so gap points land
 //     elsewhere. Variable-radius runs changed (not all: a smooth field's
-//     bounds may decide nothing new); constant-radius runs give the points
-//     of 4.
+//     bounds may decide nothing new). And a clearance override below the
+//     later layer's footprint is kept exactly (it was clamped to that
+//     footprint). Other constant-radius runs give the points of 4.
 inline constexpr std::uint32_t kAlgorithmVersion = 5;
 
 }  // namespace scatter::sampler

@@ -132,6 +132,24 @@ TEST(LayersTest, AnOverrideReplacesTheFootprintSum) {
   EXPECT_LT(gap, 5.5L);  // And the ring around each tree gets filled.
 }
 
+// An override below the later layer's own footprint holds exactly too:
+// the obstacle radius it needed (clearance - footprint) was below zero and
+// clamped, so rocks kept their footprint (0.8) from trees, not 0.3.
+TEST(LayersTest, AnOverrideBelowTheLaterFootprintHoldsExactly) {
+  const Region square = *Region::Polygons({test::Square(0, 0, 40, 40)});
+  SamplerOptions shared;
+  shared.seed = 5;
+  absl::StatusOr<LayeredSampler> sampler =
+      LayeredSampler::Create(square, {Layer(1, 4, 1), Layer(2, 1, 0.8)},
+                             shared, {{1, 2, /*clearance=*/0.3}});
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  const Out out = RunLayers(*sampler);
+  const long double gap = MinCross(out.coords.at(1), out.coords.at(2));
+  EXPECT_GE(gap, 0.3L);
+  // Maximal fill packs rocks up to the override around some tree.
+  EXPECT_LT(gap, 0.5L);
+}
+
 // Earlier layers' points become obstacles of the later ones; they do not
 // count against max_obstacles, which bounds the caller's obstacles only.
 TEST(LayersTest, EarlierLayersPointsDoNotCountAsObstacles) {
