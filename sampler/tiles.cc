@@ -476,33 +476,6 @@ double TileWorld::EstimatedGeneratorPoints(GeneratorKey key) const {
                               LeastRadiusIn(o, x0, y0, x0 + side, y0 + side));
 }
 
-double TileWorld::EstimatedGeneratorBytes(GeneratorKey key) const {
-  const SamplerOptions& o =
-      spec_.layers[static_cast<std::size_t>(key.layer)].options;
-  // Every point kept lies within kKeep R of the tile (the ramp is kKeep
-  // spacings, the border pass fills up to kKeep R). Points r apart have
-  // disjoint disks of radius r / 2, all inside that box grown by r / 2, so
-  // the densest packing over the grown box bounds them (in 2D that is
-  // above Oler's bound for a finite box, 2 A / (sqrt(3) r^2) + P / (2 r) +
-  // 1).
-  const double k = kKeep * r_max_;
-  const double x0 = static_cast<double>(key.tile.x) * tile_ - k;
-  const double y0 = static_cast<double>(key.tile.y) * tile_ - k;
-  const double side = tile_ + 2 * k;
-  const double r = LeastRadiusIn(o, x0, y0, x0 + side, y0 + side);
-  const double points =
-      DensestPackingPoints({side + r, side + r, z_hi_ - z_lo_ + r}, dims_, r);
-  // coords, radius, yaw, scale and id in 8 bytes; layer and by_tile in 4.
-  const double per_point = (dims_ + 4) * 8.0 + 2 * 4.0;
-  return static_cast<double>(sizeof(GeneratedPoints)) + points * per_point;
-}
-
-double TileWorld::EstimatedReadersBytes(TileCoord t) const {
-  double bytes = 0;
-  for (GeneratorKey u : Readers(t)) bytes += EstimatedGeneratorBytes(u);
-  return bytes;
-}
-
 std::vector<GeneratorKey> TileWorld::Readers(TileCoord t) const {
   std::vector<GeneratorKey> keys;
   for (int l = 0; l < static_cast<int>(spec_.layers.size()); ++l) {
@@ -790,9 +763,9 @@ void TileWorld::GroupByTile(GeneratedPoints* g) const {
   }
 }
 
-absl::Status TileWorld::ServeChunk(
+absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
     absl::Span<const TileCoord> chunk, const std::vector<GeneratorKey>& list,
-    GeneratorMap& have, ThreadPool* pool,
+    GeneratorMap& have, std::size_t budget, ThreadPool* pool,
     absl::FunctionRef<bool(const TilePoints&)> sink,
     absl::FunctionRef<bool()> stop) const {
   // Each generator waits for those it reads that are in the list; the rest
@@ -818,6 +791,10 @@ absl::Status TileWorld::ServeChunk(
   // made, and per generator, the tiles waiting for it.
   std::vector<int> missing(chunk.size(), 0);
   std::vector<std::vector<std::size_t>> readers(n);
+  // Bytes of the generators the chunk holds: those from the cache, and
+  // those made as they come.
+  std::size_t held = 0;
+  for (const auto& entry : have) held += entry.second->bytes();
   for (std::size_t k = 0; k < chunk.size(); ++k) {
     std::vector<GeneratorKey> pending;
     for (GeneratorKey u : Readers(chunk[k])) {
@@ -860,8 +837,8 @@ absl::Status TileWorld::ServeChunk(
     auto it = index.find(u);
     return it != index.end() ? made[it->second].get() : have.at(u).get();
   };
-  std::size_t sent = 0;  // Tiles given to the sink, from the first.
-  absl::Status status;   // How the sender ended, when it ended early.
+  ChunkResult result;
+  absl::Status status;  // How the sender ended, when it ended early.
   bool sender_done = false;
   const std::thread::id caller = std::this_thread::get_id();
   // On this thread only, with `lock` held (released while the tile is
@@ -869,30 +846,39 @@ absl::Status TileWorld::ServeChunk(
   // Returns whether it sent one.
   auto try_send = [&](std::unique_lock<std::mutex>& lock) {
     if (sender_done || !failed.ok()) return false;
-    const std::size_t k = sent;
+    const std::size_t k = result.sent;
     if (k == chunk.size()) {
       sender_done = true;
       return false;
     }
     if (missing[k] != 0) return false;
-    // Made or cached generators stay alive until this function returns.
-    std::vector<const GeneratedPoints*> sources;
-    for (GeneratorKey u : Readers(chunk[k])) sources.push_back(generator(u));
-    lock.unlock();
-    absl::Status given;
-    if (stop()) {
-      given = absl::CancelledError("tiles stopped by the caller");
-    } else if (!sink(Collect(chunk[k], sources))) {
-      given = absl::CancelledError("tiles stopped by the sink");
-    }
-    lock.lock();
-    if (!given.ok()) {
-      status = given;
+    if (held > budget) {
+      // What the chunk holds is over the budget: Serve goes on one tile at
+      // a time from this one.
+      result.over_budget = true;
+      result.held = held;
       sender_done = quit = true;
       changed.notify_all();
       return false;
     }
-    ++sent;
+    // Made or cached generators stay alive until this function returns.
+    std::vector<const GeneratedPoints*> sources;
+    for (GeneratorKey u : Readers(chunk[k])) sources.push_back(generator(u));
+    lock.unlock();
+    absl::Status sent;
+    if (stop()) {
+      sent = absl::CancelledError("tiles stopped by the caller");
+    } else if (!sink(Collect(chunk[k], sources))) {
+      sent = absl::CancelledError("tiles stopped by the sink");
+    }
+    lock.lock();
+    if (!sent.ok()) {
+      status = sent;
+      sender_done = quit = true;
+      changed.notify_all();
+      return false;
+    }
+    ++result.sent;
     return true;
   };
   // Every pool thread, the caller's included, makes whatever generator is
@@ -937,6 +923,7 @@ absl::Status TileWorld::ServeChunk(
       if (g.ok()) {
         ++done;
         generated_.fetch_add(1);
+        held += (*g)->bytes();
         made[i] = *std::move(g);
         for (std::size_t d : dependents[i]) {
           if (--waiting[d] == 0) ready.push({need[d], d});
@@ -964,10 +951,10 @@ absl::Status TileWorld::ServeChunk(
     if (made[i] != nullptr) have.emplace(list[i], made[i]);
   }
   if (!status.ok()) return status;
-  if (sent < chunk.size()) {
+  if (result.sent < chunk.size() && !result.over_budget) {
     return absl::CancelledError("tiles stopped by the caller");
   }
-  return absl::OkStatus();
+  return result;
 }
 
 TilePoints TileWorld::Collect(
@@ -1006,98 +993,10 @@ TilePoints TileWorld::Collect(
   return served;
 }
 
-absl::StatusOr<TileWorld::Plan> TileWorld::PlanGenerators(
-    absl::Span<const TileCoord> tiles, GeneratorCache* cache,
-    GeneratorMap* have, absl::FunctionRef<bool()> stop) const {
-  Plan plan;
-  std::vector<GeneratorKey> pending;
-  for (TileCoord t : tiles) {
-    for (GeneratorKey u : Readers(t)) pending.push_back(u);
-  }
-  // Every layer reads the one before over 3 x 3 tiles, so deep stacks of
-  // layers plan many generators: their estimated points are bounded, and
-  // the loop polls `stop`.
-  const double limit = spec_.max_planned_points;
-  std::size_t since_poll = 0;
-  while (!pending.empty()) {
-    if (++since_poll == 1024) {
-      since_poll = 0;
-      if (stop()) return absl::CancelledError("tiles stopped by the caller");
-    }
-    const GeneratorKey u = pending.back();
-    pending.pop_back();
-    if (have->count(u) || plan.todo.count(u)) continue;
-    if (cache != nullptr) {
-      if (auto found = cache->Find(
-              cache_keys_[static_cast<std::size_t>(u.layer)], u.tile)) {
-        plan.bytes += static_cast<double>(found->bytes());
-        have->emplace(u, std::move(found));
-        continue;
-      }
-    }
-    plan.todo.insert(u);
-    plan.bytes += EstimatedGeneratorBytes(u);
-    if (limit > 0) {
-      plan.points += EstimatedGeneratorPoints(u);
-      if (!(plan.points <= limit)) {
-        plan.over_points = true;
-        break;
-      }
-    }
-    for (GeneratorKey v : Dependencies(u)) pending.push_back(v);
-  }
-  return plan;
-}
-
-absl::Status TileWorld::OverPlannedPoints(TileCoord t, const Plan& plan) const {
-  const double limit = spec_.max_planned_points;
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "tile (", t.x, ", ", t.y, ") needs ", plan.todo.size(),
-      " generators or more (", spec_.layers.size(),
-      " layers: each reads the layer before over the 3 x 3 tiles around "
-      "it), which could make ",
-      plan.points, " points or more (",
-      dims_ == 2 ? "2 / (sqrt(3) r^2) per unit area"
-                 : "sqrt(2) / r^3 per unit volume",
-      " over each grown tile), over the limit max_points = ",
-      limit < 0x1p64 ? absl::StrCat(static_cast<std::uint64_t>(limit))
-                     : absl::StrCat(limit),
-      spec_.layers.size() > 1 ? "; use fewer layers or a smaller tile_size"
-                              : "; use a smaller tile_size"));
-}
-
-absl::StatusOr<double> TileWorld::EstimatedHeldBytes(
-    absl::Span<const TileCoord> tiles, double cap,
-    absl::FunctionRef<bool()> stop) const {
-  // Serve's rounds, from an empty cache: a warm one holds what it finds
-  // (no more bytes than estimated) and plans no more than a cold one.
-  double most = 0;
-  std::size_t chunk = kChunkTiles;
-  for (std::size_t begin = 0; begin < tiles.size();) {
-    const std::size_t end = std::min(tiles.size(), begin + chunk);
-    GeneratorMap none;
-    absl::StatusOr<Plan> plan =
-        PlanGenerators(tiles.subspan(begin, end - begin), nullptr, &none, stop);
-    if (!plan.ok()) return plan.status();
-    if (plan->over_points) {
-      if (end - begin > 1) {
-        chunk = 1;  // As Serve: such a round's tiles go one at a time.
-        continue;
-      }
-      return OverPlannedPoints(tiles[begin], *plan);
-    }
-    most = std::max(most, plan->bytes);
-    if (most > cap) return most;
-    begin = end;
-  }
-  return most;
-}
-
 absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
                               GeneratorCache* cache, ThreadPool* pool,
                               absl::FunctionRef<bool(const TilePoints&)> sink,
-                              absl::FunctionRef<bool()> stop,
-                              double max_held_bytes) const {
+                              absl::FunctionRef<bool()> stop) const {
   for (std::size_t i = 0; i < tiles.size(); ++i) {
     const TileCoord t = tiles[i];
     if (t.x < -kMaxTileIndex || t.x >= kMaxTileIndex || t.y < -kMaxTileIndex ||
@@ -1109,54 +1008,65 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
   }
   std::size_t chunk = kChunkTiles;
   for (std::size_t begin = 0; begin < tiles.size();) {
-    std::size_t end = std::min(tiles.size(), begin + chunk);
+    const std::size_t end = std::min(tiles.size(), begin + chunk);
     if (stop()) return absl::CancelledError("tiles stopped by the caller");
-    // A tile is served from every layer of the 3 x 3 tiles around it, held
-    // together: when their estimate passes the cache's budget it is refused
-    // before any generator is made (the tiles before it are served first).
-    for (std::size_t i = begin; i < end; ++i) {
-      const double readers = EstimatedReadersBytes(tiles[i]);
-      if (readers <= static_cast<double>(cache->budget_bytes())) continue;
-      if (i > begin) {
-        end = i;
-        break;
-      }
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "tile (", tiles[i].x, ", ", tiles[i].y, ") needs ",
-          Readers(tiles[i]).size(), " generators of about ",
-          readers < 0x1p64 ? absl::StrCat(static_cast<std::uint64_t>(readers))
-                           : absl::StrCat(readers),
-          " bytes (every layer of the 3 x 3 tiles around it, by estimate), "
-          "over the tile cache budget of ",
-          cache->budget_bytes(), " bytes"));
-    }
+    GeneratorMap have;
     // What to generate, by layer and colour: every generator the chunk's
     // tiles read that the cache lacks, and what those read in turn.
-    GeneratorMap have;
-    absl::StatusOr<Plan> plan =
-        PlanGenerators(tiles.subspan(begin, end - begin), cache, &have, stop);
-    if (!plan.ok()) return plan.status();
-    // A round holds every generator it plans until it ends: past either
-    // limit, its tiles go one at a time. (EstimatedHeldBytes bounds one
-    // tile's, so a caller holding that figure never sees the second.)
-    if (plan->over_points ||
-        (max_held_bytes > 0 && !(plan->bytes <= max_held_bytes))) {
+    std::set<GeneratorKey> todo;
+    std::vector<GeneratorKey> pending;
+    for (std::size_t i = begin; i < end; ++i) {
+      for (GeneratorKey u : Readers(tiles[i])) pending.push_back(u);
+    }
+    // Every layer reads the one before over 3 x 3 tiles, so deep stacks of
+    // layers plan many generators: their estimated points are bounded, and
+    // the loop polls `stop`.
+    double planned = 0;
+    const double limit = spec_.max_planned_points;
+    std::size_t since_poll = 0;
+    while (!pending.empty()) {
+      if (++since_poll == 1024) {
+        since_poll = 0;
+        if (stop()) return absl::CancelledError("tiles stopped by the caller");
+      }
+      const GeneratorKey u = pending.back();
+      pending.pop_back();
+      if (have.count(u) || todo.count(u)) continue;
+      if (auto found = cache->Find(cache_keys_[static_cast<std::size_t>(u.layer)],
+                                   u.tile)) {
+        have.emplace(u, std::move(found));
+        continue;
+      }
+      todo.insert(u);
+      if (limit > 0) {
+        planned += EstimatedGeneratorPoints(u);
+        if (!(planned <= limit)) break;
+      }
+      for (GeneratorKey v : Dependencies(u)) pending.push_back(v);
+    }
+    if (limit > 0 && !(planned <= limit)) {
       if (end - begin > 1) {
         chunk = 1;  // The chunk's tiles one at a time: each may fit.
         continue;
       }
-      if (plan->over_points) return OverPlannedPoints(tiles[begin], *plan);
       return absl::ResourceExhaustedError(absl::StrCat(
           "tile (", tiles[begin].x, ", ", tiles[begin].y, ") needs ",
-          plan->todo.size() + have.size(), " generators of about ",
-          static_cast<std::uint64_t>(plan->bytes),
-          " bytes held at once (by estimate), over the caller's "
-          "max_held_bytes = ",
-          static_cast<std::uint64_t>(max_held_bytes)));
+          todo.size(), " generators or more (", spec_.layers.size(),
+          " layers: each reads the layer before over the 3 x 3 tiles around "
+          "it), which could make ",
+          planned, " points or more (",
+          dims_ == 2 ? "2 / (sqrt(3) r^2) per unit area"
+                     : "sqrt(2) / r^3 per unit volume",
+          " over each grown tile), over the limit max_points = ",
+          limit < 0x1p64 ? absl::StrCat(static_cast<std::uint64_t>(limit))
+                         : absl::StrCat(limit),
+          spec_.layers.size() > 1 ? "; use fewer layers or a smaller tile_size"
+                                  : "; use a smaller tile_size"));
     }
-    const std::vector<GeneratorKey> list(plan->todo.begin(), plan->todo.end());
-    const absl::Status served = ServeChunk(tiles.subspan(begin, end - begin),
-                                           list, have, pool, sink, stop);
+    const std::vector<GeneratorKey> list(todo.begin(), todo.end());
+    absl::StatusOr<ChunkResult> served =
+        ServeChunk(tiles.subspan(begin, end - begin), list, have,
+                   cache->budget_bytes(), pool, sink, stop);
     for (GeneratorKey u : list) {
       auto it = have.find(u);
       if (it != have.end()) {
@@ -1164,7 +1074,20 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
                       it->second);
       }
     }
-    if (!served.ok()) return served;
+    if (!served.ok()) return served.status();
+    if (served->over_budget) {
+      if (end - begin == 1) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("tile (", tiles[begin].x, ", ", tiles[begin].y,
+                         ") needs ", have.size(), " generators of ",
+                         served->held, " bytes, over the tile cache budget of ",
+                         cache->budget_bytes(), " bytes"));
+      }
+      // One tile at a time from the first one not sent.
+      chunk = 1;
+      begin += served->sent;
+      continue;
+    }
     begin = end;
   }
   return absl::OkStatus();

@@ -54,7 +54,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -292,13 +291,6 @@ class TileWorld {
   // (2 / (sqrt(3) r^2) per unit area, sqrt(2) / r^3 per unit volume) over
   // its grown tile, at the least radius the layer's raster allows there.
   double EstimatedGeneratorPoints(GeneratorKey key) const;
-  // The most bytes() generator `key` can hold once made: the densest
-  // packing, as above, over its tile grown by 3 R (where every point it
-  // keeps lies) and by r / 2 more, at 56 bytes a point in 2D (64 in 3D).
-  double EstimatedGeneratorBytes(GeneratorKey key) const;
-  // EstimatedGeneratorBytes summed over the generators tile t is served
-  // from: every layer of the 3 x 3 tiles around it.
-  double EstimatedReadersBytes(TileCoord t) const;
 
   // Serves `tiles` in the order given (repeats allowed): computes the
   // generators each needs that `cache` does not hold, in parallel on `pool`
@@ -311,31 +303,13 @@ class TileWorld {
   // Tiles are computed 64 at a time, so finished tiles
   // waiting for a slow sink stay bounded; a sink returning false stops the work
   // (Cancelled). `stop` is polled by every thread in every long loop (it must
-  // be thread-safe). Each round holds every generator it makes (and those
-  // it found in the cache) until it ends; a round whose estimate
-  // (EstimatedGeneratorBytes, the found ones' bytes()) passes
-  // `max_held_bytes` (0: no limit) goes one tile at a time. Before making
-  // any generator for a tile: ResourceExhausted when the generators it is
-  // served from (every layer of its 3 x 3 tiles) could pass the cache's
-  // budget, when the generators it needs could make more points than
-  // WorldSpec::max_planned_points, or when alone they could pass
-  // max_held_bytes.
+  // be thread-safe). ResourceExhausted when the generators one tile needs do
+  // not fit in the cache's budget, or when they could make more points
+  // than WorldSpec::max_planned_points (before making any).
   absl::Status Serve(absl::Span<const TileCoord> tiles, GeneratorCache* cache,
                      ThreadPool* pool,
                      absl::FunctionRef<bool(const TilePoints&)> sink,
-                     absl::FunctionRef<bool()> stop,
-                     double max_held_bytes = 0) const;
-
-  // The most bytes of generators Serve(tiles, ..., max_held_bytes) holds at
-  // once by estimate, for any cache contents: the largest of its rounds'
-  // plans from an empty cache (a warm cache's round holds what it finds,
-  // at no more than the estimate, and needs fewer). Stops adding once past
-  // `cap`. ResourceExhausted as Serve for a tile past
-  // WorldSpec::max_planned_points; Cancelled when `stop` says so. Pass the
-  // figure to Serve as max_held_bytes and Serve holds no more.
-  absl::StatusOr<double> EstimatedHeldBytes(
-      absl::Span<const TileCoord> tiles, double cap,
-      absl::FunctionRef<bool()> stop) const;
+                     absl::FunctionRef<bool()> stop) const;
 
   // How many generators (layers of tiles) were computed (not found in a
   // cache) by Serve, over this world's life: for benchmarks and tests.
@@ -360,31 +334,22 @@ class TileWorld {
                        std::size_t k) const;
   using GeneratorMap =
       std::map<GeneratorKey, std::shared_ptr<const GeneratedPoints>>;
-  // A round's plan: the generators to make, and by estimate their points
-  // and the bytes the round holds (those planned and those found).
-  struct Plan {
-    std::set<GeneratorKey> todo;
-    double points = 0;  // Summed only with max_planned_points set.
-    double bytes = 0;
-    bool over_points = false;  // Stopped planning past max_planned_points.
+  struct ChunkResult {
+    std::size_t sent = 0;      // Tiles given to the sink, from the first.
+    bool over_budget = false;  // Stopped: the generators held pass it.
+    std::size_t held = 0;      // Their bytes, when over_budget.
   };
-  // Every generator `tiles` read, directly or through others, that `cache`
-  // (none when null) lacks; those it holds go to *have instead.
-  absl::StatusOr<Plan> PlanGenerators(absl::Span<const TileCoord> tiles,
-                                      GeneratorCache* cache, GeneratorMap* have,
-                                      absl::FunctionRef<bool()> stop) const;
-  // ResourceExhausted naming max_points for tile t's plan.
-  absl::Status OverPlannedPoints(TileCoord t, const Plan& plan) const;
   // Makes the generators of `list` (each of its Dependencies in the list or
   // in `have`) on every thread of `pool`, each as soon as those are done,
   // the first tiles' first, and sends each tile of `chunk` from this
   // thread, in order, as soon as its generators are done. Adds every
-  // generator made to `have`.
-  absl::Status ServeChunk(absl::Span<const TileCoord> chunk,
-                          const std::vector<GeneratorKey>& list,
-                          GeneratorMap& have, ThreadPool* pool,
-                          absl::FunctionRef<bool(const TilePoints&)> sink,
-                          absl::FunctionRef<bool()> stop) const;
+  // generator made to `have`. Stops before a tile when the generators the
+  // chunk holds pass `budget` bytes (over_budget).
+  absl::StatusOr<ChunkResult> ServeChunk(
+      absl::Span<const TileCoord> chunk, const std::vector<GeneratorKey>& list,
+      GeneratorMap& have, std::size_t budget, ThreadPool* pool,
+      absl::FunctionRef<bool(const TilePoints&)> sink,
+      absl::FunctionRef<bool()> stop) const;
   // The points served for tile t, from every layer's generators of its
   // 3 x 3 tiles (in any order).
   TilePoints Collect(TileCoord t,

@@ -685,20 +685,10 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   const absl::Status estimate =
       CheckTilesEstimate(*job, **world, options_.limits);
   if (!estimate.ok()) return ToGrpc(estimate);
-  // The pool's threads and this one each run a generator at a time, and
-  // a round of tiles holds every generator it makes until it ends (its
-  // estimate is passed to Serve, which keeps every round within it).
-  const double budget = static_cast<double>(options_.memory_budget_bytes);
-  absl::StatusOr<double> generators =
-      (*world)->EstimatedHeldBytes(job->tiles, budget, should_stop);
-  if (!generators.ok()) {
-    return Unprepared(control, context, generators.status(),
-                      options_.max_call_duration);
-  }
+  // The pool's threads and this one each run a generator at a time.
   MemoryHold memory;
-  const grpc::Status held =
-      HoldMemory(GeneratorBytes(*job, **world) * pool_.threads() + *generators,
-                 "the tiles", &memory);
+  const grpc::Status held = HoldMemory(
+      GeneratorBytes(*job, **world) * pool_.threads(), "the tiles", &memory);
   if (!held.ok()) return held;
   tally->tiles_asked = job->tiles.size();
 
@@ -734,7 +724,7 @@ grpc::Status ScatterServiceImpl::StreamTiles(
           }
           return true;
         },
-        should_stop, *generators);
+        should_stop);
     queue.ProducerDone();
   });
   const bool client_gone =

@@ -11,7 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sampler/layers.h"
 #include "sampler/quality.h"
@@ -893,122 +892,6 @@ TEST(TilesTest, ABudgetTooSmallForOneTileIsResourceExhausted) {
   EXPECT_NE(status.message().find("tile cache budget of 10000 bytes"),
             std::string::npos)
       << status;
-}
-
-// The generators a tile is served from are estimated before any is made:
-// a cache too small for them refuses the tile without making a generator,
-// and the estimate bounds what each generator made really holds.
-TEST(TilesTest, ACacheTooSmallForATilesGeneratorsIsRefusedBeforeAnyWork) {
-  WorldSpec spec = OneLayer(1, 10, 8);
-  LayerSpec finer = spec.layers[0];
-  finer.layer = 2;
-  finer.options.radius = 0.5;
-  spec.layers.push_back(finer);
-  std::shared_ptr<const TileWorld> world = MakeWorld(spec);
-  const double readers = world->EstimatedReadersBytes({0, 0});
-  ThreadPool pool(1);
-  int sent = 0;
-  auto serve = [&](GeneratorCache* cache) {
-    return world->Serve(
-        Block(0, 0, 2, 1), cache, &pool,
-        [&](const TilePoints&) {
-          ++sent;
-          return true;
-        },
-        [] { return false; });
-  };
-  GeneratorCache small(static_cast<std::size_t>(readers * 0.99));
-  absl::Status status = serve(&small);
-  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
-  EXPECT_NE(status.message().find("tile (0, 0) needs 18 generators of about "),
-            std::string::npos)
-      << status;
-  EXPECT_NE(status.message().find(absl::StrCat(
-                "over the tile cache budget of ", small.budget_bytes())),
-            std::string::npos)
-      << status;
-  EXPECT_EQ(world->generated(), 0u) << "no generator is made";
-  EXPECT_EQ(sent, 0);
-  EXPECT_EQ(small.stats().entries, 0u);
-
-  GeneratorCache enough(static_cast<std::size_t>(readers * 1.01));
-  status = serve(&enough);
-  EXPECT_TRUE(status.ok()) << status;
-  EXPECT_EQ(sent, 2);
-
-  // Every generator made holds no more than its estimate (nor far less:
-  // dense packing reaches 0.71 of the densest, over most of the area).
-  GeneratorCache all(std::size_t{1} << 30);
-  const std::vector<TileCoord> block = Block(0, 0, 2, 1);
-  absl::StatusOr<double> held =
-      world->EstimatedHeldBytes(block, 1e300, [] { return false; });
-  ASSERT_TRUE(held.ok()) << held.status();
-  ASSERT_TRUE(world
-                  ->Serve(
-                      block, &all, &pool, [](const TilePoints&) { return true; },
-                      [] { return false; })
-                  .ok());
-  double made = 0, estimated = 0;
-  for (std::int64_t y = -8; y <= 8; ++y) {
-    for (std::int64_t x = -8; x <= 9; ++x) {
-      for (int l = 0; l < 2; ++l) {
-        std::shared_ptr<const GeneratedPoints> g =
-            all.Find(world->layer_cache_key(static_cast<std::size_t>(l)),
-                     {x, y});
-        if (g == nullptr) continue;
-        const double bound = world->EstimatedGeneratorBytes({{x, y}, l});
-        EXPECT_LE(static_cast<double>(g->bytes()), bound)
-            << "tile (" << x << ", " << y << ") layer " << l;
-        made += static_cast<double>(g->bytes());
-        estimated += bound;
-      }
-    }
-  }
-  std::printf("generators hold %.0f bytes, estimated %.0f (%.2fx)\n", made,
-              estimated, estimated / made);
-  EXPECT_GT(made, 0);
-  EXPECT_EQ(made, static_cast<double>(all.stats().bytes));
-  // A cold serve holds every generator it made at once: the held estimate
-  // covers them.
-  EXPECT_GE(*held, made);
-  EXPECT_NEAR(*held, estimated, 1e-9 * estimated);
-}
-
-TEST(TilesTest, ATilePastMaxHeldBytesIsRefusedBeforeAnyWork) {
-  std::shared_ptr<const TileWorld> world = MakeWorld(OneLayer(1, 10, 8));
-  const std::vector<TileCoord> one = {{0, 0}};
-  absl::StatusOr<double> held =
-      world->EstimatedHeldBytes(one, 1e300, [] { return false; });
-  ASSERT_TRUE(held.ok()) << held.status();
-  GeneratorCache cache(std::size_t{1} << 30);
-  ThreadPool pool(1);
-  const absl::Status status = world->Serve(
-      one, &cache, &pool, [](const TilePoints&) { return true; },
-      [] { return false; }, *held * 0.99);
-  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
-  EXPECT_NE(status.message().find("max_held_bytes"), std::string::npos)
-      << status;
-  EXPECT_EQ(world->generated(), 0u);
-  // The most any one tile holds is enough for a block too: rounds that
-  // pass it go one tile at a time.
-  const std::vector<TileCoord> block = Block(0, 0, 4, 4);
-  absl::StatusOr<double> block_held =
-      world->EstimatedHeldBytes(block, 1e300, [] { return false; });
-  ASSERT_TRUE(block_held.ok()) << block_held.status();
-  double most = 0;
-  for (TileCoord t : block) {
-    absl::StatusOr<double> alone =
-        world->EstimatedHeldBytes({t}, 1e300, [] { return false; });
-    ASSERT_TRUE(alone.ok()) << alone.status();
-    most = std::max(most, *alone);
-  }
-  EXPECT_GT(*block_held, most);
-  int sent = 0;
-  const absl::Status served = world->Serve(
-      block, &cache, &pool, [&](const TilePoints&) { return ++sent > 0; },
-      [] { return false; }, most);
-  EXPECT_TRUE(served.ok()) << served;
-  EXPECT_EQ(sent, 16);
 }
 
 // Three layers (spacings 2, 1.5, 1) on tiles of side 20.
