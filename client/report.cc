@@ -214,9 +214,9 @@ absl::StatusOr<std::vector<LayerReport>> MeasureRun(
         if (points.layer(i) != e) continue;
         const double* c = points.coords().data() + i * dims;
         if (fixed != nullptr) {
-          // The sampler keeps at least the layer's own footprint (a
-          // fixed one) from the point.
-          blocking.push_back({c, std::max(*fixed, f), DiscGrid::kBlocker});
+          // The sampler keeps exactly the override from the point, also
+          // one below the layer's own footprint.
+          blocking.push_back({c, *fixed, DiscGrid::kBlocker});
         } else {
           blocking.push_back({c, footprint_of(i) + f, adds});
         }

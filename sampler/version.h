@@ -28,14 +28,17 @@ namespace scatter::sampler {
 //     gap filling split a piece one ulp wide:
 //     it could place a point exactly on the box's far side (outside the
 //     half-open box) and now skips the empty half (gap_pieces.h, ChildBox).
-//  5: with a density raster, the gap search bounds r over a piece inside
-//     2 x 2 bilinear patches by the interpolation at the piece's corners
-//     and crossings (Raster::PatchBounds), not only by the pixels around
-//     it: more pieces are free or covered earlier, so gap points land
-//     elsewhere. Variable-radius runs changed (not all: a smooth field's
-//     bounds may decide nothing new). And a clearance override below the
+//  5: with a density raster, where the pixels around a gap piece bound r
+//     loosely (r_hi > 1.25 r_lo), the gap search bounds it by the
+//     interpolation at the piece's corners and crossings when the piece
+//     lies inside 2 x 2 bilinear patches (Raster::PatchBounds): more
+//     pieces are free or covered earlier, so gap points land elsewhere.
+//     Variable-radius runs over sharp or steep fields changed (of the
+//     golden runs over smooth ones, some did, some did not). And a clearance override below the
 //     later layer's footprint is kept exactly (it was clamped to that
-//     footprint). Other constant-radius runs give the points of 4.
+//     footprint), and any override is an obstacle of exactly its
+//     clearance c, no longer (c - footprint) + footprint, which may differ
+//     by an ulp. Other constant-radius runs give the points of 4.
 inline constexpr std::uint32_t kAlgorithmVersion = 5;
 
 }  // namespace scatter::sampler

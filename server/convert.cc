@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -797,7 +798,9 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
     if (r >= smallest) continue;
     return Invalid(
         absl::StrCat("layers[", i, density ? "].radius_min" : "].spacing"),
-        absl::StrCat("must be at least ", smallest,
+        // %.17g: the bound is a power of 2, which 6 digits would round
+        // below.
+        absl::StrCat("must be at least ", absl::StrFormat("%.17g", smallest),
                      " in this region: its coordinates reach far enough from "
                      "the origin that doubles there are ",
                      smallest / 1024,

@@ -100,14 +100,18 @@ absl::Status CheckOptions(const ServerOptions& options) {
   // the call tells). The cache must hold the largest square raster
   // accepted, with its bounds (about 1.67 max_raster_bytes): one that
   // could not would refuse it on every call.
-  const auto side = static_cast<std::uint64_t>(
-      std::sqrt(static_cast<double>(limits.max_raster_bytes / 4)));
+  // The side, at most 2^30 so that the sums below cannot overflow (past
+  // that the check asks for max_raster_bytes itself), and exact: sqrt of a
+  // double may round up.
+  const std::uint64_t pixels = limits.max_raster_bytes / 4;
+  std::uint64_t side = std::min<std::uint64_t>(
+      static_cast<std::uint64_t>(std::sqrt(static_cast<double>(pixels))),
+      std::uint64_t{1} << 30);
+  while (side * side > pixels) --side;
   const std::uint64_t square =
       4 * side * side +
-      sampler::Raster::BlockLevelsBytes(
-          static_cast<std::uint32_t>(std::min<std::uint64_t>(side, UINT32_MAX)),
-          static_cast<std::uint32_t>(
-              std::min<std::uint64_t>(side, UINT32_MAX)));
+      sampler::Raster::BlockLevelsBytes(static_cast<std::uint32_t>(side),
+                                        static_cast<std::uint32_t>(side));
   if (service.raster_cache_bytes <
       std::max<std::uint64_t>(square, limits.max_raster_bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -671,6 +671,35 @@ TEST(ReportTest, CountsPointsWithinAClearance) {
               HasSubstr("(0 pairs closer, 1 points within a clearance)"));
 }
 
+// An override below the later layer's own footprint holds exactly, as the
+// sampler keeps it: the report took the larger of the two and counted
+// points the sampler rightly placed between them.
+TEST(ReportTest, AnOverrideBelowTheFootprintIsKeptExactly) {
+  v1::ScatterRequest request = ReportRequest();
+  for (const auto& [id, spacing] : {std::pair{0u, 4.0}, std::pair{1u, 1.0}}) {
+    v1::Layer* layer = request.add_layers();
+    layer->set_id(id);
+    layer->set_method(v1::METHOD_POISSON_DENSE);
+    layer->set_spacing(spacing);
+  }
+  request.mutable_layers(1)->set_footprint(0.8);
+  v1::Clearance* clearance = request.add_clearances();
+  clearance->set_layer_a(0);
+  clearance->set_layer_b(1);
+  clearance->set_clearance(0.3);
+  const auto [points, summary] = ReportPoints(
+      {
+          {2.0, 2.0, 0, 4.0},
+          {2.5, 2.0, 1, 1.0},  // 0.5 from the tree: clear of 0.3.
+          {2.0, 1.8, 1, 1.0},  // 0.2 from it: within.
+      },
+      {0, 1});
+  auto report = MeasureRun(request, summary, points, 1000);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->size(), 2u);
+  EXPECT_EQ((*report)[1].blocked, 1u);
+}
+
 // A density layer with footprint 0 has a footprint per point, half its
 // radius there (not half of radius_max): the report keeps each point's own
 // clearance from obstacles and earlier layers' points, as the sampler

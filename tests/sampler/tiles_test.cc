@@ -360,7 +360,7 @@ TEST(TilesGuaranteeTest, GoldenVariableRadiusTiles) {
   spec.layers[0].options.radius_min = 0.5;
   spec.layers[0].options.radius_max = 2;
   ExpectGoldenTiles(spec, {
-      {{1, -2}, 0x20353cd785b3b8f9ULL},
+      {{1, -2}, 0x127ea01bb700902dULL},
       {{-1, -1}, 0xcbf7833460c9236eULL},
   });
 }
