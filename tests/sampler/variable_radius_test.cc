@@ -337,6 +337,27 @@ TEST(VariableRadiusDensityTest, ConstantFieldMatchesTheConstantPacking) {
   }
 }
 
+// No pair closer than the larger of their radii (exact), and at most 1e-5
+// of 1e6 probes per unit area (from `probe_seed`) uncovered for the local
+// radius.
+void ExpectMinimalAndMaximal2d(const PointSet& points, const Region& region,
+                               const SamplerOptions& o,
+                               std::uint64_t probe_seed) {
+  absl::StatusOr<MinDistanceReport> report =
+      CheckMinDistanceVariable(points.coords, points.radius, 2);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->violations, 0u);
+  absl::StatusOr<CoverageReport> coverage = MeasureCoverageVariable(
+      points.coords, points.radius, region,
+      [&](const double* p) {
+        return ExpectedRadius(*o.density, o.radius_min, o.radius_max, p);
+      },
+      1000000, probe_seed);
+  ASSERT_TRUE(coverage.ok());
+  EXPECT_LE(coverage->uncovered_fraction(), 1e-5)
+      << coverage->uncovered << " of " << coverage->probes;
+}
+
 TEST(VariableRadiusDensityTest, RatioOfFiftyIsMinimalAndMaximal) {
   // r from 0.002 (bright, right) to 0.1 (dark, left): 50 to 1.
   auto gradient = MakeRaster(128, 8, [](double x, double) { return x; });
@@ -346,20 +367,7 @@ TEST(VariableRadiusDensityTest, RatioOfFiftyIsMinimalAndMaximal) {
     const Region region = Region::FromBox(UnitBox(2));
     const PointSet points = RunToEnd(region, o);
     ASSERT_GT(points.size(), 1000u);
-    absl::StatusOr<MinDistanceReport> report =
-        CheckMinDistanceVariable(points.coords, points.radius, 2);
-    ASSERT_TRUE(report.ok());
-    EXPECT_EQ(report->violations, 0u);
-    // 1e6 probes per unit area.
-    absl::StatusOr<CoverageReport> coverage = MeasureCoverageVariable(
-        points.coords, points.radius, region,
-        [&](const double* p) {
-          return ExpectedRadius(*o.density, o.radius_min, o.radius_max, p);
-        },
-        1000000, 99);
-    ASSERT_TRUE(coverage.ok());
-    EXPECT_LE(coverage->uncovered_fraction(), 1e-5)
-        << coverage->uncovered << " of " << coverage->probes;
+    ExpectMinimalAndMaximal2d(points, region, o, 99);
   }
 }
 
@@ -384,19 +392,7 @@ TEST(VariableRadiusDensityTest, SharpEdgesAtRatio25AreMinimalAndMaximal) {
     // a third of that (about 10 000 dense, 8 000 classic).
     EXPECT_GT(points.size(), 5000u);
     EXPECT_LT(points.size(), 36000u);
-    absl::StatusOr<MinDistanceReport> report =
-        CheckMinDistanceVariable(points.coords, points.radius, 2);
-    ASSERT_TRUE(report.ok());
-    EXPECT_EQ(report->violations, 0u);
-    absl::StatusOr<CoverageReport> coverage = MeasureCoverageVariable(
-        points.coords, points.radius, region,
-        [&](const double* p) {
-          return ExpectedRadius(*o.density, o.radius_min, o.radius_max, p);
-        },
-        1000000, 101);
-    ASSERT_TRUE(coverage.ok());
-    EXPECT_LE(coverage->uncovered_fraction(), 1e-5)
-        << coverage->uncovered << " of " << coverage->probes;
+    ExpectMinimalAndMaximal2d(points, region, o, 101);
   }
 }
 
