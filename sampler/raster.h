@@ -10,6 +10,8 @@
 // width, y1 - (j + 1/2) * (y1 - y0) / height. Values are normalised to
 // [0, 1]: u8 / 255, u16 / 65535, f32 clamped to [0, 1].
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -108,8 +110,7 @@ class Raster {
         mx = s > mx ? s : mx;
       }
     }
-    const double am = -mn > mx ? -mn : mx;
-    const double slack = 1e-12 * (1 + (am > 0 ? am : -am));
+    const double slack = 1e-12 * (1 + std::max(std::abs(mn), std::abs(mx)));
     *lo = mn - slack;
     *hi = mx + slack;
     return true;

@@ -52,19 +52,15 @@ absl::Status ValidateCandidates(SamplerOptions* o) {
 // points on the box's far face and pairs 2 % closer than r).
 absl::Status CheckCoordinateSteps(const Box& box, double r,
                                   absl::string_view radius_name) {
-  double lo[3], hi[3];
+  const double smallest = SmallestRadiusIn(box);
+  if (r >= smallest) return absl::OkStatus();
   double m = 0;
   for (int a = 0; a < box.dims(); ++a) {
-    lo[a] = box.min(a);
-    hi[a] = box.max(a);
-    m = std::max({m, std::abs(lo[a]), std::abs(hi[a])});
+    m = std::max({m, std::abs(box.min(a)), std::abs(box.max(a))});
   }
-  const double step = internal::CoordinateStep(lo, hi, box.dims());
-  // As SmallestRadiusIn: r >= 1024 step, exactly (a power of 2).
-  if (step <= r / 1024) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "the region's coordinates reach ", m, ", where doubles are ", step,
-      " apart, over ", radius_name, " / 1024 = ", r / 1024,
+      "the region's coordinates reach ", m, ", where doubles are ",
+      smallest / 1024, " apart, over ", radius_name, " / 1024 = ", r / 1024,
       ": move the region nearer the origin, or use a larger ", radius_name));
 }
 

@@ -112,12 +112,11 @@ absl::Status CheckOptions(const ServerOptions& options) {
       4 * side * side +
       sampler::Raster::BlockLevelsBytes(static_cast<std::uint32_t>(side),
                                         static_cast<std::uint32_t>(side));
-  if (service.raster_cache_bytes <
-      std::max<std::uint64_t>(square, limits.max_raster_bytes)) {
+  const std::uint64_t need =
+      std::max<std::uint64_t>(square, limits.max_raster_bytes);
+  if (service.raster_cache_bytes < need) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "raster_cache_bytes must be >= ",
-        std::max<std::uint64_t>(square, limits.max_raster_bytes), ", what a ",
-        side, " x ", side,
+        "raster_cache_bytes must be >= ", need, ", what a ", side, " x ", side,
         " raster (the largest square one max_raster_bytes = ",
         limits.max_raster_bytes,
         " accepts) takes with its block bounds: the cache holds the rasters "
