@@ -1101,9 +1101,10 @@ class VariableRun {
   }
 
   // Tightens [*r_lo, *r_hi], bounds of r over the box [lo, hi] (x-y only),
-  // with the raster's corner values where the box lies inside one bilinear
-  // patch (Raster::PatchBounds): the pixels' bounds stay r_min to r_max
-  // across a sharp edge in the density however small the box, and there
+  // with the interpolation's values where the box lies inside 2 x 2
+  // bilinear patches (Raster::PatchBounds): the pixels' bounds stay r_min
+  // to r_max across a sharp edge in the density however small the box, and
+  // there
   // the gap search kept every point within r_max of each piece, to the
   // deepest level (a 0/1 raster at r_max / r_min = 25 stalled).
   // Only where the bounds are wide: in a smooth field the pixels' bounds
