@@ -64,6 +64,18 @@ std::vector<std::array<double, 2>> CircleDirections(int k) {
   return dirs;
 }
 
+const ShellDirectionTable& ShellDirections2d() {
+  static const ShellDirectionTable* const table = [] {
+    auto* t = new ShellDirectionTable;
+    for (int i = 0; i < kShellDirections; ++i) {
+      (*t)[static_cast<std::size_t>(i)] = PortableCosSin(
+          static_cast<double>(i) / static_cast<double>(kShellDirections));
+    }
+    return t;
+  }();
+  return *table;
+}
+
 std::vector<std::array<double, 3>> SphereDirections(int k) {
   if (k == kIcosahedronDirections) {
     // The rings' angles are multiples of 36 degrees, whose cosines and

@@ -212,6 +212,12 @@ class PoissonRun {
     if (filled && taken_marks_) {
       taken_row_bits_ =
           (static_cast<std::uint64_t>(kTakenSplit * n_[0]) / 64 + 1) * 64;
+      // ShellGroupUntaken's piece indices are int32 lanes (at most one
+      // past the last piece), its row offsets 32 x 32-bit products.
+      constexpr std::int64_t kLane = std::int64_t{1} << 31;
+      taken_in_lanes_ = kTakenSplit * n_[0] + 1 < kLane &&
+                        kTakenSplit * n_[1] + 1 < kLane &&
+                        taken_row_bits_ < (std::uint64_t{1} << 32);
       // A spare row, as each row has a spare column (TakenView).
       filled = FillPolling(
           &taken_,
@@ -1144,6 +1150,7 @@ class PoissonRun {
     const bool interior = interior_;
     const int attempts = attempts_;
     const TakenView taken = Taken();
+    const ShellDirectionTable& shell_directions = ShellDirections2d();
     for (std::uint64_t visit = 0;; ++visit) {
       if (PollStop(static_cast<std::uint64_t>(attempts))) return;
       const std::uint64_t visit_key =
@@ -1155,10 +1162,38 @@ class PoissonRun {
         return AcceptIfUntaken(taken, interior, c);
       };
       bool accepted = false;
+#ifdef SCATTER_POISSON_AVX2
+      if constexpr (kTaken) {
+        if (interior && taken_in_lanes_) {
+          // Four candidates at a time (ShellGroupUntaken), then those off
+          // the marks one by one, in index order, as the loop below.
+          for (int i = 0; i < attempts && !accepted; i += 4) {
+            alignas(32) double cx[4], cy[4];
+            unsigned open =
+                ShellGroupUntaken(shell_directions, visit_key, i, p, cx, cy);
+            if (attempts - i < 4) open &= (1u << (attempts - i)) - 1;
+            for (; open != 0; open &= open - 1) {
+              const int j = __builtin_ctz(open);
+              const double c[2] = {cx[j], cy[j]};
+              if (GridConflict(c)) continue;
+              Accept(c);
+              accepted = true;
+              break;
+            }
+          }
+          if (!accepted || !halt_.ok()) return;
+          continue;
+        }
+      }
+#endif
       for (int i = 0; i < attempts; ++i) {
         CounterRng rng(visit_key, static_cast<std::uint64_t>(i) << kBlockShift);
         double v[D];
-        UnitShellPoint<D>(&rng, v);
+        if constexpr (D == 2) {
+          UnitShellPoint2d(shell_directions, rng.Next(), v);
+        } else {
+          UnitShellPoint<D>(&rng, v);
+        }
         double c[D];
         for (int a = 0; a < D; ++a) c[a] = p[a] + r * v[a];
         if (try_candidate(c)) {
@@ -1169,6 +1204,94 @@ class PoissonRun {
       if (!accepted || !halt_.ok()) return;
     }
   }
+
+#ifdef SCATTER_POISSON_AVX2
+  // Classic 2D candidates i to i + 3 of a visit in AVX2 lanes: each drawn
+  // as UnitShellPoint2d draws it and placed at p + r v, operation for
+  // operation as VisitClassic's scalar loop does (so the same bits), into
+  // cx and cy, and looked up in the taken marks as TakenView looks. Returns
+  // the candidates whose piece is not taken (bit j for candidate i + j).
+  // For an interior visit (every candidate in the box) when the piece
+  // indices fit the lanes (taken_in_lanes_).
+  SCATTER_ALWAYS_INLINE unsigned ShellGroupUntaken(
+      const ShellDirectionTable& directions, std::uint64_t visit_key, int i,
+      const double* p, double* cx, double* cy) const {
+    std::uint64_t bits[4];
+    for (int j = 0; j < 4; ++j) {
+      CounterRng rng(visit_key, static_cast<std::uint64_t>(i + j)
+                                    << kBlockShift);
+      bits[j] = rng.Next();
+    }
+    // The directions' (cos, sin) pairs, two to a register, then sorted
+    // into the cosines and the sines.
+    auto pair = [&](int j) {
+      return _mm_loadu_pd(directions[static_cast<std::size_t>(
+                                         bits[j] >> (64 - kShellDirectionBits))]
+                              .data());
+    };
+    const __m256d d02 =
+        _mm256_insertf128_pd(_mm256_castpd128_pd256(pair(0)), pair(2), 1);
+    const __m256d d13 =
+        _mm256_insertf128_pd(_mm256_castpd128_pd256(pair(1)), pair(3), 1);
+    const __m256d cosines = _mm256_unpacklo_pd(d02, d13);
+    const __m256d sines = _mm256_unpackhi_pd(d02, d13);
+    const __m256i b = _mm256_set_epi64x(
+        static_cast<long long>(bits[3]), static_cast<long long>(bits[2]),
+        static_cast<long long>(bits[1]), static_cast<long long>(bits[0]));
+    // Integers below 2^52 to doubles, exactly: under 2^52's exponent their
+    // bits are 2^52 + v; less 2^52 leaves v.
+    const __m256d two52 = _mm256_set1_pd(0x1.0p52);
+    auto exact = [&](__m256i v) {
+      return _mm256_sub_pd(
+          _mm256_castsi256_pd(_mm256_or_si256(v, _mm256_castpd_si256(two52))),
+          two52);
+    };
+    const __m256d t =
+        _mm256_mul_pd(exact(_mm256_and_si256(_mm256_srli_epi64(b, 32),
+                                             _mm256_set1_epi64x(0xFFFFF))),
+                      _mm256_set1_pd(kShellTurnPerUnit));
+    const __m256d u = _mm256_mul_pd(
+        exact(_mm256_and_si256(b, _mm256_set1_epi64x(0xFFFFFFFF))),
+        _mm256_set1_pd(0x1.0p-32));
+    const __m256d one = _mm256_set1_pd(1);
+    const __m256d radius = _mm256_mul_pd(
+        _mm256_sqrt_pd(_mm256_add_pd(one, _mm256_mul_pd(_mm256_set1_pd(3), u))),
+        _mm256_sub_pd(one,
+                      _mm256_mul_pd(_mm256_set1_pd(0.5), _mm256_mul_pd(t, t))));
+    const __m256d r = _mm256_set1_pd(r_);
+    const __m256d c0 = _mm256_add_pd(
+        _mm256_set1_pd(p[0]),
+        _mm256_mul_pd(
+            r, _mm256_mul_pd(radius,
+                             _mm256_sub_pd(cosines, _mm256_mul_pd(sines, t)))));
+    const __m256d c1 = _mm256_add_pd(
+        _mm256_set1_pd(p[1]),
+        _mm256_mul_pd(
+            r, _mm256_mul_pd(radius,
+                             _mm256_add_pd(sines, _mm256_mul_pd(cosines, t)))));
+    _mm256_store_pd(cx, c0);
+    _mm256_store_pd(cy, c1);
+    // The marks: piece (x, y) is bit y row_bits + x.
+    const __m256d inv_h = _mm256_set1_pd(kTakenSplit * inv_cell_);
+    const __m128i x = _mm256_cvttpd_epi32(
+        _mm256_mul_pd(_mm256_sub_pd(c0, _mm256_set1_pd(lo_[0])), inv_h));
+    const __m128i y = _mm256_cvttpd_epi32(
+        _mm256_mul_pd(_mm256_sub_pd(c1, _mm256_set1_pd(lo_[1])), inv_h));
+    const __m256i bit = _mm256_add_epi64(
+        _mm256_mul_epu32(
+            _mm256_cvtepu32_epi64(y),
+            _mm256_set1_epi64x(static_cast<long long>(taken_row_bits_))),
+        _mm256_cvtepu32_epi64(x));
+    const __m256i words = _mm256_i64gather_epi64(
+        reinterpret_cast<const long long*>(taken_.data()),
+        _mm256_srli_epi64(bit, 6), 8);
+    const __m256i marks =
+        _mm256_srlv_epi64(words, _mm256_and_si256(bit, _mm256_set1_epi64x(63)));
+    const int taken =
+        _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64(marks, 63)));
+    return ~static_cast<unsigned>(taken) & 0xFu;
+  }
+#endif
 
   // Processes active points until none is left, or the run halts.
   absl::Status Drain() {
@@ -1848,6 +1971,7 @@ class PoissonRun {
   static constexpr bool taken_marks_ = kTaken;
   HugePageVector<std::uint64_t> taken_;
   std::uint64_t taken_row_bits_ = 0;
+  bool taken_in_lanes_ = false;  // ShellGroupUntaken may serve the run.
   const TakenStencil2d* taken_stencil_ =
       kTaken ? &TakenStencil2d::Get() : nullptr;
   const CoverStencil2d* stencil_ = &CoverStencil2d::Get();

@@ -4,14 +4,19 @@
 // Random rotations for dense packing's evenly stepped directions, and
 // classic packing's candidates in a shell, from +, x, sqrt and comparisons
 // only (DESIGN.md, Portable determinism): points drawn by rejection from a
-// square or cube (normalised, for rotations).
+// square or cube (normalised, for rotations), and in 2D from a table of
+// directions.
 
+#include <array>
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
+#include "sampler/directions.h"
 #include "sampler/rng.h"
 #include "sampler/select.h"
 
@@ -52,6 +57,46 @@ inline void RandomRotation3(CounterRng& rng, double m[3][3]) {
   m[2][2] = 1 - 2 * (x * x + y * y);
 }
 
+// A point uniform in the annulus 1 <= |v| <= 2, from one 64-bit draw and no
+// rejection: classic 2D candidates (algorithm_version 6; before, 2D took
+// UnitShellPoint's rejection from the square, 2.4 draws a candidate and a
+// branch that missed on one candidate in six). The top 12 bits pick one of
+// the table's directions (ShellDirections2d), the next 20 an angle t in
+// [0, 2 pi / 2^12) to turn it by, and the low 32 the radius: sqrt(1 + 3u)
+// for u uniform in [0, 1), so that the squared radius is uniform, as area
+// is. The turn is the tangent step (c - s t, s + c t), whose length
+// sqrt(1 + t^2) the factor 1 - t^2 / 2 takes back to 1 - 3 t^4 / 8 (below
+// 2e-12: never past 2, never short of 1 by more). Its angle is atan(t):
+// the angle's density within a step varies by t^2 < 2.4e-6.
+// The square root, without std::sqrt's test for a negative argument (it
+// sets errno), where SSE2 has the instruction.
+inline double Sqrt(double x) {
+#if defined(__SSE2__)
+  return _mm_cvtsd_f64(_mm_sqrt_sd(_mm_setzero_pd(), _mm_set_sd(x)));
+#else
+  return std::sqrt(x);
+#endif
+}
+
+// 2 pi / 2^32: a step of the table (2 pi / 2^12) over 2^20.
+inline constexpr double kShellTurnPerUnit = 6.283185307179586 * 0x1.0p-32;
+inline void UnitShellPoint2d(const ShellDirectionTable& directions,
+                             std::uint64_t bits, double* v) {
+  const std::array<double, 2>& d =
+      directions[static_cast<std::size_t>(bits >> (64 - kShellDirectionBits))];
+  const double t =
+      static_cast<double>(static_cast<std::int64_t>((bits >> 32) & 0xFFFFF)) *
+      kShellTurnPerUnit;
+  const double u =
+      static_cast<double>(static_cast<std::int64_t>(bits & 0xFFFFFFFFu)) *
+      0x1.0p-32;
+  const double radius = Sqrt(1 + 3 * u) * (1 - 0.5 * (t * t));
+  v[0] = radius * (d[0] - d[1] * t);
+  v[1] = radius * (d[1] + d[0] * t);
+}
+
+// Classic 3D candidates (2D ones until algorithm_version 5; the samplers'
+// 2D runs draw with UnitShellPoint2d since 6).
 // A point uniform in the shell 1 <= |v| < 2 (annulus in 2D): the first
 // draw of the cube [-2, 2)^D that lands in it, with 32 random bits per
 // coordinate (candidates need no finer grain; in 3D a draw takes two values

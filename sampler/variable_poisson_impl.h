@@ -1065,6 +1065,7 @@ class VariableRun {
     const double rc_hi = MaxRadiusNear(p, rho);
     const bool interior = InteriorWithin(p, rho);
     Gather(p, rho, rc_hi);
+    const ShellDirectionTable& shell_directions = ShellDirections2d();
     for (std::uint64_t visit = 0;; ++visit) {
       const std::uint64_t visit_key =
           Combine(Combine(candidate_key_, index), visit);
@@ -1073,7 +1074,11 @@ class VariableRun {
         Poll();
         CounterRng rng(visit_key, static_cast<std::uint64_t>(i) << kBlockShift);
         double v[D];
-        UnitShellPoint<D>(&rng, v);
+        if constexpr (D == 2) {
+          UnitShellPoint2d(shell_directions, rng.Next(), v);
+        } else {
+          UnitShellPoint<D>(&rng, v);
+        }
         double c[D];
         for (int a = 0; a < D; ++a) c[a] = p[a] + r * v[a];
         accepted = TryCandidate(c, interior, nullptr, r, 0, nullptr, 0);

@@ -39,7 +39,14 @@ namespace scatter::sampler {
 //     footprint), and any override is an obstacle of exactly its
 //     clearance c, no longer (c - footprint) + footprint, which may differ
 //     by an ulp. Other constant-radius runs give the points of 4.
-inline constexpr std::uint32_t kAlgorithmVersion = 5;
+//  6: classic packing in 2D draws each candidate from one value of its
+//     stream, with no rejection (UnitShellPoint2d: a direction from a table
+//     of 2^12, turned by a fraction of a step, and a radius by square
+//     root), where it drew from the square [-2, 2)^2 until a draw landed
+//     in the annulus. Every classic 2D run changed (constant and variable
+//     radius, layers, tiles); dense runs and classic 3D give the points of
+//     5.
+inline constexpr std::uint32_t kAlgorithmVersion = 6;
 
 }  // namespace scatter::sampler
 

@@ -280,10 +280,10 @@ TEST(TilesGuaranteeTest, GoldenTiles) {
   rocks.options.scale_max = 2;
   spec.layers.push_back(rocks);
   ExpectGoldenTiles(spec, {
-      {{0, 0}, 0x4106e56143ca58d3ULL},
-      {{-1, 2}, 0xdbd7901172776820ULL},
-      {{5, -3}, 0xe2220c3be7ae3b44ULL},
-      {{1, 1}, 0x3f310c26dedd1e8fULL},
+      {{0, 0}, 0xdf012d3f6fb77beaULL},
+      {{-1, 2}, 0x8c7e459d8c12686fULL},
+      {{5, -3}, 0xec1e0b4a2a0c8485ULL},
+      {{1, 1}, 0x058dd79f40e5af0aULL},
   });
 }
 
