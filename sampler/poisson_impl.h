@@ -1150,7 +1150,7 @@ class PoissonRun {
     const bool interior = interior_;
     const int attempts = attempts_;
     const TakenView taken = Taken();
-    const ShellDirectionTable& shell_directions = ShellDirections2d();
+    const ShellDirectionTable& shell_directions = *shell_directions_;
     for (std::uint64_t visit = 0;; ++visit) {
       if (PollStop(static_cast<std::uint64_t>(attempts))) return;
       const std::uint64_t visit_key =
@@ -1216,12 +1216,14 @@ class PoissonRun {
   SCATTER_ALWAYS_INLINE unsigned ShellGroupUntaken(
       const ShellDirectionTable& directions, std::uint64_t visit_key, int i,
       const double* p, double* cx, double* cy) const {
-    std::uint64_t bits[4];
-    for (int j = 0; j < 4; ++j) {
+    // Four draws, written out: as a loop over an array, GCC 12 keeps the
+    // products in memory.
+    auto draw = [&](int j) {
       CounterRng rng(visit_key, static_cast<std::uint64_t>(i + j)
                                     << kBlockShift);
-      bits[j] = rng.Next();
-    }
+      return rng.Next();
+    };
+    const std::uint64_t bits[4] = {draw(0), draw(1), draw(2), draw(3)};
     // The directions' (cos, sin) pairs, two to a register, then sorted
     // into the cosines and the sines.
     auto pair = [&](int j) {
@@ -1972,6 +1974,8 @@ class PoissonRun {
   HugePageVector<std::uint64_t> taken_;
   std::uint64_t taken_row_bits_ = 0;
   bool taken_in_lanes_ = false;  // ShellGroupUntaken may serve the run.
+  // Classic 2D candidates' directions (UnitShellPoint2d).
+  const ShellDirectionTable* shell_directions_ = &ShellDirections2d();
   const TakenStencil2d* taken_stencil_ =
       kTaken ? &TakenStencil2d::Get() : nullptr;
   const CoverStencil2d* stencil_ = &CoverStencil2d::Get();

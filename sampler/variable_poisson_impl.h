@@ -1065,7 +1065,7 @@ class VariableRun {
     const double rc_hi = MaxRadiusNear(p, rho);
     const bool interior = InteriorWithin(p, rho);
     Gather(p, rho, rc_hi);
-    const ShellDirectionTable& shell_directions = ShellDirections2d();
+    const ShellDirectionTable& shell_directions = *shell_directions_;
     for (std::uint64_t visit = 0;; ++visit) {
       const std::uint64_t visit_key =
           Combine(Combine(candidate_key_, index), visit);
@@ -1628,6 +1628,8 @@ class VariableRun {
   std::uint64_t dormant_left_ = 0;  // Over every level.
   double max_extra_ = 0;
   std::uint64_t candidate_key_ = 0;
+  // Classic 2D candidates' directions (UnitShellPoint2d).
+  const ShellDirectionTable* shell_directions_ = &ShellDirections2d();
   std::uint64_t gap_key_ = 0;
   std::vector<std::array<double, 2>> circle_;
   std::vector<std::array<double, 3>> sphere_;
