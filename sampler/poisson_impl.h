@@ -187,12 +187,27 @@ class PoissonRun {
       if constexpr (D == 2) {
         circle_ = CircleDirections(attempts_);
         woken_circle_ = CircleDirections(kWokenDirections * attempts_);
+        circle_lanes_ = Lanes(circle_);
+        woken_lanes_ = Lanes(woken_circle_);
       } else {
         sphere_ = SphereDirections(attempts_);
         woken_sphere_ = SphereDirections(kWokenDirections * attempts_);
       }
       step_ = r_ * (1 + eps);
     }
+  }
+
+  // Directions as x and y arrays, padded with zeros to a multiple of 4.
+  static std::array<std::vector<double>, 2> Lanes(
+      const std::vector<std::array<double, 2>>& directions) {
+    std::array<std::vector<double>, 2> lanes;
+    for (int a = 0; a < 2; ++a) {
+      lanes[a].assign((directions.size() + 3) & ~std::size_t{3}, 0.0);
+      for (std::size_t i = 0; i < directions.size(); ++i) {
+        lanes[a][i] = directions[i][a];
+      }
+    }
+    return lanes;
   }
 
   absl::Status Run() {
@@ -802,7 +817,7 @@ class PoissonRun {
   // cells a side, not 5 (with a margin of 1e-6 r, far more than the
   // rounding of u where taken marks are kept). Every cell is read, empty
   // ones NaN: no branch on which cells hold a point.
-  bool GridConflict(const double* c) const {
+  SCATTER_ALWAYS_INLINE bool GridConflict(const double* c) const {
     std::int64_t first[2], last[2];
     for (int a = 0; a < 2; ++a) {
       const auto i = static_cast<std::int64_t>(AxisCell(a, c[a]));
@@ -1113,6 +1128,15 @@ class PoissonRun {
       if (kTaken && PollStop(directions.size())) return;
       const TakenView taken = Taken();
       const bool interior = interior_;
+#ifdef SCATTER_POISSON_AVX2
+      if constexpr (kTaken) {
+        if (interior && taken_in_lanes_) {
+          DenseGroups(p, u, v, Woken(index) ? woken_lanes_ : circle_lanes_,
+                      directions.size(), taken);
+          return;
+        }
+      }
+#endif
       for (const auto& d : directions) {
         c[0] = p[0] + step_ * (u * d[0] - v * d[1]);
         c[1] = p[1] + step_ * (v * d[0] + u * d[1]);
@@ -1206,6 +1230,46 @@ class PoissonRun {
   }
 
 #ifdef SCATTER_POISSON_AVX2
+  // VisitDense's loop for an interior visit with taken marks, four
+  // directions at a time: the candidates placed as the scalar loop places
+  // them, operation for operation, and looked up in the marks in lanes
+  // (UntakenLanes). Marks are only ever set, so a candidate its lane finds
+  // taken stays taken; the others go through AcceptIfUntaken in index
+  // order, which reads the marks again (an earlier one of the four may
+  // have been accepted). `lanes`: the directions' x and y, padded to a
+  // multiple of 4.
+  void DenseGroups(const double* p, double u, double v,
+                   const std::array<std::vector<double>, 2>& lanes,
+                   std::size_t count, const TakenView& taken) {
+    const __m256d step = _mm256_set1_pd(step_);
+    const __m256d vu = _mm256_set1_pd(u);
+    const __m256d vv = _mm256_set1_pd(v);
+    const __m256d p0 = _mm256_set1_pd(p[0]);
+    const __m256d p1 = _mm256_set1_pd(p[1]);
+    for (std::size_t i = 0; i < count; i += 4) {
+      const __m256d dx = _mm256_loadu_pd(&lanes[0][i]);
+      const __m256d dy = _mm256_loadu_pd(&lanes[1][i]);
+      const __m256d c0 = _mm256_add_pd(
+          p0, _mm256_mul_pd(step, _mm256_sub_pd(_mm256_mul_pd(vu, dx),
+                                                _mm256_mul_pd(vv, dy))));
+      const __m256d c1 = _mm256_add_pd(
+          p1, _mm256_mul_pd(step, _mm256_add_pd(_mm256_mul_pd(vv, dx),
+                                                _mm256_mul_pd(vu, dy))));
+      unsigned open = UntakenLanes(c0, c1);
+      if (count - i < 4) open &= (1u << (count - i)) - 1;
+      if (open == 0) continue;
+      alignas(32) double cx[4], cy[4];
+      _mm256_store_pd(cx, c0);
+      _mm256_store_pd(cy, c1);
+      for (; open != 0; open &= open - 1) {
+        const int j = __builtin_ctz(open);
+        const double c[2] = {cx[j], cy[j]};
+        AcceptIfUntaken(taken, true, c);
+        if (!halt_.ok()) return;
+      }
+    }
+  }
+
   // Classic 2D candidates i to i + 3 of a visit in AVX2 lanes: each drawn
   // as UnitShellPoint2d draws it and placed at p + r v, operation for
   // operation as VisitClassic's scalar loop does (so the same bits), into
@@ -1273,7 +1337,14 @@ class PoissonRun {
                              _mm256_add_pd(sines, _mm256_mul_pd(cosines, t)))));
     _mm256_store_pd(cx, c0);
     _mm256_store_pd(cy, c1);
-    // The marks: piece (x, y) is bit y row_bits + x.
+    return UntakenLanes(c0, c1);
+  }
+
+  // Which of the four places (x in c0, y in c1, each in the box) lie in a
+  // piece the taken marks do not hold (bit j for lane j), looked up as
+  // TakenView looks, given taken_in_lanes_.
+  SCATTER_ALWAYS_INLINE unsigned UntakenLanes(__m256d c0, __m256d c1) const {
+    // Piece (x, y) is bit y row_bits + x.
     const __m256d inv_h = _mm256_set1_pd(kTakenSplit * inv_cell_);
     const __m128i x = _mm256_cvttpd_epi32(
         _mm256_mul_pd(_mm256_sub_pd(c0, _mm256_set1_pd(lo_[0])), inv_h));
@@ -1918,6 +1989,9 @@ class PoissonRun {
   std::uint64_t gap_key_ = 0;
   std::vector<std::array<double, 2>> circle_;
   std::vector<std::array<double, 2>> woken_circle_;
+  // The same as x and y arrays padded to a multiple of 4 (DenseGroups).
+  std::array<std::vector<double>, 2> circle_lanes_;
+  std::array<std::vector<double>, 2> woken_lanes_;
   std::vector<std::array<double, 3>> woken_sphere_;
   std::vector<std::array<double, 3>> sphere_;
 
