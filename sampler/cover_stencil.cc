@@ -223,7 +223,7 @@ TakenStencil2d BuildTaken() {
   constexpr int kQ = TakenStencil2d::kClasses;
   constexpr int kRows = TakenStencil2d::kRows;
   TakenStencil2d t;
-  t.runs.assign(static_cast<std::size_t>(kQ * kQ * kRows), {1, 0});
+  t.runs.assign(static_cast<std::size_t>(kQ * kQ * kRows), {1, 0, 0});
   const double radius = TakenStencil2d::Radius();
   const double r2 = radius * radius * (1 - 1e-6);
   const double q = 1.0 / kQ;
@@ -242,7 +242,8 @@ TakenStencil2d BuildTaken() {
         const auto x1 = static_cast<int>(std::floor(w - 1 + qx * q));
         if (x0 > x1) continue;
         t.runs[static_cast<std::size_t>((qy * kQ + qx) * kRows + k)] = {
-            static_cast<std::int8_t>(x0), static_cast<std::int8_t>(x1)};
+            static_cast<std::int8_t>(x0), static_cast<std::int8_t>(x1),
+            static_cast<std::uint16_t>((1u << (x1 - x0 + 1)) - 1)};
       }
     }
   }

@@ -83,6 +83,8 @@ struct TakenStencil2d {
   static constexpr int kRows = 2 * kReach + 1;
   struct Run {
     std::int8_t x0, x1;  // Empty when x0 > x1.
+    // Bits 0 to x1 - x0 set: the run's pieces from x0 on; 0 when empty.
+    std::uint16_t mask;
   };
   // kRows runs per class, at (qy * kClasses + qx) * kRows.
   std::vector<Run> runs;

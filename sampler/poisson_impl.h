@@ -763,14 +763,13 @@ class PoissonRun {
       // Most points: no run needs clipping, and each (at most 12 pieces)
       // is one or two word writes, without a branch (an empty run's mask
       // is 0). The word after a row's last piece is its spare.
-      std::uint64_t row =
-          static_cast<std::uint64_t>(iy - kReach) * taken_row_bits_ +
-          static_cast<std::uint64_t>(ix);
-      for (int k = 0; k < TakenStencil2d::kRows; ++k, row += taken_row_bits_) {
+      const std::uint64_t row_bits = taken_row_bits_;
+      std::uint64_t row = static_cast<std::uint64_t>(iy - kReach) * row_bits +
+                          static_cast<std::uint64_t>(ix);
+      for (int k = 0; k < TakenStencil2d::kRows; ++k, row += row_bits) {
         const std::uint64_t first =
             row + static_cast<std::uint64_t>(std::int64_t{run[k].x0});
-        const int len = std::max(0, run[k].x1 - run[k].x0 + 1);
-        const std::uint64_t mask = (std::uint64_t{1} << len) - 1;
+        const std::uint64_t mask = run[k].mask;
         const unsigned shift = static_cast<unsigned>(first & 63);
         bits[first >> 6] |= mask << shift;
         // Two shifts: shift 0 carries nothing into the next word.

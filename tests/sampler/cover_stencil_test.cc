@@ -166,6 +166,13 @@ TEST(CoverStencilTest, TakenRunsHoldExactlyThePiecesEveryCentreCovers) {
   for (int qy = 0; qy < kQ; ++qy) {
     for (int qx = 0; qx < kQ; ++qx) {
       const TakenStencil2d::Run* rows = s.Rows(qx, qy);
+      // Each run's mask holds its pieces from x0 on, and nothing when empty.
+      for (int k = 0; k < TakenStencil2d::kRows; ++k) {
+        const unsigned want = rows[k].x0 > rows[k].x1
+                                  ? 0u
+                                  : (1u << (rows[k].x1 - rows[k].x0 + 1)) - 1;
+        EXPECT_EQ(rows[k].mask, want) << qx << ", " << qy << ", row " << k;
+      }
       for (int dy = -10; dy <= 10; ++dy) {
         const int k = dy + TakenStencil2d::kReach;
         const bool listed = k >= 0 && k < TakenStencil2d::kRows;
