@@ -89,7 +89,10 @@ class FileWriter : public PointWriter {
           }
           absl::StrAppend(&buffer_, ",\"layer\":", batch.layer(i), ",\"radius\":");
           put(batch.radius(i));
-          absl::StrAppend(&buffer_, ",\"id\":", batch.id(i), ",\"yaw\":");
+          // A string, as protobuf's JSON mapping writes 64-bit integers: JSON
+          // readers that hold numbers as doubles (JavaScript, jq) would
+          // round an id past 2^53.
+          absl::StrAppend(&buffer_, ",\"id\":\"", batch.id(i), "\",\"yaw\":");
           put(batch.yaw(i));
           buffer_ += ",\"scale\":";
           put(batch.scale(i));
@@ -215,6 +218,10 @@ absl::StatusOr<v1::PointBatch> ReadText(Format format, const std::string& path) 
         const std::size_t colon = part.find(':');
         std::string value(part.substr(colon + 1));
         if (!value.empty() && value.back() == '}') value.pop_back();
+        // The id is a quoted string.
+        if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+          value = value.substr(1, value.size() - 2);
+        }
         fields.push_back(value);
       }
       dims = absl::StrContains(line, "\"z\":") ? 3 : 2;

@@ -6,8 +6,10 @@
 // same double), so a point read back is the point that was sent.
 //
 //   csv    header x,y[,z],layer,radius,id,yaw,scale then one line per point
-//   jsonl  {"x":..,"y":..[,"z":..],"layer":..,"radius":..,"id":..,
-//          "yaw":..,"scale":..} per line
+//   jsonl  {"x":..,"y":..[,"z":..],"layer":..,"radius":..,"id":"..",
+//          "yaw":..,"scale":..} per line; the id is a decimal string, as
+//          in protobuf's JSON mapping (JSON readers that hold numbers as
+//          doubles would round it)
 //   ply    binary_little_endian 1.0, element vertex with double x, y, z
 //          (z = 0 in 2D), uint layer, double radius, uint id_lo, uint id_hi
 //          (PLY has no 64-bit integer), double yaw, double scale

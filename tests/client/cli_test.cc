@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
@@ -28,6 +29,8 @@
 #include "client/output.h"
 #include "client/report.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "sampler/layers.h"
 #include "sampler/raster.h"
@@ -149,6 +152,46 @@ TEST(CliTest, EveryFormatRoundTrips) {
   // stdout works too, and is the same bytes as a file.
   CommandResult to_stdout = Scatter({"run", job, "--local"});
   EXPECT_EQ(to_stdout.out, Slurp(csv));
+}
+
+// JSON lines are read by tools that hold every JSON number as a double
+// (JavaScript's JSON.parse, jq): ids, 64-bit, must come through them
+// exactly, so they are strings, as in protobuf's JSON mapping. A
+// google.protobuf.Struct reads numbers as doubles too.
+TEST(CliTest, JsonLinesIdsSurviveAReaderOfDoubles) {
+  const std::string job = kExamples + "/three_layers.json";
+  const std::string csv = Temp("ids.csv");
+  const std::string jsonl = Temp("ids.jsonl");
+  ASSERT_EQ(Scatter({"run", job, "--local", "--out=" + csv}).exit_code, 0);
+  ASSERT_EQ(Scatter({"run", job, "--local", "--format=jsonl", "--out=" + jsonl})
+                .exit_code,
+            0);
+  auto reference = ReadPoints(Format::kCsv, csv);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  std::ifstream in(jsonl);
+  std::string line;
+  int i = 0;
+  int past_2_53 = 0;
+  while (std::getline(in, line)) {
+    ASSERT_LT(i, reference->id_size());
+    google::protobuf::Struct object;
+    ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(line, &object).ok())
+        << line;
+    const google::protobuf::Value& id = object.fields().at("id");
+    std::uint64_t read = 0;
+    if (id.kind_case() == google::protobuf::Value::kStringValue) {
+      ASSERT_TRUE(absl::SimpleAtoi(id.string_value(), &read)) << line;
+    } else {
+      // What such a reader gets from a bare number.
+      read = static_cast<std::uint64_t>(id.number_value());
+    }
+    const std::uint64_t want = reference->id(i);
+    past_2_53 += want > (std::uint64_t{1} << 53);
+    ASSERT_EQ(read, want) << "point " << i << ": " << line;
+    ++i;
+  }
+  EXPECT_EQ(i, reference->id_size());
+  EXPECT_GT(past_2_53, 0);
 }
 
 // The names in a directory, sorted ("." and ".." too); empty when it
