@@ -45,6 +45,18 @@ absl::Status Positive(const char* name, absl::Duration value) {
       absl::StrCat(name, " must be > 0, got ", absl::FormatDuration(value)));
 }
 
+// Durations gRPC takes in whole milliseconds (Millis() above): a positive
+// one under a millisecond would reach it as 0 (a max_connection_age of 0
+// sends every connection GOAWAY as it opens).
+absl::Status WholeMillis(const char* name, absl::Duration value) {
+  if (value >= absl::Milliseconds(1)) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(name,
+                   " must be > 0 and at least 1ms (gRPC counts it in "
+                   "milliseconds), got ",
+                   absl::FormatDuration(value)));
+}
+
 absl::Status NotNegative(const char* name, absl::Duration value) {
   if (value >= absl::ZeroDuration()) return absl::OkStatus();
   return absl::InvalidArgumentError(
@@ -86,9 +98,9 @@ absl::Status CheckOptions(const ServerOptions& options) {
            AtLeast("max_request_bytes", options.max_request_bytes, 1),
            Positive("max_call_duration", service.max_call_duration),
            NotNegative("grace_period", options.grace_period),
-           Positive("keepalive_time", options.keepalive_time),
-           Positive("keepalive_timeout", options.keepalive_timeout),
-           Positive("max_connection_age", options.max_connection_age),
+           WholeMillis("keepalive_time", options.keepalive_time),
+           WholeMillis("keepalive_timeout", options.keepalive_timeout),
+           WholeMillis("max_connection_age", options.max_connection_age),
            NotNegative("max_connection_age_grace",
                        options.max_connection_age_grace),
        }) {

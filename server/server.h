@@ -52,7 +52,8 @@ struct ServerOptions {
 };
 
 // InvalidArgument when a limit or duration is out of range: a count or size
-// that must be positive is not, or a duration is negative. The message
+// that must be positive is not, a duration is negative, or one gRPC takes
+// in milliseconds (keepalive, max_connection_age) is under 1ms. The message
 // starts with the option's name, which is also scatterd's flag name
 // ("max_streams must be in [1, 100000], got 0").
 absl::Status CheckOptions(const ServerOptions& options);

@@ -115,6 +115,12 @@ TEST(ScatterdTest, OutOfRangeLimitFlagsAreRefusedNamingTheFlag) {
                      "--memory_budget_bytes must be >= 1024"},
            std::pair{"--max_grid_bytes=5", "--max_grid_bytes must be >= 1024"},
            std::pair{"--keepalive_time=0s", "--keepalive_time must be > 0"},
+           // gRPC takes these in whole milliseconds: 500us would be 0, and
+           // a max_connection_age of 0 closes every connection at once.
+           std::pair{"--max_connection_age=500us",
+                     "--max_connection_age must be > 0 and at least 1ms"},
+           std::pair{"--keepalive_time=999us",
+                     "--keepalive_time must be > 0 and at least 1ms"},
            std::pair{"--raster_cache_bytes=1000",
                      "--raster_cache_bytes must be >= 447392424, what a "
                      "8192 x 8192 raster"},
