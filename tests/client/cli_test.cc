@@ -450,6 +450,24 @@ TEST(CliTest, ReportStatesTheMeasures) {
   EXPECT_THAT(run.err, HasSubstr("M points/s"));
 }
 
+// The report's time and speed are the run's: the preview is drawn after
+// it (a large one takes seconds where three_layers samples in
+// milliseconds), and counting it made the speed 90 times too low.
+TEST(CliTest, ReportTimesTheRunWithoutThePreview) {
+  const absl::Time start = absl::Now();
+  CommandResult run = Scatter(
+      {"run", kExamples + "/three_layers.json", "--local", "--out=/dev/null",
+       "--report", "--preview=" + Temp("timed.png"), "--preview_size=8192"});
+  const double wall = absl::ToDoubleSeconds(absl::Now() - start);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  double seconds = -1;
+  ASSERT_EQ(
+      std::sscanf(run.err.c_str(), "report: %*d points in %lf s", &seconds), 1)
+      << run.err;
+  // The 8192 x 8192 preview takes most of the command's time.
+  EXPECT_LT(seconds, wall / 2) << run.err;
+}
+
 TEST(CliTest, HealthTellsALiveServerFromADeadOne) {
   Scatterd scatterd({});
   const std::string address = absl::StrCat("127.0.0.1:", scatterd.port());
