@@ -1160,8 +1160,9 @@ class PoissonRun {
     }
   }
 
-  // Classic: candidates uniform in the annulus (shell) [r, 2r], by
-  // rejection from the cube [-2r, 2r]^D. A visit ends at the first accepted
+  // Classic: candidates uniform in the annulus (shell) [r, 2r]: in 2D from
+  // one draw each (UnitShellPoint2d), in 3D by rejection from the cube
+  // [-2r, 2r]^3 (UnitShellPoint). A visit ends at the first accepted
   // candidate and the point stays active; it retires after a visit of k
   // failures.
   // The loop keeps what a visit reads in locals (the list changes only
