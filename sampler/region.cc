@@ -622,6 +622,15 @@ Region::Overlap Region::Classify(const double* lo, const double* hi) const {
   }
   if (most < mask_threshold_) return Overlap::kOutside;
   if (within && least >= mask_threshold_) return shape;
+  // Across a sharp edge (a 0/1 mask) the pixels say 0 to 1 however small
+  // the box, and every piece near the edge would be partial down to the
+  // gap search's deepest level; a box over at most 2 x 2 bilinear patches
+  // is bounded by the interpolation itself, so only the pieces the
+  // threshold's contour crosses stay partial.
+  if (mask_->PatchBounds(lo[0], lo[1], hi[0], hi[1], &least, &most)) {
+    if (most < mask_threshold_) return Overlap::kOutside;
+    if (within && least >= mask_threshold_) return shape;
+  }
   return Overlap::kPartial;
 }
 

@@ -44,8 +44,11 @@ namespace scatter::sampler {
 //     of 2^12, turned by a fraction of a step, and a radius by square
 //     root), where it drew from the square [-2, 2)^2 until a draw landed
 //     in the annulus. Every classic 2D run changed (constant and variable
-//     radius, layers, tiles); dense runs and classic 3D give the points of
-//     5.
+//     radius, layers, tiles). And a mask classifies a box over at most
+//     2 x 2 bilinear patches by the interpolation (Raster::PatchBounds),
+//     not by the pixels' bounds alone, so fewer gap pieces near its edges
+//     are partial: masked runs may place gap points elsewhere. Other
+//     dense and classic 3D runs give the points of 5.
 inline constexpr std::uint32_t kAlgorithmVersion = 6;
 
 }  // namespace scatter::sampler

@@ -448,6 +448,50 @@ TEST(MaskTest, PointsStayWhereTheMaskIsBrightAndFillIt) {
   }
 }
 
+// A sharp 2 x 2 mask over [0, 100]^2, dark on the left and bright on the
+// right: bilinear, it rises from 0 at x = 25 to 1 at x = 75 and crosses
+// 0.5 at x = 50. Small boxes away from x = 50 are inside or outside, not
+// partial (the pixels alone say 0 to 1 for any box: before, every such
+// box was partial, and a gap search went to its deepest level over the
+// whole square: 4 422 points took 8 s), and whatever Classify says is
+// certain: every probe of an inside box is in the region, none of an
+// outside one.
+TEST(MaskTest, SmallBoxesAcrossASharpMaskAreClassifiedByTheInterpolation) {
+  const std::vector<std::uint8_t> bytes = {0, 255, 0, 255};
+  const auto mask = std::make_shared<const Raster>(*Raster::FromRaw(
+      RasterFormat::kU8, 2, 2, bytes, {0, 0, 100, 100}, 1 << 20));
+  const Region region =
+      *Region::FromBox(*Box::Create(2, {0, 0, 0}, {100, 100, 0}))
+           .Masked(mask, 0.5);
+  auto classify = [&](double x0, double y0, double x1, double y1) {
+    const double lo[2] = {x0, y0}, hi[2] = {x1, y1};
+    return region.Classify(lo, hi);
+  };
+  EXPECT_EQ(classify(10, 10, 11, 11), Region::Overlap::kOutside);
+  EXPECT_EQ(classify(48, 70, 49.9, 71), Region::Overlap::kOutside);
+  EXPECT_EQ(classify(60, 20, 61, 21), Region::Overlap::kInside);
+  EXPECT_EQ(classify(50.1, 90, 52, 92), Region::Overlap::kInside);
+  EXPECT_EQ(classify(49.5, 40, 50.5, 41), Region::Overlap::kPartial);
+  // Boxes up to 4 wide anywhere, 1 000 probes each.
+  CounterRng rng(0x5ca77e4);
+  int certain = 0;
+  for (int k = 0; k < 2000; ++k) {
+    const double x0 = rng.Uniform01() * 98, y0 = rng.Uniform01() * 98;
+    const double w = rng.Uniform01() * 2, h = rng.Uniform01() * 2;
+    const Region::Overlap overlap = classify(x0, y0, x0 + w, y0 + h);
+    if (overlap == Region::Overlap::kPartial) continue;
+    ++certain;
+    for (int i = 0; i < 1000; ++i) {
+      const double p[2] = {x0 + rng.Uniform01() * w, y0 + rng.Uniform01() * h};
+      ASSERT_EQ(region.Contains(p), overlap == Region::Overlap::kInside)
+          << "box (" << x0 << ", " << y0 << ") + (" << w << ", " << h
+          << "), probe (" << p[0] << ", " << p[1] << ")";
+    }
+  }
+  // All but the boxes within 2 of x = 50 (about 4 %).
+  EXPECT_GT(certain, 1800);
+}
+
 TEST(MaskTest, BadMaskIsInvalidArgument) {
   const Region box = Region::FromBox(*Box::Create(2, {0, 0, 0}, {1, 1, 0}));
   EXPECT_EQ(box.Masked(HalfMask(), 1.5).status().code(),
