@@ -634,6 +634,19 @@ Region::Overlap Region::Classify(const double* lo, const double* hi) const {
   return Overlap::kPartial;
 }
 
+bool Region::MaskExcludes(const double* lo, const double* hi,
+                          std::size_t max_pixels) const {
+  if (mask_ == nullptr) return false;
+  const RasterRect& r = mask_->rect();
+  if (hi[0] < r.x0 || lo[0] > r.x1 || hi[1] < r.y0 || lo[1] > r.y1) {
+    return true;
+  }
+  double least = 0, most = 0;
+  return mask_->Bounds(lo[0], lo[1], hi[0], hi[1], &least, &most,
+                       max_pixels) &&
+         most < mask_threshold_;
+}
+
 Region::Overlap Region::ClassifyShape(const double* lo,
                                       const double* hi) const {
   for (int a = 0; a < dims(); ++a) {

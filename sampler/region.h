@@ -99,6 +99,13 @@ class Region {
   enum class Overlap { kInside, kOutside, kPartial };
   Overlap Classify(const double* lo, const double* hi) const;
 
+  // Whether the mask leaves nothing of the box [lo, hi]: its pixels there
+  // (Raster::Bounds, at most max_pixels of them, else false) are all below
+  // the threshold, or the box misses the mask's rectangle. False without a
+  // mask.
+  bool MaskExcludes(const double* lo, const double* hi,
+                    std::size_t max_pixels) const;
+
  private:
   enum class Kind { kBox, kBall, kPolygons };
   Region(Kind kind, const Box& bounds) : kind_(kind), bounds_(bounds) {}

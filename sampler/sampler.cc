@@ -329,9 +329,28 @@ absl::StatusOr<Sampler> Sampler::Create(const Region& region,
           variable ? o.radius_max : 0, IsPoisson(o.method) ? &box : nullptr));
 }
 
+bool Sampler::NothingToPlace() const {
+  const Box& box = region_.bounds();
+  double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+  for (int a = 0; a < box.dims(); ++a) {
+    lo[a] = box.min(a);
+    hi[a] = box.max(a);
+  }
+  bool covered = false, reaches = false;
+  obstacles_->Classify(lo, hi, &covered, &reaches);
+  // Reading the mask's pixels over the bounds costs less than the run's
+  // grid would, up to a few million of them.
+  constexpr std::size_t kMaxMaskPixels = std::size_t{1} << 22;
+  return covered || region_.MaskExcludes(lo, hi, kMaxMaskPixels);
+}
+
 absl::Status Sampler::Run(BatchSink sink,
                           absl::FunctionRef<bool()> stop) const {
   internal::BatchWriter out(region_.dims(), options_, sink);
+  // Nothing to fill: no grid to allocate and scan (a 5 000 x 5 000 box
+  // under a mask dark everywhere took 4 s to give no point, a 10 000 x
+  // 10 000 box inside one obstacle's clearance 13 s).
+  if (NothingToPlace()) return absl::OkStatus();
   absl::Status status;
   if (options_.density != nullptr) {
     status = internal::RunVariablePoisson(region_, *obstacles_, options_, &out,

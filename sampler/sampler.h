@@ -228,6 +228,11 @@ class Sampler {
           std::shared_ptr<const internal::ObstacleIndex> obstacles)
       : region_(region), options_(options), obstacles_(std::move(obstacles)) {}
 
+  // Whether no place in the region's bounds can take a point, as far as
+  // cheap tests tell: the bounds lie inside one obstacle's clearance, or
+  // the mask is dark over all of them.
+  bool NothingToPlace() const;
+
   Region region_;
   SamplerOptions options_;
   std::shared_ptr<const internal::ObstacleIndex>
