@@ -455,10 +455,13 @@ bool operator<(GeneratorKey a, GeneratorKey b) {
 std::vector<GeneratorKey> TileWorld::Dependencies(GeneratorKey key) const {
   std::vector<GeneratorKey> deps;
   for (TileCoord n : LowerNeighbours(key.tile)) deps.push_back({n, key.layer});
-  if (key.layer > 0) {
+  // Every earlier layer, not only the one before: a plan that stops at a
+  // cached generator of the layer before must still find (or make) the
+  // layers before that, which Generate reads too.
+  for (int l = 0; l < key.layer; ++l) {
     for (std::int64_t dy = -1; dy <= 1; ++dy) {
       for (std::int64_t dx = -1; dx <= 1; ++dx) {
-        deps.push_back({{key.tile.x + dx, key.tile.y + dy}, key.layer - 1});
+        deps.push_back({{key.tile.x + dx, key.tile.y + dy}, l});
       }
     }
   }

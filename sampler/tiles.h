@@ -279,9 +279,9 @@ class TileWorld {
       absl::Span<const GeneratedPoints* const> earlier,
       absl::FunctionRef<bool()> stop) const;
 
-  // The generators `key` reads directly: its layer of the lower-colour
-  // neighbours, and the layer before of the 3 x 3 tiles around it (which
-  // read the layers before that).
+  // The generators `key` reads directly, as Generate takes them: its layer
+  // of the lower-colour neighbours (in the order LowerNeighbours lists
+  // them), then every earlier layer of the 3 x 3 tiles around it.
   std::vector<GeneratorKey> Dependencies(GeneratorKey key) const;
 
   // The lower-colour tiles among t's 8 neighbours, in a fixed order.

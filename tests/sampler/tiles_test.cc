@@ -1006,6 +1006,34 @@ TEST(TilesTest, PlansOverTheLimitAreRefusedBeforeAnyWork) {
   EXPECT_EQ(sent, 2);
 }
 
+// Tile (2, 0) after tile (0, 0), from one cache: its layer 2 generators
+// read layers 0 and 1 around them, and the cache holds some of those
+// layer 1 generators (made for tile (0, 0)) but not every layer 0
+// generator the layer 2 ones read. The plan must find or make those too:
+// it stopped at the cached layer 1 generators, and a layer 2 generator
+// then asked for a layer 0 generator it did not have (std::out_of_range,
+// which ended the process).
+TEST(TilesTest, AWarmCacheServesALaterTileOfThreeLayers) {
+  const WorldSpec spec = ThreeLayers();
+  std::shared_ptr<const TileWorld> world = MakeWorld(spec);
+  GeneratorCache cache(std::size_t{1} << 30);
+  ThreadPool pool(2);
+  for (TileCoord t : {TileCoord{0, 0}, TileCoord{2, 0}}) {
+    GeneratedPoints got;
+    const absl::Status status = world->Serve(
+        std::vector<TileCoord>{t}, &cache, &pool,
+        [&](const TilePoints& p) {
+          got = p.points;
+          return true;
+        },
+        [] { return false; });
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_EQ(Digest(got), Digest(ServeFresh(spec, {t}).at(t)))
+        << "tile " << t.x << ", " << t.y;
+  }
+  EXPECT_GT(cache.stats().hits, 0u) << "the second tile found none";
+}
+
 TEST(TilesTest, StopAndSinkEndTheWork) {
   std::shared_ptr<const TileWorld> world = MakeWorld(OneLayer(1, 20, 8));
   GeneratorCache cache(std::size_t{1} << 30);
