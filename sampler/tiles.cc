@@ -32,6 +32,16 @@ constexpr std::int64_t kMaxTileIndex = std::int64_t{1} << 31;
 // with the whole block at once).
 constexpr std::size_t kChunkTiles = 64;
 
+// What GeneratedPoints::bytes() gives for a generator of `points` points
+// once done (shrunk to fit, by_tile set): the struct, coordinates, radius,
+// yaw and scale, layer, id and by_tile. A generator being made is counted
+// at this much for the points it has.
+std::size_t DoneBytes(int dims, std::size_t points) {
+  return sizeof(GeneratedPoints) +
+         points * ((static_cast<std::size_t>(dims) + 3) * sizeof(double) +
+                   2 * sizeof(std::uint32_t) + sizeof(std::uint64_t));
+}
+
 double Spacing(const SamplerOptions& o) {
   return o.density != nullptr ? o.radius_max : o.radius;
 }
@@ -534,6 +544,7 @@ absl::Status TileWorld::RunLayer(std::size_t layer_index, const Region& region,
                                  TileCoord t, bool border_pass,
                                  std::vector<Obstacle> obstacles,
                                  absl::FunctionRef<bool()> stop, KeepFn keep,
+                                 absl::FunctionRef<bool(std::size_t)> progress,
                                  GeneratedPoints* out) const {
   SamplerOptions o = spec_.layers[layer_index].options;
   o.obstacles = std::move(obstacles);
@@ -550,12 +561,17 @@ absl::Status TileWorld::RunLayer(std::size_t layer_index, const Region& region,
                      sampler.status().message()));
   }
   const auto d = static_cast<std::size_t>(dims_);
+  std::vector<std::size_t> kept;
   return sampler->Run(
       [&](const PointBatch& b) {
-        out->Reserve(out->size() + b.size());
+        kept.clear();
         for (std::size_t i = 0; i < b.size(); ++i) {
+          if (keep(&b.coords[i * d], b.id[i])) kept.push_back(i);
+        }
+        if (!progress(out->size() + kept.size())) return false;
+        out->Reserve(out->size() + kept.size());
+        for (std::size_t i : kept) {
           const double* p = &b.coords[i * d];
-          if (!keep(p, b.id[i])) continue;
           out->coords.insert(out->coords.end(), p, p + d);
           out->radius.push_back(b.radius[i]);
           out->layer.push_back(b.layer[i]);
@@ -572,6 +588,14 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
     GeneratorKey key, absl::Span<const GeneratedPoints* const> lower,
     absl::Span<const GeneratedPoints* const> earlier,
     absl::FunctionRef<bool()> stop) const {
+  return Generate(key, lower, earlier, stop, [](std::size_t) { return true; });
+}
+
+absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
+    GeneratorKey key, absl::Span<const GeneratedPoints* const> lower,
+    absl::Span<const GeneratedPoints* const> earlier,
+    absl::FunctionRef<bool()> stop,
+    absl::FunctionRef<bool(std::size_t)> progress) const {
   const TileCoord t = key.tile;
   const auto li = static_cast<std::size_t>(key.layer);
   const double R = r_max_;
@@ -701,7 +725,7 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
         CounterRng rng(Combine(keep_key, id));
         return rng.Uniform01() * keep_band < keep_band - d;
       },
-      out.get());
+      progress, out.get());
   if (!status.ok()) return status;
   if (border_area.has_value()) {
     // 2. The gaps the ramp left, outside the higher-colour bands: the
@@ -718,7 +742,7 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
     }
     status = RunLayer(
         li, *border_area, t, true, std::move(border_obstacles), stop,
-        [](const double*, std::uint64_t) { return true; }, out.get());
+        [](const double*, std::uint64_t) { return true; }, progress, out.get());
     if (!status.ok()) return status;
   }
   // The cache counts capacity: give back what growth left over.
@@ -766,55 +790,63 @@ void TileWorld::GroupByTile(GeneratedPoints* g) const {
   }
 }
 
-absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
-    absl::Span<const TileCoord> chunk, const std::vector<GeneratorKey>& list,
-    GeneratorMap& have, std::size_t budget, ThreadPool* pool,
+absl::StatusOr<TileWorld::RoundResult> TileWorld::ServeRound(
+    absl::Span<const TileCoord> round, const std::vector<GeneratorKey>& list,
+    GeneratorMap found, GeneratorCache* cache, ThreadPool* pool,
     absl::FunctionRef<bool(const TilePoints&)> sink,
-    absl::FunctionRef<bool()> stop) const {
-  // Each generator waits for those it reads that are in the list; the rest
-  // are in `have` already.
+    absl::FunctionRef<bool()> stop, HoldFn hold) const {
+  // Generators [0, n) are the list's, to make; the rest were found in the
+  // cache.
   const std::size_t n = list.size();
+  std::vector<GeneratorKey> keys = list;
+  std::vector<std::shared_ptr<const GeneratedPoints>> alive(n);
+  for (auto& entry : found) {
+    keys.push_back(entry.first);
+    alive.push_back(std::move(entry.second));
+  }
+  found.clear();
   std::map<GeneratorKey, std::size_t> index;
-  for (std::size_t i = 0; i < n; ++i) index[list[i]] = i;
+  for (std::size_t i = 0; i < keys.size(); ++i) index[keys[i]] = i;
+  // Each generator waits for those it reads that are in the list. uses[j]:
+  // the generators still to make and the tiles still to send that read
+  // generator j; at 0 the round lets it go, and only the cache keeps it.
+  std::vector<int> uses(keys.size(), 0);
   std::vector<int> waiting(n, 0);
   std::vector<std::vector<std::size_t>> dependents(n);
   for (std::size_t i = 0; i < n; ++i) {
     for (GeneratorKey v : Dependencies(list[i])) {
-      auto it = index.find(v);
-      if (it == index.end()) continue;
-      ++waiting[i];
-      dependents[it->second].push_back(i);
+      const std::size_t j = index.at(v);
+      ++uses[j];
+      if (j < n) {
+        ++waiting[i];
+        dependents[j].push_back(i);
+      }
     }
   }
-  // need[i]: the first tile of the chunk that needs generator i, itself or
+  // need[i]: the first tile of the round that needs generator i, itself or
   // through a lower neighbour. Ready generators run in that order, so the
-  // chunk's first tile is done first rather than with the last.
-  std::vector<std::size_t> need(n, chunk.size());
+  // round's first tile is done first rather than with the last.
+  std::vector<std::size_t> need(n, round.size());
   // Per tile, how many of its 3 x 3 tiles' generators are still to be
   // made, and per generator, the tiles waiting for it.
-  std::vector<int> missing(chunk.size(), 0);
+  std::vector<int> missing(round.size(), 0);
   std::vector<std::vector<std::size_t>> readers(n);
-  // Bytes of the generators the chunk holds: those from the cache, and
-  // those made as they come.
-  std::size_t held = 0;
-  for (const auto& entry : have) held += entry.second->bytes();
-  for (std::size_t k = 0; k < chunk.size(); ++k) {
+  for (std::size_t k = 0; k < round.size(); ++k) {
     std::vector<GeneratorKey> pending;
-    for (GeneratorKey u : Readers(chunk[k])) {
-      auto it = index.find(u);
-      if (it == index.end()) continue;
+    for (GeneratorKey u : Readers(round[k])) {
+      const std::size_t j = index.at(u);
+      ++uses[j];
+      if (j >= n) continue;
       ++missing[k];
-      readers[it->second].push_back(k);
+      readers[j].push_back(k);
       pending.push_back(u);
     }
     while (!pending.empty()) {
-      auto it = index.find(pending.back());
+      const std::size_t j = index.at(pending.back());
       pending.pop_back();
-      if (it == index.end() || need[it->second] <= k) continue;
-      need[it->second] = k;
-      for (GeneratorKey v : Dependencies(list[it->second])) {
-        pending.push_back(v);
-      }
+      if (j >= n || need[j] <= k) continue;
+      need[j] = k;
+      for (GeneratorKey v : Dependencies(list[j])) pending.push_back(v);
     }
   }
   using Ready = std::pair<std::size_t, std::size_t>;  // need, generator.
@@ -823,24 +855,89 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
     if (waiting[i] == 0) ready.push({need[i], i});
   }
 
-  std::vector<std::shared_ptr<const GeneratedPoints>> made(n);
   std::mutex mu;
   std::condition_variable changed;
   std::size_t done = 0, running = 0;
-  bool quit = false;  // The sender gave up: make no more generators.
+  bool quit = false;  // Make no more generators: the sender gave up, or over.
   absl::Status failed;
+  RoundResult result;
+  // What the round holds of each generator (its bytes(), or for one being
+  // made DoneBytes of its points so far), and in all.
+  std::vector<std::size_t> counted(keys.size(), 0);
+  std::size_t held = 0, peak = 0;
+  const std::size_t budget = cache->budget_bytes();
+  // With mu held: the round goes over. A round of several tiles stops
+  // (Serve goes on with fewer tiles a round); a round of one tile fails,
+  // since what it holds is what that tile needs alive at once.
+  auto over = [&](absl::Status refused) {
+    if (round.size() == 1) {
+      failed = std::move(refused);
+    } else {
+      result.over = quit = true;
+    }
+    changed.notify_all();
+  };
+  // With mu held: the round is to hold `bytes` of generator i. A fall is
+  // made at once. A growth past the budget, or one `hold` refuses, is over,
+  // and not made: returns false (the generator's run stops before adding
+  // the points). A generator found or done (`exists`) is counted all the
+  // same.
+  auto count = [&](std::size_t i, std::size_t bytes, bool exists) {
+    const std::size_t next = held - counted[i] + bytes;
+    if (bytes <= counted[i]) {
+      hold(next).IgnoreError();  // A fall is never refused.
+    } else if (quit || !failed.ok()) {
+      // The round is ending: make no more, but count what is there.
+      if (!exists) return false;
+      hold(next).IgnoreError();
+    } else {
+      absl::Status refused;
+      if (next > budget) {
+        std::size_t generators = 1;  // i, whatever it held so far.
+        for (std::size_t j = 0; j < counted.size(); ++j) {
+          generators += j != i && counted[j] > 0 ? 1 : 0;
+        }
+        refused = absl::ResourceExhaustedError(absl::StrCat(
+            "tile (", round[0].x, ", ", round[0].y,
+            "): the generators it needs alive at once (every layer of its "
+            "3 x 3 tiles, and what those being made read) would reach ",
+            next, " bytes in ", generators,
+            generators == 1 ? " generator (" : " generators (", done,
+            " made so far), over the tile cache budget of ", budget, " bytes"));
+      } else if (absl::Status allowed = hold(next); !allowed.ok()) {
+        refused = absl::Status(
+            allowed.code(), absl::StrCat("tile (", round[0].x, ", ", round[0].y,
+                                         "): ", allowed.message()));
+      }
+      if (!refused.ok()) {
+        over(std::move(refused));
+        if (!exists) return false;
+        hold(next).IgnoreError();
+      }
+    }
+    held = next;
+    counted[i] = bytes;
+    peak = std::max(peak, held);
+    return true;
+  };
+  // With mu held: one reader of generator j fewer.
+  auto release = [&](std::size_t j) {
+    if (--uses[j] > 0) return;
+    count(j, 0, true);
+    alive[j].reset();
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (std::size_t j = n; j < keys.size(); ++j) {
+      count(j, alive[j]->bytes(), true);
+    }
+  }
+
   auto stopped = [&] {
     if (stop()) return true;
     std::lock_guard<std::mutex> lock(mu);
     return quit || !failed.ok();
   };
-  // Generator u: made in this chunk (done, when it is asked for) or held
-  // from before.
-  auto generator = [&](GeneratorKey u) {
-    auto it = index.find(u);
-    return it != index.end() ? made[it->second].get() : have.at(u).get();
-  };
-  ChunkResult result;
   absl::Status status;  // How the sender ended, when it ended early.
   bool sender_done = false;
   const std::thread::id caller = std::this_thread::get_id();
@@ -850,31 +947,34 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
   auto try_send = [&](std::unique_lock<std::mutex>& lock) {
     if (sender_done || !failed.ok()) return false;
     const std::size_t k = result.sent;
-    if (k == chunk.size()) {
+    if (k == round.size()) {
       sender_done = true;
       return false;
     }
     if (missing[k] != 0) return false;
-    if (held > budget) {
-      // What the chunk holds is over the budget: Serve goes on one tile at
-      // a time from this one.
-      result.over_budget = true;
-      result.held = held;
-      sender_done = quit = true;
-      changed.notify_all();
-      return false;
-    }
-    // Made or cached generators stay alive until this function returns.
+    // Alive until released below.
+    const std::vector<GeneratorKey> sources_keys = Readers(round[k]);
     std::vector<const GeneratedPoints*> sources;
-    for (GeneratorKey u : Readers(chunk[k])) sources.push_back(generator(u));
+    for (GeneratorKey u : sources_keys) {
+      sources.push_back(alive[index.at(u)].get());
+    }
     lock.unlock();
     absl::Status sent;
+    std::optional<TilePoints> tile;
     if (stop()) {
       sent = absl::CancelledError("tiles stopped by the caller");
-    } else if (!sink(Collect(chunk[k], sources))) {
-      sent = absl::CancelledError("tiles stopped by the sink");
+    } else {
+      tile = Collect(round[k], std::move(sources));
     }
     lock.lock();
+    if (sent.ok()) {
+      // The tile has its points: a slow sink holds no generator.
+      for (GeneratorKey u : sources_keys) release(index.at(u));
+      lock.unlock();
+      if (!sink(*tile))
+        sent = absl::CancelledError("tiles stopped by the sink");
+      lock.lock();
+    }
     if (!sent.ok()) {
       status = sent;
       sender_done = quit = true;
@@ -885,7 +985,7 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
     return true;
   };
   // Every pool thread, the caller's included, makes whatever generator is
-  // ready first in the chunk's order (none waits at a colour's end for the
+  // ready first in the round's order (none waits at a colour's end for the
   // slowest of it), and the caller's thread sends each tile as soon as its
   // generators are done. The others leave when nothing is left to make,
   // so a slow sink holds up no pool thread.
@@ -905,35 +1005,40 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
       const std::size_t i = ready.top().second;
       ready.pop();
       ++running;
-      lock.unlock();
+      // What it reads stays alive until it is done.
       const GeneratorKey key = list[i];
+      const std::vector<GeneratorKey> inputs = Dependencies(key);
+      const std::size_t lowers = LowerNeighbours(key.tile).size();
       std::vector<const GeneratedPoints*> lower, earlier;
-      for (TileCoord v : LowerNeighbours(key.tile)) {
-        lower.push_back(generator({v, key.layer}));
+      for (std::size_t r = 0; r < inputs.size(); ++r) {
+        (r < lowers ? lower : earlier)
+            .push_back(alive[index.at(inputs[r])].get());
       }
-      for (int l = 0; l < key.layer; ++l) {
-        for (std::int64_t dy = -1; dy <= 1; ++dy) {
-          for (std::int64_t dx = -1; dx <= 1; ++dx) {
-            earlier.push_back(
-                generator({{key.tile.x + dx, key.tile.y + dy}, l}));
-          }
-        }
-      }
+      lock.unlock();
       absl::StatusOr<std::shared_ptr<const GeneratedPoints>> g =
-          Generate(key, lower, earlier, stopped);
+          Generate(key, lower, earlier, stopped, [&](std::size_t points) {
+            std::lock_guard<std::mutex> guard(mu);
+            return count(i, DoneBytes(dims_, points), false);
+          });
+      if (g.ok()) {
+        cache->Insert(cache_keys_[static_cast<std::size_t>(key.layer)],
+                      key.tile, *g);
+      }
       lock.lock();
       --running;
       if (g.ok()) {
         ++done;
         generated_.fetch_add(1);
-        held += (*g)->bytes();
-        made[i] = *std::move(g);
+        alive[i] = *std::move(g);
+        count(i, alive[i]->bytes(), true);
+        for (GeneratorKey v : inputs) release(index.at(v));
         for (std::size_t d : dependents[i]) {
           if (--waiting[d] == 0) ready.push({need[d], d});
         }
         for (std::size_t k : readers[i]) --missing[k];
-      } else if (failed.ok() && !quit) {
-        failed = g.status();
+      } else {
+        count(i, 0, true);
+        if (failed.ok() && !quit) failed = g.status();
       }
       changed.notify_all();
     }
@@ -950,11 +1055,14 @@ absl::StatusOr<TileWorld::ChunkResult> TileWorld::ServeChunk(
     quit = true;
     if (status.ok() && !failed.ok()) status = failed;
   }
-  for (std::size_t i = 0; i < n; ++i) {
-    if (made[i] != nullptr) have.emplace(list[i], made[i]);
+  // The round lets go of everything: only the cache keeps it now.
+  alive.clear();
+  hold(0).IgnoreError();  // A fall is never refused.
+  std::size_t before = peak_held_.load();
+  while (before < peak && !peak_held_.compare_exchange_weak(before, peak)) {
   }
   if (!status.ok()) return status;
-  if (result.sent < chunk.size() && !result.over_budget) {
+  if (result.sent < round.size() && !result.over) {
     return absl::CancelledError("tiles stopped by the caller");
   }
   return result;
@@ -1000,6 +1108,15 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
                               GeneratorCache* cache, ThreadPool* pool,
                               absl::FunctionRef<bool(const TilePoints&)> sink,
                               absl::FunctionRef<bool()> stop) const {
+  return Serve(tiles, cache, pool, sink, stop,
+               [](std::size_t) { return absl::OkStatus(); });
+}
+
+absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
+                              GeneratorCache* cache, ThreadPool* pool,
+                              absl::FunctionRef<bool(const TilePoints&)> sink,
+                              absl::FunctionRef<bool()> stop,
+                              HoldFn hold) const {
   for (std::size_t i = 0; i < tiles.size(); ++i) {
     const TileCoord t = tiles[i];
     if (t.x < -kMaxTileIndex || t.x >= kMaxTileIndex || t.y < -kMaxTileIndex ||
@@ -1067,31 +1184,16 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
                                   : "; use a smaller tile_size"));
     }
     const std::vector<GeneratorKey> list(todo.begin(), todo.end());
-    absl::StatusOr<ChunkResult> served =
-        ServeChunk(tiles.subspan(begin, end - begin), list, have,
-                   cache->budget_bytes(), pool, sink, stop);
-    for (GeneratorKey u : list) {
-      auto it = have.find(u);
-      if (it != have.end()) {
-        cache->Insert(cache_keys_[static_cast<std::size_t>(u.layer)], u.tile,
-                      it->second);
-      }
-    }
+    absl::StatusOr<RoundResult> served =
+        ServeRound(tiles.subspan(begin, end - begin), list, std::move(have),
+                   cache, pool, sink, stop, hold);
     if (!served.ok()) return served.status();
-    if (served->over_budget) {
-      if (end - begin == 1) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("tile (", tiles[begin].x, ", ", tiles[begin].y,
-                         ") needs ", have.size(), " generators of ",
-                         served->held, " bytes, over the tile cache budget of ",
-                         cache->budget_bytes(), " bytes"));
-      }
-      // One tile at a time from the first one not sent.
-      chunk = 1;
-      begin += served->sent;
-      continue;
+    if (served->over) {
+      // What the round held passed the budget (or the hold): half as many
+      // tiles a round from the first one not sent, down to one.
+      chunk = std::max<std::size_t>(1, (end - begin) / 2);
     }
-    begin = end;
+    begin += served->sent;
   }
   return absl::OkStatus();
 }

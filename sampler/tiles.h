@@ -300,12 +300,39 @@ class TileWorld {
   // the pool goes on with the later tiles' generators. Tile indices must be
   // in [-2^31, 2^31) (else InvalidArgument naming the tile): every
   // coordinate stays within 2^31 T, where a double still resolves T / 2^21.
-  // Tiles are computed 64 at a time, so finished tiles
+  // Tiles are computed in rounds of at most 64, so finished tiles
   // waiting for a slow sink stay bounded; a sink returning false stops the work
   // (Cancelled). `stop` is polled by every thread in every long loop (it must
-  // be thread-safe). ResourceExhausted when the generators one tile needs do
-  // not fit in the cache's budget, or when they could make more points
-  // than WorldSpec::max_planned_points (before making any).
+  // be thread-safe). ResourceExhausted when the generators one tile needs
+  // could make more points than WorldSpec::max_planned_points (before
+  // making any).
+  //
+  // What a call holds: a round keeps alive the generators it found in
+  // `cache` when it was planned and those it makes, each only until no
+  // generator still to make and no tile still to send reads it (then only
+  // the cache keeps it, if it has room), and the points of the generators
+  // being made. Every generator made goes into `cache` as soon as it is
+  // done. These bytes (GeneratedPoints::bytes(); for a generator being
+  // made, what it will hold once done for the points it has so far) never
+  // pass the cache's budget: a growth that would, asked before each batch
+  // of points is added, stops the round (the tiles whose generators are
+  // done are sent first) and Serve goes on with rounds of half as many
+  // tiles. In a round of one tile it is ResourceExhausted at once, naming
+  // the tile and "the tile cache budget of" that many bytes: that tile
+  // needs more alive at once as its generators are made, in order of
+  // layer, then colour (near the budget the pool's threads finishing in
+  // another order can move the figure by about a generator). `hold`, when
+  // given, is asked in the same way before the bytes grow, and told when
+  // they fall (under a lock of the call's, from any of its threads, every
+  // 1 024 points or so while a generator runs): a status other than OK
+  // refuses a growth as the budget does (a round of one tile fails with
+  // it, prefixed with the tile); a fall is never refused. Pass a hold that
+  // is quick.
+  using HoldFn = absl::FunctionRef<absl::Status(std::size_t bytes)>;
+  absl::Status Serve(absl::Span<const TileCoord> tiles, GeneratorCache* cache,
+                     ThreadPool* pool,
+                     absl::FunctionRef<bool(const TilePoints&)> sink,
+                     absl::FunctionRef<bool()> stop, HoldFn hold) const;
   absl::Status Serve(absl::Span<const TileCoord> tiles, GeneratorCache* cache,
                      ThreadPool* pool,
                      absl::FunctionRef<bool(const TilePoints&)> sink,
@@ -314,17 +341,23 @@ class TileWorld {
   // How many generators (layers of tiles) were computed (not found in a
   // cache) by Serve, over this world's life: for benchmarks and tests.
   std::uint64_t generated() const { return generated_.load(); }
+  // The most bytes one round of Serve held at once (as Serve counts them),
+  // over this world's life: for tests.
+  std::size_t peak_held_bytes() const { return peak_held_.load(); }
 
  private:
   explicit TileWorld(WorldSpec spec) : spec_(std::move(spec)) {}
 
   // Runs one layer's sampler over `region` with `obstacles`, appending the
-  // points keep(p, id) accepts, in generation order, to *out.
+  // points keep(p, id) accepts, in generation order, to *out. Before each
+  // batch is added, progress(the points *out will then have) is asked:
+  // false stops the run (Cancelled).
   using KeepFn = absl::FunctionRef<bool(const double*, std::uint64_t)>;
   absl::Status RunLayer(std::size_t layer_index, const Region& region,
                         TileCoord t, bool border_pass,
                         std::vector<Obstacle> obstacles,
                         absl::FunctionRef<bool()> stop, KeepFn keep,
+                        absl::FunctionRef<bool(std::size_t)> progress,
                         GeneratedPoints* out) const;
   // Sets g->by_tile and g->group_begin.
   void GroupByTile(GeneratedPoints* g) const;
@@ -334,22 +367,32 @@ class TileWorld {
                        std::size_t k) const;
   using GeneratorMap =
       std::map<GeneratorKey, std::shared_ptr<const GeneratedPoints>>;
-  struct ChunkResult {
-    std::size_t sent = 0;      // Tiles given to the sink, from the first.
-    bool over_budget = false;  // Stopped: the generators held pass it.
-    std::size_t held = 0;      // Their bytes, when over_budget.
+  struct RoundResult {
+    std::size_t sent = 0;  // Tiles given to the sink, from the first.
+    // Stopped: what the round held passed the cache's budget, or `hold`
+    // refused it. Serve goes on with fewer tiles a round.
+    bool over = false;
   };
-  // Makes the generators of `list` (each of its Dependencies in the list or
-  // in `have`) on every thread of `pool`, each as soon as those are done,
-  // the first tiles' first, and sends each tile of `chunk` from this
-  // thread, in order, as soon as its generators are done. Adds every
-  // generator made to `have`. Stops before a tile when the generators the
-  // chunk holds pass `budget` bytes (over_budget).
-  absl::StatusOr<ChunkResult> ServeChunk(
-      absl::Span<const TileCoord> chunk, const std::vector<GeneratorKey>& list,
-      GeneratorMap& have, std::size_t budget, ThreadPool* pool,
+  // One round of Serve: makes the generators of `list` (each of its
+  // Dependencies in the list or in `found`) on every thread of `pool`, each
+  // as soon as those are done, the first tiles' first, puts each into
+  // `cache` when done, and sends each tile of `round` from this thread, in
+  // order, as soon as its generators are done. Keeps each generator only
+  // while the round still reads it, and what it keeps within the cache's
+  // budget and `hold` as Serve says (over, or for a round of one tile
+  // ResourceExhausted or hold's status).
+  absl::StatusOr<RoundResult> ServeRound(
+      absl::Span<const TileCoord> round, const std::vector<GeneratorKey>& list,
+      GeneratorMap found, GeneratorCache* cache, ThreadPool* pool,
       absl::FunctionRef<bool(const TilePoints&)> sink,
-      absl::FunctionRef<bool()> stop) const;
+      absl::FunctionRef<bool()> stop, HoldFn hold) const;
+  // Generate, asking progress(the points the generator will then have)
+  // before each batch it adds: false stops it (Cancelled).
+  absl::StatusOr<std::shared_ptr<const GeneratedPoints>> Generate(
+      GeneratorKey key, absl::Span<const GeneratedPoints* const> lower,
+      absl::Span<const GeneratedPoints* const> earlier,
+      absl::FunctionRef<bool()> stop,
+      absl::FunctionRef<bool(std::size_t)> progress) const;
   // The points served for tile t, from every layer's generators of its
   // 3 x 3 tiles (in any order).
   TilePoints Collect(TileCoord t,
@@ -367,6 +410,7 @@ class TileWorld {
   double z_lo_ = 0;
   double z_hi_ = 0;
   mutable std::atomic<std::uint64_t> generated_{0};
+  mutable std::atomic<std::size_t> peak_held_{0};
 };
 
 // The i-th of n contiguous bands of the tiles x0 <= x < x1, y0 <= y < y1

@@ -6,11 +6,14 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sampler/layers.h"
 #include "sampler/quality.h"
@@ -1004,6 +1007,160 @@ TEST(TilesTest, PlansOverTheLimitAreRefusedBeforeAnyWork) {
   status = serve(*pair, {{0, 0}, {40, 0}}, &sent);
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_EQ(sent, 2);
+}
+
+// What a Serve call returned and sent.
+struct ServeResult {
+  absl::Status status;
+  std::map<TileCoord, std::uint64_t> digests;
+};
+
+ServeResult ServeWith(const TileWorld& world,
+                      const std::vector<TileCoord>& tiles,
+                      GeneratorCache* cache, int threads,
+                      TileWorld::HoldFn hold) {
+  ThreadPool pool(threads);
+  ServeResult r;
+  r.status = world.Serve(
+      tiles, cache, &pool,
+      [&](const TilePoints& t) {
+        r.digests[t.tile] = Digest(t.points);
+        return true;
+      },
+      [] { return false; }, hold);
+  return r;
+}
+
+absl::Status NoHold(std::size_t) { return absl::OkStatus(); }
+
+// The most one cold tile holds at once (peak_held_bytes), how many
+// generators it makes, and what the generators of `block` take in all.
+struct Needs {
+  std::size_t one = 0;
+  std::uint64_t one_generators = 0;
+  std::size_t block_total = 0;
+  std::map<TileCoord, std::uint64_t> digests;  // Of the block.
+};
+
+Needs NeedsOf(const WorldSpec& spec, TileCoord first,
+              const std::vector<TileCoord>& block) {
+  Needs needs;
+  std::shared_ptr<const TileWorld> alone = MakeWorld(spec);
+  GeneratorCache alone_cache(std::size_t{1} << 30);
+  EXPECT_TRUE(ServeWith(*alone, {first}, &alone_cache, 1, NoHold).status.ok());
+  needs.one = alone->peak_held_bytes();
+  needs.one_generators = alone->generated();
+  std::shared_ptr<const TileWorld> world = MakeWorld(spec);
+  GeneratorCache cache(std::size_t{1} << 30);
+  ServeResult all = ServeWith(*world, block, &cache, 1, NoHold);
+  EXPECT_TRUE(all.status.ok()) << all.status;
+  needs.block_total = cache.stats().bytes;
+  needs.digests = std::move(all.digests);
+  return needs;
+}
+
+// A round once held every generator it made (and found) until its last
+// tile was sent: a 64-tile block all of them at once. Now each goes as
+// soon as nothing left in the round reads it, and what the round holds
+// stays within the cache's budget, rounds of fewer tiles going on where
+// it would not: the same points, never more held than the budget.
+TEST(TilesTest, AServeHoldsNoMoreThanTheCacheBudgetAndServesTheSameTiles) {
+  struct Case {
+    WorldSpec spec;
+    std::vector<TileCoord> block;
+  };
+  // A block, and three tiles far apart (they share no generator).
+  for (const Case& c : {Case{OneLayer(1, 10, 8), Block(0, 0, 8, 8)},
+                        Case{ThreeLayers(), {{0, 0}, {10, 0}, {0, 10}}}}) {
+    const Needs needs = NeedsOf(c.spec, c.block[0], c.block);
+    ASSERT_EQ(needs.digests.size(), c.block.size());
+    for (int threads : {1, 2}) {
+      for (std::size_t budget : {needs.block_total / 3, needs.one * 3 / 2}) {
+        SCOPED_TRACE(absl::StrCat(c.spec.layers.size(), " layers, ", threads,
+                                  " threads, budget ", budget, " of ",
+                                  needs.block_total));
+        ASSERT_LT(budget, needs.block_total / 2) << "the budget is not tested";
+        std::shared_ptr<const TileWorld> world = MakeWorld(c.spec);
+        GeneratorCache cache(budget);
+        const ServeResult r =
+            ServeWith(*world, c.block, &cache, threads, NoHold);
+        ASSERT_TRUE(r.status.ok()) << r.status;
+        EXPECT_EQ(r.digests, needs.digests);
+        EXPECT_LE(world->peak_held_bytes(), budget);
+        EXPECT_GT(world->peak_held_bytes(), 0u);
+      }
+    }
+  }
+}
+
+// A tile whose generators cannot be alive at once within the budget is
+// refused as soon as they would pass it, not after they are all made (as
+// it was: every generator of the round, then the tile alone again).
+TEST(TilesTest, ATileThatCannotFitIsRefusedBeforeItsGeneratorsAreMade) {
+  const WorldSpec spec = OneLayer(1, 10, 8);
+  const Needs needs = NeedsOf(spec, {0, 0}, {{0, 0}});
+  ASSERT_GT(needs.one_generators, 30u);
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(absl::StrCat(threads, " threads"));
+    const std::size_t budget = needs.one / 3;
+    std::shared_ptr<const TileWorld> world = MakeWorld(spec);
+    GeneratorCache cache(budget);
+    const ServeResult r =
+        ServeWith(*world, Block(0, 0, 3, 1), &cache, threads, NoHold);
+    EXPECT_EQ(r.status.code(), absl::StatusCode::kResourceExhausted)
+        << r.status;
+    EXPECT_NE(r.status.message().find("tile (0, 0): the generators it needs "
+                                      "alive at once"),
+              std::string::npos)
+        << r.status;
+    EXPECT_NE(r.status.message().find(absl::StrCat(
+                  "over the tile cache budget of ", budget, " bytes")),
+              std::string::npos)
+        << r.status;
+    EXPECT_TRUE(r.digests.empty());
+    EXPECT_LT(world->generated(), needs.one_generators / 2);
+    EXPECT_LE(world->peak_held_bytes(), budget);
+  }
+}
+
+// The hold sees every change of what the call holds, is asked before each
+// growth, and can refuse one as the budget does.
+TEST(TilesTest, AHoldIsAskedBeforeEachGrowthAndMayRefuseIt) {
+  const WorldSpec spec = OneLayer(1, 10, 8);
+  const std::vector<TileCoord> block = Block(0, 0, 4, 4);
+  const Needs needs = NeedsOf(spec, {0, 0}, block);
+  for (const std::size_t room :
+       {std::size_t{1} << 30, needs.one * 3 / 2, needs.one / 3}) {
+    SCOPED_TRACE(absl::StrCat("room ", room));
+    std::mutex mu;
+    std::size_t granted = 0, most = 0;
+    auto hold = [&](std::size_t bytes) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (bytes > granted && bytes > room) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("no room for ", bytes));
+      }
+      granted = bytes;
+      most = std::max(most, bytes);
+      return absl::OkStatus();
+    };
+    std::shared_ptr<const TileWorld> world = MakeWorld(spec);
+    GeneratorCache cache(std::size_t{1} << 30);
+    const ServeResult r = ServeWith(*world, block, &cache, 2, hold);
+    EXPECT_EQ(granted, 0u) << "what the call held is given back";
+    EXPECT_LE(most, room);
+    if (room >= needs.one * 3 / 2) {
+      ASSERT_TRUE(r.status.ok()) << r.status;
+      EXPECT_EQ(r.digests, needs.digests);
+      EXPECT_EQ(most, world->peak_held_bytes());
+    } else {
+      EXPECT_EQ(r.status.code(), absl::StatusCode::kResourceExhausted)
+          << r.status;
+      EXPECT_EQ(r.status.message().rfind("tile (0, 0): no room for ", 0), 0u)
+          << r.status;
+      EXPECT_LT(world->generated(), needs.one_generators / 2);
+    }
+  }
 }
 
 // Tile (2, 0) after tile (0, 0), from one cache: its layer 2 generators
