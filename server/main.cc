@@ -42,14 +42,16 @@ ABSL_FLAG(std::uint64_t, raster_cache_bytes, std::uint64_t{1} << 30,
 ABSL_FLAG(std::uint64_t, max_tiles_per_request, 10'000,
           "tiles one ScatterTiles call may ask for");
 ABSL_FLAG(std::uint64_t, tile_cache_bytes, std::uint64_t{512} << 20,
-          "bytes of finished tile generators kept for later ScatterTiles calls");
+          "bytes of finished tile generators kept for later ScatterTiles "
+          "calls, and the most one call keeps alive at once");
 ABSL_FLAG(std::uint64_t, max_grid_bytes, std::uint64_t{8} << 30,
           "sampling grid bytes of one layer of one request (tile generators: "
           "of one generator)");
 ABSL_FLAG(std::uint64_t, memory_budget_bytes, std::uint64_t{8} << 30,
-          "sampling memory all running calls may hold at once, by their "
-          "estimates; a call that would go over is refused (the caches are "
-          "budgeted apart)");
+          "memory all running calls may hold at once: sampling memory by "
+          "their estimates, and the tile generators ScatterTiles calls keep "
+          "alive by their bytes; a call that would go over is refused (the "
+          "caches are budgeted apart)");
 ABSL_FLAG(int, threads, 0,
           "threads computing tile generators, shared by all calls, 0 to 1024; "
           "0 = one per core");

@@ -433,8 +433,9 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
                                  "Bytes of tile generators held for reuse")),
       memory_held_gauge_(NewGauge(
           registry, "scatter_memory_held_bytes",
-          "Sampling memory running calls hold, by their estimates, against "
-          "memory_budget_bytes")) {}
+          "Memory running calls hold against memory_budget_bytes: sampling "
+          "memory by their estimates, and the tile generators ScatterTiles "
+          "calls keep alive by their bytes")) {}
 
 grpc::Status ScatterServiceImpl::HoldMemory(double bytes, const char* what,
                                             MemoryHold* hold) {
@@ -467,6 +468,21 @@ grpc::Status ScatterServiceImpl::HoldMemory(double bytes, const char* what,
   hold->service_ = this;
   hold->bytes_ = bytes;
   return grpc::Status::OK;
+}
+
+bool ScatterServiceImpl::ResizeMemory(double bytes, MemoryHold* hold,
+                                      double* others) {
+  absl::MutexLock lock(&memory_mu_);
+  const double rest = std::max(0.0, memory_held_ - hold->bytes_);
+  if (bytes > hold->bytes_ &&
+      !(rest + bytes <= static_cast<double>(options_.memory_budget_bytes))) {
+    *others = rest;
+    return false;
+  }
+  memory_held_ = rest + bytes;
+  hold->bytes_ = bytes;
+  memory_held_gauge_.Set(memory_held_);
+  return true;
 }
 
 ScatterServiceImpl::MemoryHold::~MemoryHold() {
@@ -653,11 +669,11 @@ grpc::Status ScatterServiceImpl::ScatterTiles(
   Record("ScatterTiles", status, elapsed);
   logger_->info(
       "ScatterTiles peer={} layers={} seed={} tiles={}/{} points={} "
-      "generated={} code={} elapsed_ms={:.1f}{}{}",
+      "generated={} held_bytes={} code={} elapsed_ms={:.1f}{}{}",
       context->peer(), request->layers_size(), request->seed(),
       tally.tiles_sent, tally.tiles_asked, tally.points_sent,
-      tally.generators_computed, CodeName(status.error_code()),
-      absl::ToDoubleMilliseconds(elapsed),
+      tally.generators_computed, tally.generators_held,
+      CodeName(status.error_code()), absl::ToDoubleMilliseconds(elapsed),
       status.ok() ? "" : " message=", status.error_message());
   return status;
 }
@@ -685,11 +701,34 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   const absl::Status estimate =
       CheckTilesEstimate(*job, **world, options_.limits);
   if (!estimate.ok()) return ToGrpc(estimate);
-  // The pool's threads and this one each run a generator at a time.
+  // What the call holds against memory_budget_bytes: from the start, one
+  // generator's sampling memory by estimate for each of the pool's threads
+  // and this one (each runs a generator at a time), and as Serve makes
+  // them, the bytes of the tile generators it keeps alive (those it still
+  // reads, and the points of those being made: Serve asks before they
+  // grow, and keeps them within tile_cache_bytes). The caches are
+  // budgeted apart; a generator the cache holds too is counted all the
+  // same, since the call keeps it alive if the cache lets it go.
   MemoryHold memory;
-  const grpc::Status held = HoldMemory(
-      GeneratorBytes(*job, **world) * pool_.threads(), "the tiles", &memory);
+  const double sampling = GeneratorBytes(*job, **world) * pool_.threads();
+  const grpc::Status held = HoldMemory(sampling, "the tiles", &memory);
   if (!held.ok()) return held;
+  auto hold_generators = [&](std::size_t generators) {
+    const double bytes = sampling + static_cast<double>(generators);
+    double others = 0;
+    if (ResizeMemory(bytes, &memory, &others)) return absl::OkStatus();
+    const double budget = static_cast<double>(options_.memory_budget_bytes);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the tiles would hold about ", WholeFigure(bytes), " bytes (",
+        WholeFigure(sampling), " of sampling memory and ", generators,
+        " of tile generators kept alive)",
+        !(bytes <= budget)
+            ? absl::StrCat(", over the limit memory_budget_bytes = ",
+                           options_.memory_budget_bytes)
+            : absl::StrCat(" and other running calls hold ",
+                           WholeFigure(others), " of memory_budget_bytes = ",
+                           options_.memory_budget_bytes, "; retry later")));
+  };
   tally->tiles_asked = job->tiles.size();
 
   BatchQueue<v1::TileResponse> queue(options_.queue_batches);
@@ -724,7 +763,7 @@ grpc::Status ScatterServiceImpl::StreamTiles(
           }
           return true;
         },
-        should_stop);
+        should_stop, hold_generators);
     queue.ProducerDone();
   });
   const bool client_gone =
@@ -742,6 +781,7 @@ grpc::Status ScatterServiceImpl::StreamTiles(
                   });
   producer.join();
   tally->generators_computed = (*world)->generated();
+  tally->generators_held = (*world)->peak_held_bytes();
   generators_.Increment(static_cast<double>(tally->generators_computed));
 
   const std::string sent = absl::StrCat(tally->tiles_sent, " tiles (",

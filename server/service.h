@@ -45,18 +45,25 @@ struct ServiceOptions {
   // ScatterTiles: bytes of finished tile generators kept for later
   // requests (least recently used out). It must hold the generators one
   // tile needs (up to 37 in 2D), and a sweep's frontier to cost about 1.5
-  // generators per tile.
+  // generators per tile. It is also the most generator bytes one call
+  // keeps alive at once (sampler::TileWorld::Serve): a call serves fewer
+  // tiles a round where they would pass it, and a tile whose generators
+  // would, alone, is refused naming it.
   std::size_t tile_cache_bytes = std::size_t{512} << 20;
   // ScatterTiles: threads computing generators, shared by every request
   // (each request's handler thread works too). 0 means one per core.
   int threads = 0;
-  // Sampling memory all running calls may hold at once, by their
+  // Memory all running calls may hold at once: sampling memory by their
   // estimates (sampler::EstimatedRunBytes of each layer, and the points a
   // layered run keeps for the layers after it; ScatterTiles: one
-  // generator's per pool thread). A call that would go over gets
-  // RESOURCE_EXHAUSTED naming memory_budget_bytes before it allocates: one
-  // request cannot take the memory every other call needs. The caches
-  // above are budgeted apart.
+  // generator's per pool thread), taken before they allocate, and for
+  // ScatterTiles the tile generators the call keeps alive, by their bytes
+  // as it makes them (at most tile_cache_bytes a call; counted whole, even
+  // those the cache holds too). A call that would go over gets
+  // RESOURCE_EXHAUSTED naming memory_budget_bytes (ScatterTiles: before
+  // any work, or at once when its generators would pass it, where Serve
+  // first tries fewer tiles a round): one request cannot take the memory
+  // every other call needs. The caches above are budgeted apart.
   std::uint64_t memory_budget_bytes = std::uint64_t{8} << 30;
 };
 
@@ -75,6 +82,8 @@ struct TilesTally {
   std::uint64_t tiles_sent = 0;
   std::uint64_t points_sent = 0;
   std::uint64_t generators_computed = 0;
+  // The most bytes of tile generators it kept alive at once.
+  std::size_t generators_held = 0;
 };
 
 // The server stopping: a flag that pool threads poll without a lock, and
@@ -162,6 +171,11 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   // Takes `bytes` (what `what` needs, for the message) from the budget
   // into *hold, or says RESOURCE_EXHAUSTED naming memory_budget_bytes.
   grpc::Status HoldMemory(double bytes, const char* what, MemoryHold* hold);
+  // Sets *hold, which HoldMemory took, to `bytes`: at once when that is
+  // less; when more, only if the budget has room, else returns false with
+  // the hold as it was and *others set to what the other running calls
+  // hold.
+  bool ResizeMemory(double bytes, MemoryHold* hold, double* others);
 
   const ServiceOptions options_;
   std::shared_ptr<spdlog::logger> logger_;

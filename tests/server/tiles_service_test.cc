@@ -236,8 +236,12 @@ TEST(TilesServiceTest, ListInAnyOrderGivesTheSameTilesAndTheCacheIsReused) {
 }
 
 // Every pool thread may run a generator at once: the call holds one
-// generator's estimate per thread, and a budget below that refuses it.
-TEST(TilesServiceTest, MemoryBudgetCountsAGeneratorPerThread) {
+// generator's estimate per thread from the start, and a budget below that
+// refuses it. Then it holds the generators it keeps alive, by their bytes
+// as they are made: a budget with no room for them refuses the call as
+// soon as they would pass it.
+TEST(TilesServiceTest,
+     MemoryBudgetCountsAGeneratorPerThreadAndTheGeneratorsHeld) {
   const v1::ScatterTilesRequest request = Rect(World(), 0, 2, 0, 2);
   RasterCache cache(1 << 20);
   absl::StatusOr<TilesJob> job = ToTilesJob(request, Limits(), cache);
@@ -248,6 +252,17 @@ TEST(TilesServiceTest, MemoryBudgetCountsAGeneratorPerThread) {
   // Tiles of 16 grown by 5 on each side: two dense grids over 26 x 26.
   EXPECT_GT(generator, 26 * 26 / (0.5 * 0.5 / 2) * 8);
   EXPECT_LT(generator, 1e6);
+  // What serving these tiles keeps alive at once, here.
+  sampler::GeneratorCache generators(std::size_t{512} << 20);
+  sampler::ThreadPool pool(2);
+  ASSERT_TRUE((*world)
+                  ->Serve(
+                      job->tiles, &generators, &pool,
+                      [](const sampler::TilePoints&) { return true; },
+                      [] { return false; })
+                  .ok());
+  const double held = static_cast<double>((*world)->peak_held_bytes());
+  EXPECT_GT(held, generator);
 
   ServerOptions options = LoopbackServer::DefaultOptions();
   options.service.threads = 2;  // The pool: 1 worker and the handler.
@@ -266,11 +281,52 @@ TEST(TilesServiceTest, MemoryBudgetCountsAGeneratorPerThread) {
     EXPECT_TRUE(got.tiles.empty());
   }
   options.service.memory_budget_bytes =
-      static_cast<std::uint64_t>(2.5 * generator);
+      static_cast<std::uint64_t>(2 * generator + 1000);
+  {
+    LoopbackServer server(options);
+    const TilesReceived got = CollectTiles(*server.TcpStub(), request);
+    EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(got.status.error_message(),
+                HasSubstr("tile (0, 0): the tiles would hold about "));
+    EXPECT_THAT(got.status.error_message(),
+                HasSubstr(" of tile generators kept alive), over the limit "
+                          "memory_budget_bytes = "));
+    EXPECT_THAT(got.status.error_message(),
+                HasSubstr("(after 0 tiles (0 points) sent)"));
+    EXPECT_TRUE(got.tiles.empty());
+  }
+  // Room for both (what a pool of two held here, and as much again for
+  // the threads finishing in another order): served.
+  options.service.memory_budget_bytes =
+      static_cast<std::uint64_t>(2 * generator + 2 * held);
   LoopbackServer server(options);
   const TilesReceived got = CollectTiles(*server.TcpStub(), request);
   ASSERT_TRUE(got.status.ok()) << got.status.error_message();
   EXPECT_EQ(got.tiles.size(), 4u);
+  EXPECT_THAT(server.log(), HasSubstr(" held_bytes="));
+}
+
+// A tile whose generators cannot be alive at once within tile_cache_bytes
+// is refused naming the flag, as soon as they would pass it: not after
+// every one is made (a cold tile of these two layers needs well over a
+// hundred).
+TEST(TilesServiceTest, ATileCacheTooSmallForOneTileIsRefusedEarly) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.tile_cache_bytes = 100'000;
+  LoopbackServer server(options);
+  const TilesReceived got =
+      CollectTiles(*server.InProcessStub(), Rect(World(), 0, 2, 0, 1));
+  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(got.status.error_message(),
+              HasSubstr("tile (0, 0): the generators it needs alive at once"));
+  EXPECT_THAT(got.status.error_message(),
+              HasSubstr("over the tile cache budget (tile_cache_bytes) of "
+                        "100000 bytes"));
+  EXPECT_TRUE(got.tiles.empty());
+  const std::string log = server.log();
+  const std::size_t at = log.find(" generated=");
+  ASSERT_NE(at, std::string::npos) << log;
+  EXPECT_LT(std::stoi(log.substr(at + 11)), 40) << log;
 }
 
 TEST(TilesServiceTest, EmptyTileStillSendsOnePart) {
