@@ -31,7 +31,8 @@ absl::StatusOr<v1::Summary> SummaryFromPoints(const v1::ScatterRequest& request,
 struct LocalTilesOptions {
   int threads = 0;  // Generator threads; 0 means one per core.
   // Bytes of finished generators kept while serving (as scatterd's
-  // --tile_cache_bytes): a sweep needs its frontier held.
+  // --tile_cache_bytes): a sweep needs its frontier held. Also the most
+  // the run keeps alive at once (sampler::TileWorld::Serve).
   std::size_t cache_bytes = std::size_t{512} << 20;
 };
 

@@ -49,8 +49,10 @@ ABSL_FLAG(std::string, shard, "",
           "tiles: i/n exports only band i (0-based) of n contiguous bands of the "
           "rectangle");
 ABSL_FLAG(int, threads, 0, "tiles --local: generator threads; 0 = one per core");
-ABSL_FLAG(std::uint64_t, tile_cache_bytes, std::uint64_t{512} << 20,
-          "tiles --local: bytes of finished tile generators kept while serving");
+ABSL_FLAG(
+    std::uint64_t, tile_cache_bytes, std::uint64_t{512} << 20,
+    "tiles --local: bytes of finished tile generators kept while serving, "
+    "and the most the run keeps alive at once");
 ABSL_FLAG(int, tiles_per_call, 4096,
           "tiles against a server: tiles asked for per call at most");
 ABSL_FLAG(std::string, seed, "", "override the job's seed (a uint64)");
