@@ -57,17 +57,6 @@ inline void RandomRotation3(CounterRng& rng, double m[3][3]) {
   m[2][2] = 1 - 2 * (x * x + y * y);
 }
 
-// A point uniform in the annulus 1 <= |v| <= 2, from one 64-bit draw and no
-// rejection: classic 2D candidates (algorithm_version 6; before, 2D took
-// UnitShellPoint's rejection from the square, 2.4 draws a candidate and a
-// branch that missed on one candidate in six). The top 12 bits pick one of
-// the table's directions (ShellDirections2d), the next 20 an angle t in
-// [0, 2 pi / 2^12) to turn it by, and the low 32 the radius: sqrt(1 + 3u)
-// for u uniform in [0, 1), so that the squared radius is uniform, as area
-// is. The turn is the tangent step (c - s t, s + c t), whose length
-// sqrt(1 + t^2) the factor 1 - t^2 / 2 takes back to 1 - 3 t^4 / 8 (below
-// 2e-12: never past 2, never short of 1 by more). Its angle is atan(t):
-// the angle's density within a step varies by t^2 < 2.4e-6.
 // The square root, without std::sqrt's test for a negative argument (it
 // sets errno), where SSE2 has the instruction.
 inline double Sqrt(double x) {
@@ -80,6 +69,18 @@ inline double Sqrt(double x) {
 
 // 2 pi / 2^32: a step of the table (2 pi / 2^12) over 2^20.
 inline constexpr double kShellTurnPerUnit = 6.283185307179586 * 0x1.0p-32;
+
+// A point uniform in the annulus 1 <= |v| <= 2, from one 64-bit draw and no
+// rejection: classic 2D candidates (algorithm_version 6; before, 2D took
+// UnitShellPoint's rejection from the square, 2.4 draws a candidate and a
+// branch that missed on one candidate in six). The top 12 bits pick one of
+// the table's directions (ShellDirections2d), the next 20 an angle t in
+// [0, 2 pi / 2^12) to turn it by, and the low 32 the radius: sqrt(1 + 3u)
+// for u uniform in [0, 1), so that the squared radius is uniform, as area
+// is. The turn is the tangent step (c - s t, s + c t), whose length
+// sqrt(1 + t^2) the factor 1 - t^2 / 2 takes back to 1 - 3 t^4 / 8 (below
+// 2e-12: never past 2, never short of 1 by more). Its angle is atan(t):
+// the angle's density within a step varies by t^2 < 2.4e-6.
 inline void UnitShellPoint2d(const ShellDirectionTable& directions,
                              std::uint64_t bits, double* v) {
   const std::array<double, 2>& d =
