@@ -516,19 +516,13 @@ TEST(MaskTest, NothingToFillEndsBeforeAnyGrid) {
       absl::StatusOr<Sampler> sampler =
           Sampler::Create(obstacle ? box : masked, options);
       ASSERT_TRUE(sampler.ok()) << sampler.status();
-      std::size_t points = 0;
       int polls = 0;
-      const absl::Status status = sampler->Run(
-          [&](const PointBatch& batch) {
-            points += batch.size();
-            return true;
-          },
-          [&] {
-            ++polls;
-            return false;
-          });
-      EXPECT_TRUE(status.ok()) << status;
-      EXPECT_EQ(points, 0u) << MethodName(method);
+      const test::PointSet points = test::Collect(*sampler, [&] {
+        ++polls;
+        return false;
+      });
+      EXPECT_TRUE(points.status.ok()) << points.status;
+      EXPECT_EQ(points.size(), 0u) << MethodName(method);
       EXPECT_EQ(polls, 0) << MethodName(method)
                           << (obstacle ? ", obstacle" : "");
     }
@@ -542,14 +536,9 @@ TEST(MaskTest, NothingToFillEndsBeforeAnyGrid) {
   absl::StatusOr<Sampler> sampler =
       Sampler::Create(*box.Masked(some, 0.5), options);
   ASSERT_TRUE(sampler.ok());
-  std::size_t points = 0;
-  ASSERT_TRUE(sampler
-                  ->Run([&](const PointBatch& batch) {
-                    points += batch.size();
-                    return true;
-                  })
-                  .ok());
-  EXPECT_GT(points, 100u);
+  const test::PointSet points = test::Collect(*sampler);
+  ASSERT_TRUE(points.status.ok()) << points.status;
+  EXPECT_GT(points.size(), 100u);
 }
 
 TEST(MaskTest, BadMaskIsInvalidArgument) {
