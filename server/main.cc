@@ -25,7 +25,8 @@
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
-          "host:port to serve gRPC on; port 0 picks a free port");
+          "host:port to serve gRPC on, port 0 picks a free port; or a unix "
+          "socket, unix:PATH");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
           "host:port of the Prometheus /metrics endpoint; empty turns it off");
 ABSL_FLAG(int, max_streams, 16,
@@ -194,22 +195,30 @@ int main(int argc, char** argv) {
     spdlog::error("{}", server.status().ToString());
     return 1;
   }
-  const std::string host = options.address.substr(0, options.address.rfind(':'));
   spdlog::info(
-      "scatterd listening on {}:{} ({}), metrics on {}, algorithm_version {}, "
+      "scatterd listening on {} ({}), metrics on {}, algorithm_version {}, "
       "SIMD {}",
-      host, (*server)->port(), options.tls_cert_pem.empty() ? "plaintext" : "TLS",
+      (*server)->listening_address(),
+      options.tls_cert_pem.empty() ? "plaintext" : "TLS",
       options.metrics_address.empty()
           ? std::string("off")
           : absl::StrCat(options.metrics_address.substr(
                              0, options.metrics_address.rfind(':')),
                          ":", (*server)->metrics_port()),
       scatter::sampler::kAlgorithmVersion,
-      scatter::sampler::SimdLevelName(scatter::sampler::ResolveSimdLevel(scatter::sampler::SimdLevel::kBest)));
+      scatter::sampler::SimdLevelName(scatter::sampler::ResolveSimdLevel(
+          scatter::sampler::SimdLevel::kBest)));
   // One machine-readable line on stdout for tools that start scatterd on
-  // port 0.
-  std::printf("port %d metrics_port %d\n", (*server)->port(),
-              (*server)->metrics_port());
+  // port 0: "port N metrics_port M". A unix socket has no port: the line is
+  // "address unix:PATH metrics_port M" instead.
+  if ((*server)->port() == 0 && !(*server)->listening_address().empty()) {
+    std::printf("address %s metrics_port %d\n",
+                (*server)->listening_address().c_str(),
+                (*server)->metrics_port());
+  } else {
+    std::printf("port %d metrics_port %d\n", (*server)->port(),
+                (*server)->metrics_port());
+  }
   std::fflush(stdout);
 
   int signal = 0;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -210,6 +211,7 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  int selected_port = 0;
   if (!options.address.empty()) {
     std::shared_ptr<grpc::ServerCredentials> credentials;
     if (options.tls_cert_pem.empty()) {
@@ -224,7 +226,7 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
           {options.tls_key_pem, options.tls_cert_pem});
       credentials = grpc::SslServerCredentials(ssl);
     }
-    builder.AddListeningPort(options.address, credentials, &self->port_);
+    builder.AddListeningPort(options.address, credentials, &selected_port);
   }
   builder.RegisterService(self->service_.get());
   // gRPC sets SO_REUSEPORT by default, so a second scatterd on a port in use
@@ -260,10 +262,21 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
 
   self->server_ = builder.BuildAndStart();
   if (self->server_ == nullptr ||
-      (!options.address.empty() && self->port_ == 0)) {
+      (!options.address.empty() && selected_port == 0)) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", options.address,
                      " (address in use, or not host:port?)"));
+  }
+  // gRPC reports a bound unix socket as port 1: it has no port, and its
+  // address is the one given.
+  if (absl::StartsWith(options.address, "unix:") ||
+      absl::StartsWith(options.address, "unix-abstract:")) {
+    self->listening_address_ = options.address;
+  } else if (!options.address.empty()) {
+    self->port_ = selected_port;
+    self->listening_address_ =
+        absl::StrCat(options.address.substr(0, options.address.rfind(':')), ":",
+                     selected_port);
   }
   self->server_->GetHealthCheckService()->SetServingStatus(true);
   self->server_->GetHealthCheckService()->SetServingStatus(kServiceName, true);

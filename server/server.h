@@ -21,8 +21,9 @@
 namespace scatter::server {
 
 struct ServerOptions {
-  // host:port to listen on; port 0 picks a free one (see port()). Empty
-  // listens nowhere (in-process channels only).
+  // host:port to listen on; port 0 picks a free one (see port()). A unix
+  // socket is unix:PATH (or unix-abstract:NAME). Empty listens nowhere
+  // (in-process channels only).
   std::string address = "127.0.0.1:50051";
   // host:port of the Prometheus /metrics endpoint; port 0 picks one, empty
   // turns it off.
@@ -79,7 +80,13 @@ class ScatterServer {
       ServerOptions options);
   ~ScatterServer();
 
+  // The TCP port listened on (the one picked for port 0); 0 for a unix
+  // socket, or when listening nowhere.
   int port() const { return port_; }
+  // Where clients reach it: host:port with the port picked
+  // ("127.0.0.1:43211"), or the unix socket as given ("unix:/run/s.sock");
+  // empty when listening nowhere.
+  const std::string& listening_address() const { return listening_address_; }
   int metrics_port() const { return metrics_port_; }
   std::shared_ptr<grpc::Channel> InProcessChannel();
 
@@ -100,6 +107,7 @@ class ScatterServer {
   std::unique_ptr<ScatterServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
+  std::string listening_address_;
   int metrics_port_ = 0;
   bool shut_down_ = false;
 };

@@ -25,16 +25,23 @@ extern char** environ;
 
 namespace scatter::server::testing {
 
-// scatterd on 127.0.0.1:0, its stdout read for the port line.
+// scatterd on 127.0.0.1:0 (unless `flags` give another --address), its
+// stdout read for the port line. Its log goes to `log_path` when given.
 class Scatterd {
  public:
-  explicit Scatterd(std::vector<std::string> flags) {
+  explicit Scatterd(std::vector<std::string> flags,
+                    const std::string& log_path = "") {
     int out[2];
     if (pipe(out) != 0) std::abort();
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&actions, out[0]);
+    if (!log_path.empty()) {
+      posix_spawn_file_actions_addopen(&actions, STDERR_FILENO,
+                                       log_path.c_str(),
+                                       O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    }
     std::vector<std::string> args = {SCATTERD_PATH, "--address=127.0.0.1:0",
                                      "--metrics_address="};
     args.insert(args.end(), flags.begin(), flags.end());
@@ -48,7 +55,12 @@ class Scatterd {
     posix_spawn_file_actions_destroy(&actions);
     close(out[1]);
     stdout_ = fdopen(out[0], "r");
-    if (std::fscanf(stdout_, "port %d", &port_) != 1) port_ = 0;
+    char line[4096];
+    if (std::fgets(line, sizeof(line), stdout_) != nullptr) {
+      line_ = line;
+      if (!line_.empty() && line_.back() == '\n') line_.pop_back();
+    }
+    if (std::sscanf(line_.c_str(), "port %d", &port_) != 1) port_ = 0;
   }
   ~Scatterd() {
     if (pid_ > 0) {
@@ -58,6 +70,8 @@ class Scatterd {
     std::fclose(stdout_);
   }
   int port() const { return port_; }
+  // The first line scatterd printed on stdout, without its newline.
+  const std::string& line() const { return line_; }
   void Signal(int signal) { kill(pid_, signal); }
   int Wait() {
     int status = 0;
@@ -73,6 +87,7 @@ class Scatterd {
  private:
   pid_t pid_ = 0;
   int port_ = 0;
+  std::string line_;
   FILE* stdout_ = nullptr;
 };
 

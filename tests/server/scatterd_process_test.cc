@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,15 +25,54 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// The whole file; empty when it cannot be read.
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in),
+                     std::istreambuf_iterator<char>());
+}
+
 TEST(ScatterdTest, ServesAndPrintsItsPort) {
-  Scatterd scatterd({});
+  const std::string log =
+      absl::StrCat(::testing::TempDir(), "/scatterd_tcp_", getpid(), ".log");
+  Scatterd scatterd({}, log);
   ASSERT_GT(scatterd.port(), 0);
+  EXPECT_EQ(scatterd.line(),
+            absl::StrCat("port ", scatterd.port(), " metrics_port 0"));
   const Received got = Collect(*scatterd.Stub(), BoxRequest(100, 2));
   ASSERT_TRUE(got.status.ok()) << got.status.error_message();
   EXPECT_GT(got.size(), 1500u);
   scatterd.Signal(SIGTERM);
   const int status = scatterd.Wait();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_THAT(ReadAll(log),
+              HasSubstr(absl::StrCat("scatterd listening on 127.0.0.1:",
+                                     scatterd.port(), " (plaintext)")));
+}
+
+// A unix socket has no port: gRPC reports 1 for it, which scatterd used to
+// log ("listening on unix:1") and print ("port 1").
+TEST(ScatterdTest, ServesOnAUnixSocketAndNamesIt) {
+  const std::string base =
+      absl::StrCat(::testing::TempDir(), "/scatterd_unix_", getpid());
+  const std::string address = absl::StrCat("unix:", base, ".sock");
+  Scatterd scatterd({"--address=" + address}, base + ".log");
+  EXPECT_EQ(scatterd.port(), 0);
+  EXPECT_EQ(scatterd.line(),
+            absl::StrCat("address ", address, " metrics_port 0"));
+  auto stub = v1::ScatterService::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  const Received got = Collect(*stub, BoxRequest(100, 2));
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_GT(got.size(), 1500u);
+  scatterd.Signal(SIGTERM);
+  const int status = scatterd.Wait();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::string log = ReadAll(base + ".log");
+  EXPECT_THAT(log, HasSubstr(absl::StrCat("scatterd listening on ", address,
+                                          " (plaintext)")));
+  EXPECT_THAT(log, Not(HasSubstr("unix:1")));
+  unlink((base + ".sock").c_str());
 }
 
 TEST(ScatterdTest, SigtermEndsAStreamInFlightWithAStatus) {
