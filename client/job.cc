@@ -37,6 +37,16 @@ absl::StatusOr<v1::RasterInput*> Target(const std::string& target,
       request->layers_size(), ", got \"", target, "\""));
 }
 
+// Where a raster file is read from: relative paths from `base_dir`.
+std::string RasterPath(const v1::RasterFile& file,
+                       const std::string& base_dir) {
+  if (absl::StartsWith(file.path(), "/") || base_dir.empty()) {
+    return file.path();
+  }
+  return absl::StrCat(base_dir, absl::EndsWith(base_dir, "/") ? "" : "/",
+                      file.path());
+}
+
 template <typename Request>
 absl::StatusOr<Request> ResolveInto(Request request, const v1::Job& job,
                                     const std::string& base_dir) {
@@ -48,9 +58,7 @@ absl::StatusOr<Request> ResolveInto(Request request, const v1::Job& job,
       return absl::InvalidArgumentError(
           absl::StrCat(field, ".", input.status().message()));
     }
-    const std::string path = absl::StartsWith(file.path(), "/") || base_dir.empty()
-                                 ? file.path()
-                                 : absl::StrCat(base_dir, "/", file.path());
+    const std::string path = RasterPath(file, base_dir);
     absl::StatusOr<std::string> bytes = ReadFile(path);
     if (!bytes.ok()) {
       return absl::NotFoundError(absl::StrCat(field, ".path: raster file ", path,
@@ -99,6 +107,15 @@ absl::StatusOr<Request> UploadInto(Request request, Client& client,
 }
 
 }  // namespace
+
+std::string JobDir(const std::string& job_path) {
+  const std::size_t slash = job_path.rfind('/');
+  if (slash == std::string::npos) return "";
+  // A job at the root: its rasters are there too, not in the current
+  // directory.
+  if (slash == 0) return "/";
+  return job_path.substr(0, slash);
+}
 
 absl::StatusOr<v1::Job> LoadJob(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path);

@@ -15,6 +15,11 @@ namespace scatter::client {
 // file and the parser's reason (field path, position) when it is not a Job.
 absl::StatusOr<v1::Job> LoadJob(const std::string& path);
 
+// The directory a job file's relative raster paths are taken from: the
+// file's own ("jobs" for "jobs/a.json", "/" for "/a.json"), or "" (the
+// current directory) for a bare name.
+std::string JobDir(const std::string& job_path);
+
 // The request with every raster file read and put in place inline.
 // Relative paths are taken from `base_dir`. NotFound naming the file when
 // it cannot be read; InvalidArgument naming rasterFiles[i] for a bad target.

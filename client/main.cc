@@ -190,12 +190,6 @@ absl::StatusOr<std::unique_ptr<Client>> ConnectUnlessLocal(bool local) {
   return ConnectFromFlags();
 }
 
-// Raster files are relative to the job file's directory.
-std::string BaseDir(const std::string& job_path) {
-  const std::size_t slash = job_path.rfind('/');
-  return slash == std::string::npos ? "" : job_path.substr(0, slash);
-}
-
 // --seed: nothing when not given.
 absl::StatusOr<std::optional<std::uint64_t>> SeedFlag() {
   const std::string seed = absl::GetFlag(FLAGS_seed);
@@ -219,7 +213,7 @@ int Run(const std::string& job_path) {
   if (seed->has_value()) job->mutable_request()->set_seed(**seed);
   absl::StatusOr<Format> format = ParseFormat(absl::GetFlag(FLAGS_format));
   if (!format.ok()) return Fail(std::string(format.status().message()));
-  const std::string base_dir = BaseDir(job_path);
+  const std::string base_dir = JobDir(job_path);
 
   const bool local = absl::GetFlag(FLAGS_local);
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectUnlessLocal(local);
@@ -420,7 +414,7 @@ absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(const std::string& job_path
                      "with a world, `scatter run` one with a request)"));
   }
   absl::StatusOr<v1::ScatterTilesRequest> request =
-      ResolveWorldRasters(*job, BaseDir(job_path));
+      ResolveWorldRasters(*job, JobDir(job_path));
   if (!request.ok()) return request.status();
   // Files need every per-point array.
   request->clear_fields();
