@@ -153,6 +153,27 @@ absl::StatusOr<v1::ScatterTilesRequest> ResolveWorldRasters(
   return ResolveInto(job.world(), job, base_dir);
 }
 
+absl::Status NameRasterFile(const v1::Job& job, const std::string& base_dir,
+                            const absl::Status& status) {
+  const absl::string_view message = status.message();
+  // The last file for a target is the one ResolveInto left in place.
+  for (int i = job.raster_files_size() - 1; i >= 0; --i) {
+    const v1::RasterFile& file = job.raster_files(i);
+    const std::string& field = file.target();
+    // "region.mask: ..." or "region.mask.data: ...", not
+    // "region.mask_threshold".
+    if (field.empty() || !absl::StartsWith(message, field) ||
+        (message.size() > field.size() && message[field.size()] != ':' &&
+         message[field.size()] != '.')) {
+      continue;
+    }
+    return absl::Status(status.code(), absl::StrCat("rasterFiles[", i, "] (",
+                                                    RasterPath(file, base_dir),
+                                                    "): ", message));
+  }
+  return status;
+}
+
 absl::StatusOr<v1::ScatterRequest> UploadRasters(v1::ScatterRequest request,
                                                  Client& client,
                                                  const CallOptions& call) {

@@ -30,6 +30,15 @@ absl::StatusOr<v1::ScatterRequest> ResolveRasters(const v1::Job& job,
 absl::StatusOr<v1::ScatterTilesRequest> ResolveWorldRasters(
     const v1::Job& job, const std::string& base_dir);
 
+// `status` with the raster file named when its message starts with the
+// field one of the job's rasterFiles fills: "region.mask.data: not a PNG
+// file" becomes "rasterFiles[0] (dir/mask.png): region.mask.data: not a PNG
+// file", as the user wrote a file, not the field. Rasters are only decoded
+// when the request runs (or is uploaded), so their errors come back by
+// field. Any other status is returned as it is.
+absl::Status NameRasterFile(const v1::Job& job, const std::string& base_dir,
+                            const absl::Status& status);
+
 // The request with every inline raster uploaded with PutRaster and named
 // by the digest the server returns (the client keeps the data for its
 // inline resend). Errors name the raster's field. Each upload is one call

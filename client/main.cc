@@ -238,7 +238,9 @@ int Run(const std::string& job_path) {
   absl::StatusOr<v1::ScatterRequest> uploaded;
   if (!local) {
     uploaded = UploadRasters(*inline_request, **client, CallFromFlags());
-    if (!uploaded.ok()) return Fail(uploaded.status());
+    if (!uploaded.ok()) {
+      return Fail(NameRasterFile(*job, base_dir, uploaded.status()));
+    }
     request = &*uploaded;
   }
 
@@ -282,7 +284,9 @@ int Run(const std::string& job_path) {
   // then holds the points it asked for. The server's limits still fail.
   const bool capped =
       !summary.ok() && StoppedAtOwnCap(summary.status(), *request, points);
-  if (!summary.ok() && !capped) return Fail(summary.status());
+  if (!summary.ok() && !capped) {
+    return Fail(NameRasterFile(*job, base_dir, summary.status()));
+  }
   const absl::Status finished = (*writer)->Finish();
   if (!finished.ok()) return Fail(finished);
   // The run's time for --report: the points and the file, not the preview
@@ -403,18 +407,17 @@ absl::Status ApplyShard(const std::string& text, v1::ScatterTilesRequest* reques
   return absl::OkStatus();
 }
 
-// The job's world with the flags applied: --seed, --tiles, --shard. Errors
-// name the file or the flag.
-absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(const std::string& job_path) {
-  absl::StatusOr<v1::Job> job = LoadJob(job_path);
-  if (!job.ok()) return job.status();
-  if (!job->has_world()) {
+// The world of the job loaded from `job_path`, with the flags applied:
+// --seed, --tiles, --shard. Errors name the file or the flag.
+absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(
+    const std::string& job_path, const v1::Job& job) {
+  if (!job.has_world()) {
     return absl::InvalidArgumentError(
         absl::StrCat(job_path, ": no \"world\" to tile (`scatter tiles` needs a job ",
                      "with a world, `scatter run` one with a request)"));
   }
   absl::StatusOr<v1::ScatterTilesRequest> request =
-      ResolveWorldRasters(*job, JobDir(job_path));
+      ResolveWorldRasters(job, JobDir(job_path));
   if (!request.ok()) return request.status();
   // Files need every per-point array.
   request->clear_fields();
@@ -466,7 +469,10 @@ std::vector<v1::ScatterTilesRequest> SplitCalls(v1::ScatterTilesRequest request,
 }
 
 int Tiles(const std::string& job_path) {
-  absl::StatusOr<v1::ScatterTilesRequest> request = TilesRequest(job_path);
+  absl::StatusOr<v1::Job> job = LoadJob(job_path);
+  if (!job.ok()) return Fail(std::string(job.status().message()));
+  absl::StatusOr<v1::ScatterTilesRequest> request =
+      TilesRequest(job_path, *job);
   if (!request.ok()) {
     return request.status().code() == absl::StatusCode::kInvalidArgument
                ? Fail(std::string(request.status().message()))
@@ -493,7 +499,9 @@ int Tiles(const std::string& job_path) {
   if (!local) {
     absl::StatusOr<v1::ScatterTilesRequest> uploaded =
         UploadRasters(*request, **client, CallFromFlags());
-    if (!uploaded.ok()) return Fail(uploaded.status());
+    if (!uploaded.ok()) {
+      return Fail(NameRasterFile(*job, JobDir(job_path), uploaded.status()));
+    }
     request = *std::move(uploaded);
   }
   absl::StatusOr<std::unique_ptr<TileFiles>> files = TileFiles::Open(*format, out);
@@ -539,7 +547,7 @@ int Tiles(const std::string& job_path) {
   }
   if (progress) std::fprintf(stderr, "\n");
   if (!write_status.ok()) return Fail(write_status);
-  if (!status.ok()) return Fail(status);
+  if (!status.ok()) return Fail(NameRasterFile(*job, JobDir(job_path), status));
   std::fprintf(stderr, "scatter: %llu tiles, %llu points in %s in %.2f s (%llu generators computed)\n",
                static_cast<unsigned long long>((*files)->tiles_written()),
                static_cast<unsigned long long>(points), out.c_str(),

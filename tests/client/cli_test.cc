@@ -551,6 +551,65 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
   }
 }
 
+// A raster is decoded when the request runs (or is uploaded), and its
+// error names the field it fills: the message also names the job's
+// rasterFiles[i] and the file read, locally, against a server, and for
+// `scatter tiles`.
+TEST(CliTest, RasterErrorsNameTheFileAndItsPath) {
+  Scatterd scatterd({});
+  const std::string server =
+      absl::StrCat("--server=127.0.0.1:", scatterd.port());
+  const std::string bad = Temp("not_a.png");
+  std::ofstream(bad) << "not a png at all";
+  auto write = [](const std::string& path, const std::string& text) {
+    std::ofstream(path) << text;
+    return path;
+  };
+  const std::string mask =
+      write(Temp("bad_mask.json"),
+            R"({"request": {"region": {"box": {"min": [0, 0], "max": [10, 10]}},
+                      "layers": [{"spacing": 1}]},
+          "rasterFiles": [{"target": "region.mask", "path": ")" +
+                bad + R"(", "x1": 10, "y1": 10}]})");
+  const std::string density =
+      write(Temp("bad_density.json"),
+            R"({"request": {"region": {"box": {"min": [0, 0], "max": [10, 10]}},
+                      "layers": [{"spacing": 1},
+                                 {"id": 1, "radiusMin": 0.5, "radiusMax": 1}]},
+          "rasterFiles": [{"target": "layers[1].density", "path": ")" +
+                bad + R"(", "x1": 10, "y1": 10}]})");
+  const std::string world = write(Temp("bad_world.json"),
+                                  R"({"world": {"tileSize": 16,
+                    "layers": [{"id": 1, "radiusMin": 0.7, "radiusMax": 1}]},
+          "rasterFiles": [{"target": "layers[0].density", "path": ")" +
+                                      bad + R"(", "x1": 16, "y1": 16}]})");
+  const std::string tiles_out = "--out=" + Temp("bad_tiles");
+  struct Case {
+    std::vector<std::string> args;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {{"run", mask, "--local", "--out=/dev/null"}, "region.mask"},
+      {{"run", mask, server, "--out=/dev/null"}, "region.mask"},
+      {{"run", density, "--local", "--out=/dev/null"}, "layers[1].density"},
+      {{"run", density, server, "--out=/dev/null"}, "layers[1].density"},
+      {{"tiles", world, "--tiles=0:1,0:1", "--local", tiles_out},
+       "layers[0].density"},
+      {{"tiles", world, "--tiles=0:1,0:1", server, tiles_out},
+       "layers[0].density"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.args[0], " ", c.args[1], " ", c.args[2]));
+    const CommandResult result = Scatter(c.args);
+    EXPECT_NE(result.exit_code, 0);
+    EXPECT_THAT(result.err, HasSubstr(absl::StrCat("rasterFiles[0] (", bad,
+                                                   "): ", c.field)));
+    EXPECT_THAT(result.err, HasSubstr("not a PNG file"));
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1)
+        << result.err;
+  }
+}
+
 // An infinite --timeout is no deadline, not one already past.
 TEST(CliTest, AnInfiniteTimeoutIsNoDeadline) {
   Scatterd scatterd({});

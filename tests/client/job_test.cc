@@ -58,5 +58,41 @@ TEST(JobTest, AJobAtTheRootReadsItsRastersFromTheRoot) {
               HasSubstr(absl::StrCat("raster file jobs/", name, " cannot")));
 }
 
+// Rasters are decoded when the request runs, so their errors come back
+// naming the field; the user wrote a file.
+TEST(JobTest, RasterErrorsNameTheFileThatFillsTheField) {
+  const v1::Job job = JobFromJson(R"({
+      "request": {"layers": [{"spacing": 1}]},
+      "rasterFiles": [
+        {"target": "region.mask", "path": "first.png"},
+        {"target": "layers[0].density", "path": "/maps/density.png"},
+        {"target": "region.mask", "path": "mask.png"}]})");
+  // The last file for a target is the one in place.
+  absl::Status named = NameRasterFile(
+      job, "jobs",
+      absl::InvalidArgumentError("region.mask.data: not a PNG file"));
+  EXPECT_EQ(named.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(named.message(),
+            "rasterFiles[2] (jobs/mask.png): region.mask.data: not a PNG file");
+  named = NameRasterFile(
+      job, "jobs", absl::NotFoundError("layers[0].density.digest: no raster"));
+  EXPECT_EQ(named.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(named.message(),
+            "rasterFiles[1] (/maps/density.png): layers[0].density.digest: "
+            "no raster");
+  named = NameRasterFile(
+      job, "", absl::InvalidArgumentError("region.mask: chunks: bad CRC"));
+  EXPECT_EQ(named.message(),
+            "rasterFiles[2] (mask.png): region.mask: chunks: bad CRC");
+  // Other fields, even ones that start alike, are left as they are.
+  for (const char* message :
+       {"region.mask_threshold: must be in [0, 1]",
+        "layers[0].spacing: must be finite and > 0",
+        "layers[1].density.data: not a PNG file", "max_points = 200000000"}) {
+    const absl::Status status = absl::InvalidArgumentError(message);
+    EXPECT_EQ(NameRasterFile(job, "jobs", status), status);
+  }
+}
+
 }  // namespace
 }  // namespace scatter::client
