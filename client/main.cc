@@ -10,14 +10,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <limits>
-#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -367,6 +368,22 @@ std::uint64_t RectTiles(const v1::TileRange& r) {
              : w * h;
 }
 
+// InvalidArgument naming `what` (the flag, or the job's field) when the
+// half-open rectangle holds no tile. Checked before the output directory
+// is made; the server would name the request's rect.x1 or rect.y1.
+absl::Status CheckRectNotEmpty(const v1::TileRange& r,
+                               const std::string& what) {
+  for (const auto& [axis, lo, hi] :
+       {std::tuple{"x", r.x0(), r.x1()}, std::tuple{"y", r.y0(), r.y1()}}) {
+    if (hi <= lo) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": ", axis, "1 must be > ", axis, "0 (half-open), got ", axis,
+          "0 = ", lo, ", ", axis, "1 = ", hi));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // --shard=i/n: the request's rectangle becomes the list of band i's tiles.
 absl::Status ApplyShard(const std::string& text, v1::ScatterTilesRequest* request) {
   const std::vector<std::string> parts = absl::StrSplit(text, '/');
@@ -433,6 +450,12 @@ absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(
     return absl::InvalidArgumentError(
         "--tiles: which tiles? give x0:x1,y0:y1 or x,y;..., or put them in the "
         "job's world");
+  }
+  if (request->has_rect()) {
+    const absl::Status nonempty = CheckRectNotEmpty(
+        request->rect(),
+        tiles.empty() ? absl::StrCat(job_path, ": world.rect") : "--tiles");
+    if (!nonempty.ok()) return nonempty;
   }
   const std::string shard = absl::GetFlag(FLAGS_shard);
   if (!shard.empty()) {

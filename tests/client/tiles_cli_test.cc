@@ -4,6 +4,7 @@
 // origin, and from a live scatterd; shards of an area add up to the area.
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/output.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -291,7 +293,7 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
       {{"tiles", world, "--tiles=0:1,0:1", "--local"},
        "--out: `scatter tiles` writes"},
       {{"tiles", world, "--tiles=1:0,0:1", "--local", out},
-       "INVALID_ARGUMENT: rect.x1: must be > rect.x0 = 1"},
+       "--tiles: x1 must be > x0 (half-open), got x0 = 1, x1 = 0"},
       {{"tiles", small_tile, "--tiles=0:1,0:1", "--local", out},
        "INVALID_ARGUMENT: tile_size must be finite and in [10 * r_max, "
        "1e+150] = [10, 1e+150]"},
@@ -317,6 +319,48 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
     EXPECT_THAT(result.err, HasSubstr(c.message));
     EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1)
         << result.err;
+  }
+}
+
+// An empty rectangle is named by where it came from (the flag, or the
+// job's world.rect), not by the request field the server would name, and
+// is refused before the output directory is made.
+TEST(TilesCliTest, AnEmptyRectangleIsRefusedBeforeAnythingIsMade) {
+  Scatterd scatterd({});
+  const std::string server =
+      absl::StrCat("--server=127.0.0.1:", scatterd.port());
+  const std::string world = WorldJob();
+  const std::string own_rect = Temp("empty_rect.json");
+  std::ofstream(own_rect) << R"({"world": {"tileSize": 12,
+      "layers": [{"id": 4, "spacing": 1}],
+      "rect": {"x0": "0", "x1": "3", "y0": "5", "y1": "5"}}})";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{world, "--tiles=2:0,0:2", "--local"},
+       "--tiles: x1 must be > x0 (half-open), got x0 = 2, x1 = 0"},
+      {{world, "--tiles=2:0,0:2", server},
+       "--tiles: x1 must be > x0 (half-open), got x0 = 2, x1 = 0"},
+      {{world, "--tiles=0:2,3:3", "--local"},
+       "--tiles: y1 must be > y0 (half-open), got y0 = 3, y1 = 3"},
+      {{world, "--tiles=2:0,0:2", "--shard=0/2", "--local"},
+       "--tiles: x1 must be > x0 (half-open), got x0 = 2, x1 = 0"},
+      {{own_rect, "--local"},
+       own_rect + ": world.rect: y1 must be > y0 (half-open), got y0 = 5, "
+                  "y1 = 5"},
+  };
+  int n = 0;
+  for (Case c : cases) {
+    SCOPED_TRACE(absl::StrJoin(c.args, " "));
+    const std::string dir = Temp(absl::StrCat("empty_rect_", n++));
+    c.args.insert(c.args.begin(), "tiles");
+    c.args.push_back("--out=" + dir);
+    const CommandResult result = Scatter(c.args);
+    EXPECT_NE(result.exit_code, 0);
+    EXPECT_EQ(result.err, absl::StrCat("scatter: ", c.message, "\n"));
+    EXPECT_NE(access(dir.c_str(), F_OK), 0) << dir << " was made";
   }
 }
 
