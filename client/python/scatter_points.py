@@ -43,6 +43,25 @@ def load_stubs(proto_root=PROTO_ROOT):
     return scatter_pb2, scatter_pb2_grpc
 
 
+# The request fields main() fills from flags (--spacing goes to both spacing
+# and cell_size, which a jittered grid uses): the server's errors name the
+# field, and the user typed the flag.
+FLAG_FIELDS = (("layers[0].spacing", "--spacing"),
+               ("layers[0].cell_size", "--spacing"),
+               ("layers[0].count", "--count"),
+               ("region.box", "--box"))
+
+
+def name_flag(details):
+    """A server error message with the flag the user typed in front of the
+    field it names: "--spacing (layers[0].cell_size): must be > 0 ..."."""
+    for field, flag in FLAG_FIELDS:
+        rest = details[len(field):]
+        if details.startswith(field) and rest[:1] in ("", ":", ".", "["):
+            return "%s (%s)%s" % (flag, field, rest)
+    return details
+
+
 class Points:
     """Iterates over (dims, coords, layers, ids) per batch of one Scatter
     call; `summary` holds the call's summary once the stream has ended."""
@@ -124,7 +143,8 @@ def main():
                 print("summary: %d points, the --max-points cap" % written,
                       file=sys.stderr)
                 return 0
-            print("scatter: %s: %s" % (e.code().name, e.details()), file=sys.stderr)
+            print("scatter: %s: %s" % (e.code().name, name_flag(e.details() or "")),
+                  file=sys.stderr)
             return 1
         s = points.summary
         print("summary: %d points, %.3f s, algorithm_version %d" %

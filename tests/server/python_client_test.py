@@ -94,6 +94,20 @@ def check_points_script(port):
             bad = subprocess.run(["/usr/bin/python3", script] + flags, env=env,
                                  capture_output=True, text=True, timeout=60)
             assert bad.returncode == 2 and message in bad.stderr, (flags, bad.stderr)
+        # The server's errors name request fields; the message names the
+        # flag that filled it (--spacing also fills a jittered grid's
+        # cell_size).
+        for flags, message in (
+                (["--method=jittered", "--spacing=0"],
+                 "--spacing (layers[0].cell_size): must be > 0"),
+                (["--spacing=-1"], "--spacing (layers[0].spacing): must be finite and > 0"),
+                (["--box=0,0,0,10"], "--box (region.box): ")):
+            bad = subprocess.run(["/usr/bin/python3", script, "--address=127.0.0.1:%d" % port,
+                                  "--timeout=20"] + flags, env=env,
+                                 capture_output=True, text=True, timeout=60)
+            assert (bad.returncode == 1 and
+                    bad.stderr.startswith("scatter: INVALID_ARGUMENT: " + message)), (
+                        flags, bad.stderr)
 
 
 def main():
