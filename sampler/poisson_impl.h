@@ -227,8 +227,8 @@ class PoissonRun {
     if (filled && taken_marks_) {
       taken_row_bits_ =
           (static_cast<std::uint64_t>(kTakenSplit * n_[0]) / 64 + 1) * 64;
-      // ShellGroupUntaken's piece indices are int32 lanes (at most one
-      // past the last piece), its row offsets 32 x 32-bit products.
+      // UntakenLanes' piece indices are int32 lanes (at most one past the
+      // last piece), its row offsets 32 x 32-bit products.
       constexpr std::int64_t kLane = std::int64_t{1} << 31;
       taken_in_lanes_ = kTakenSplit * n_[0] + 1 < kLane &&
                         kTakenSplit * n_[1] + 1 < kLane &&
@@ -2047,7 +2047,8 @@ class PoissonRun {
   static constexpr bool taken_marks_ = kTaken;
   HugePageVector<std::uint64_t> taken_;
   std::uint64_t taken_row_bits_ = 0;
-  bool taken_in_lanes_ = false;  // ShellGroupUntaken may serve the run.
+  // The AVX2 lanes (ShellGroupUntaken, DenseGroups) may serve the run.
+  bool taken_in_lanes_ = false;
   // Classic 2D candidates' directions (UnitShellPoint2d).
   const ShellDirectionTable* shell_directions_ = &ShellDirections2d();
   const TakenStencil2d* taken_stencil_ =

@@ -78,8 +78,8 @@ inline constexpr double kShellTurnPerUnit = 6.283185307179586 * 0x1.0p-32;
 // [0, 2 pi / 2^12) to turn it by, and the low 32 the radius: sqrt(1 + 3u)
 // for u uniform in [0, 1), so that the squared radius is uniform, as area
 // is. The turn is the tangent step (c - s t, s + c t), whose length
-// sqrt(1 + t^2) the factor 1 - t^2 / 2 takes back to 1 - 3 t^4 / 8 (below
-// 2e-12: never past 2, never short of 1 by more). Its angle is atan(t):
+// sqrt(1 + t^2) the factor 1 - t^2 / 2 takes back to 1 - 3 t^4 / 8 (at
+// most 2.1e-12: never past 2, never short of 1 by more). Its angle is atan(t):
 // the angle's density within a step varies by t^2 < 2.4e-6.
 inline void UnitShellPoint2d(const ShellDirectionTable& directions,
                              std::uint64_t bits, double* v) {

@@ -88,9 +88,10 @@ double ChiSquare(const std::vector<double>& counts, double total) {
 // it (to 1e-11 at the inner circle: the turn's length correction leaves
 // 3 t^4 / 8), the squared radius uniform over [1, 4], the angle uniform
 // over the circle and within a table step (where the turn by t lands), by
-// Pearson's chi-square over 10^6 draws. Bounds: the 1e-6 quantiles of
-// chi-square with 15, 63 and 31 degrees of freedom are about 52, 127 and
-// 83.
+// Pearson's chi-square over 10^6 draws. Bounds: chi-square with 15, 63
+// and 31 degrees of freedom passes 52, 127 and 83 with probabilities of
+// about 6e-6, 3e-6 and 1e-6 (the draws are fixed: no flakiness, only a
+// tail that small for a uniform draw).
 TEST(RotationTest, ShellPoint2dIsUniformInTheAnnulus) {
   constexpr int kDraws = 1000000;
   const ShellDirectionTable& table = ShellDirections2d();

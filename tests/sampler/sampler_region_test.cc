@@ -473,7 +473,7 @@ TEST(MaskTest, SmallBoxesAcrossASharpMaskAreClassifiedByTheInterpolation) {
   EXPECT_EQ(classify(60, 20, 61, 21), Region::Overlap::kInside);
   EXPECT_EQ(classify(50.1, 90, 52, 92), Region::Overlap::kInside);
   EXPECT_EQ(classify(49.5, 40, 50.5, 41), Region::Overlap::kPartial);
-  // Boxes up to 4 wide anywhere, 1 000 probes each.
+  // Boxes up to 2 wide anywhere, 1 000 probes each.
   CounterRng rng(0x5ca77e4);
   int certain = 0;
   for (int k = 0; k < 2000; ++k) {
@@ -489,7 +489,7 @@ TEST(MaskTest, SmallBoxesAcrossASharpMaskAreClassifiedByTheInterpolation) {
           << "), probe (" << p[0] << ", " << p[1] << ")";
     }
   }
-  // All but the boxes within 2 of x = 50 (about 4 %).
+  // All but the boxes that x = 50 crosses (about 1 %).
   EXPECT_GT(certain, 1800);
 }
 
@@ -527,6 +527,15 @@ TEST(MaskTest, NothingToFillEndsBeforeAnyGrid) {
                           << (obstacle ? ", obstacle" : "");
     }
   }
+  // The uniform method promises its count, and still says there is no
+  // room for it.
+  SamplerOptions uniform;
+  uniform.method = Method::kUniform;
+  uniform.count = 10;
+  absl::StatusOr<Sampler> none = Sampler::Create(masked, uniform);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(test::Collect(*none).status.code(),
+            absl::StatusCode::kInvalidArgument);
   // A mask bright somewhere still fills what it leaves.
   const std::vector<std::uint8_t> corner = {0, 0, 0, 255};
   const auto some = std::make_shared<const Raster>(*Raster::FromRaw(

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "sampler/box.h"
@@ -666,6 +667,7 @@ struct Config {
   // Variable radius from a density raster when > 0: radii [radius,
   // radius_max].
   double radius_max = 0;
+  int max_attempts = 0;  // 0: the method's default.
 };
 
 // Density falling from 1 at the left to 0 at the right, with ripples.
@@ -702,6 +704,7 @@ TEST_P(SimdRunTest, EveryLevelGivesTheScalarPoints) {
     options.density = RippleDensity();
   }
   options.seed = 2024;
+  options.max_attempts = config.max_attempts;
   options.simd = SimdLevel::kScalar;
   absl::StatusOr<Sampler> scalar = Sampler::Create(*box, options);
   ASSERT_TRUE(scalar.ok()) << scalar.status();
@@ -778,9 +781,65 @@ TEST(SimdVariableRunTest, APolygonWithObstaclesGivesTheScalarPoints) {
   }
 }
 
+// Constant radius with same-layer obstacles (woken points try the woken
+// directions), run to the end and stopped by the sink at point 777 (batches
+// of one, so the stop lands inside a visit): every level gives the scalar
+// points and the same status.
+TEST(SimdConstantRunTest, WokenPointsAndAStopGiveTheScalarPoints) {
+  absl::StatusOr<Box> box = Box::Create(2, {0, 0, 0}, {1, 1, 1});
+  ASSERT_TRUE(box.ok()) << box.status();
+  for (Method method : {Method::kPoissonDense, Method::kPoissonClassic}) {
+    for (std::size_t stop_at : {std::size_t{0}, std::size_t{777}}) {
+      SCOPED_TRACE(absl::StrCat(MethodName(method), ", stop at ", stop_at));
+      SamplerOptions options;
+      options.method = method;
+      options.radius = 0.01;
+      options.seed = 31;
+      options.batch_size = 1;
+      for (int k = 0; k < 5; ++k) {
+        Obstacle tree;
+        tree.center = {0.1 + 0.2 * k, 0.3 + 0.1 * (k % 2), 0};
+        tree.radius = 0.01;
+        tree.same_layer = true;
+        options.obstacles.push_back(tree);
+      }
+      auto run = [&](SimdLevel level) {
+        options.simd = level;
+        absl::StatusOr<Sampler> sampler = Sampler::Create(*box, options);
+        EXPECT_TRUE(sampler.ok()) << sampler.status();
+        PointSet points;
+        points.status = sampler->Run([&](const PointBatch& batch) {
+          Append(batch, &points);
+          return stop_at == 0 || points.size() < stop_at;
+        });
+        return points;
+      };
+      const PointSet reference = run(SimdLevel::kScalar);
+      if (stop_at == 0) {
+        ASSERT_TRUE(reference.status.ok()) << reference.status;
+        ASSERT_GT(reference.size(), 5000u);
+      } else {
+        ASSERT_EQ(reference.status.code(), absl::StatusCode::kCancelled);
+        ASSERT_EQ(reference.size(), stop_at);
+      }
+      for (SimdLevel level : LevelsToCompare()) {
+        SCOPED_TRACE(SimdLevelName(level));
+        const PointSet points = run(level);
+        EXPECT_EQ(points.status, reference.status);
+        EXPECT_EQ(Bits(points.coords), Bits(reference.coords));
+      }
+    }
+  }
+}
+
 const Config kRunConfigs[] = {
     {"Dense2D", 2, Method::kPoissonDense, 0.01},
     {"Classic2D", 2, Method::kPoissonClassic, 0.01},
+    // Attempts that are no multiple of the AVX2 paths' four lanes
+    // (DenseGroups, ShellGroupUntaken), and fewer than four.
+    {"Dense2DK13", 2, Method::kPoissonDense, 0.01, 0, 13},
+    {"Classic2DK3", 2, Method::kPoissonClassic, 0.01, 0, 3},
+    {"Classic2DK13", 2, Method::kPoissonClassic, 0.01, 0, 13},
     {"Dense3D", 3, Method::kPoissonDense, 0.06},
     {"Classic3D", 3, Method::kPoissonClassic, 0.06},
     {"VariableDense2D", 2, Method::kPoissonDense, 0.004, 0.04},
