@@ -140,6 +140,11 @@ class ObstacleIndex {
   void Classify(const double* lo, const double* hi, bool* inside,
                 bool* reaches) const;
 
+  // Classify's *inside alone, from the obstacles listed in one cell: one
+  // that holds the box reaches its low corner, so that corner's cell lists
+  // it (Classify walks every cell the box meets).
+  bool Holds(const double* lo, const double* hi) const;
+
   // The same for a point with its own footprint `extra` (0 to max_extra),
   // added to every clearance but those given as radius_is_clearance, and
   // its own radius `own` (0 to max_own), which same-layer clearances grow

@@ -610,10 +610,8 @@ Region::Overlap Region::Classify(const double* lo, const double* hi) const {
     }
   }
   if (mask_ == nullptr) return shape;
+  if (OffMask(lo, hi)) return Overlap::kOutside;
   const RasterRect& r = mask_->rect();
-  if (hi[0] < r.x0 || lo[0] > r.x1 || hi[1] < r.y0 || lo[1] > r.y1) {
-    return Overlap::kOutside;
-  }
   const bool within =
       lo[0] >= r.x0 && hi[0] <= r.x1 && lo[1] >= r.y0 && hi[1] <= r.y1;
   double least = 0, most = 0;
@@ -634,13 +632,15 @@ Region::Overlap Region::Classify(const double* lo, const double* hi) const {
   return Overlap::kPartial;
 }
 
+bool Region::OffMask(const double* lo, const double* hi) const {
+  const RasterRect& r = mask_->rect();
+  return hi[0] < r.x0 || lo[0] > r.x1 || hi[1] < r.y0 || lo[1] > r.y1;
+}
+
 bool Region::MaskExcludes(const double* lo, const double* hi,
                           std::size_t max_pixels) const {
   if (mask_ == nullptr) return false;
-  const RasterRect& r = mask_->rect();
-  if (hi[0] < r.x0 || lo[0] > r.x1 || hi[1] < r.y0 || lo[1] > r.y1) {
-    return true;
-  }
+  if (OffMask(lo, hi)) return true;
   double least = 0, most = 0;
   return mask_->Bounds(lo[0], lo[1], hi[0], hi[1], &least, &most,
                        max_pixels) &&

@@ -112,6 +112,9 @@ class Region {
   // The shape alone, without the mask.
   bool ContainsShape(const double* p) const;
   Overlap ClassifyShape(const double* lo, const double* hi) const;
+  // Whether the box [lo, hi] misses the mask's rectangle (given a mask),
+  // where the mask excludes everything.
+  bool OffMask(const double* lo, const double* hi) const;
 
   Kind kind_;
   Box bounds_;

@@ -336,12 +336,11 @@ bool Sampler::NothingToPlace() const {
     lo[a] = box.min(a);
     hi[a] = box.max(a);
   }
-  bool covered = false, reaches = false;
-  obstacles_->Classify(lo, hi, &covered, &reaches);
   // Reading the mask's pixels over the bounds costs less than the run's
   // grid would, up to a few million of them.
   constexpr std::size_t kMaxMaskPixels = std::size_t{1} << 22;
-  return covered || region_.MaskExcludes(lo, hi, kMaxMaskPixels);
+  return obstacles_->Holds(lo, hi) ||
+         region_.MaskExcludes(lo, hi, kMaxMaskPixels);
 }
 
 absl::Status Sampler::Run(BatchSink sink,
