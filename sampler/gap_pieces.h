@@ -5,7 +5,9 @@
 // radius) splits a cell into the 2^D pieces it searches, and in which order.
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "sampler/rng.h"
 #include "sampler/select.h"
@@ -133,6 +135,164 @@ bool TwoDisksCoverImpl(const double* s, double s2, const double* t, double t2,
     }
   }
   return true;
+}
+
+// The places of the box [0, w] x [0, h] where the distance to the nearest of
+// n sites (sx[i], sy[i]; n <= 64), d(x) = min_i |x - s_i|, may peak, given
+// to `place(x, y)` until it returns true; returns whether one did.
+// d is convex on each site's Voronoi cell, so over the box it peaks at a
+// vertex of the box cut by the Voronoi diagram: a corner of the box, a
+// place of an edge of the box equidistant from two sites, or the place
+// equidistant from three (their circumcentre). Every pair and triple whose
+// bisectors cross the box is tried, which gives every such vertex and some
+// more places, all in the box. A place closer than sqrt(bound) to a site
+// that defines it (so d(x)^2 < bound there) is not given.
+// `bound` may rise as places are given (a search for the farthest one
+// needs no place nearer than the best so far).
+template <class Place>
+bool ForEachPeakPlace2d(const double* sx, const double* sy, std::size_t n,
+                        double w, double h, const double& bound,
+                        Place&& place) {
+  if (place(0.0, 0.0) || place(w, 0.0) || place(0.0, h) || place(w, h)) {
+    return true;
+  }
+  // crosses[i] bit j: the bisector of s_i and s_j (i < j) meets the box.
+  std::uint64_t crosses[64];
+  for (std::size_t i = 0; i < n; ++i) {
+    crosses[i] = 0;
+    for (std::size_t j = i + 1; j < n; ++j) {
+      // The bisector, (x - m) . d = 0, and the sign of (x - m) . d at the
+      // corners: a branch-free pass first, as most bisectors miss a small
+      // box.
+      const double dx = sx[j] - sx[i];
+      const double dy = sy[j] - sy[i];
+      const double mx = (sx[i] + sx[j]) / 2;
+      const double my = (sy[i] + sy[j]) / 2;
+      const double s00 = -(mx * dx + my * dy);
+      const double s10 = s00 + w * dx;
+      const double s01 = s00 + h * dy;
+      const double s11 = s10 + h * dy;
+      const double lo = std::min(std::min(s00, s10), std::min(s01, s11));
+      const double hi = std::max(std::max(s00, s10), std::max(s01, s11));
+      crosses[i] |= static_cast<std::uint64_t>(!(lo > 0) & !(hi < 0)) << j;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::uint64_t bits = crosses[i]; bits != 0; bits &= bits - 1) {
+      const auto j = static_cast<std::size_t>(__builtin_ctzll(bits));
+      const double dx = sx[j] - sx[i];
+      const double dy = sy[j] - sy[i];
+      const double mx = (sx[i] + sx[j]) / 2;
+      const double my = (sy[i] + sy[j]) / 2;
+      const double s00 = -(mx * dx + my * dy);
+      const double s10 = s00 + w * dx;
+      const double s01 = s00 + h * dy;
+      const double s11 = s10 + h * dy;
+      // Where the bisector crosses an edge (its ends' signs differ; a
+      // crossing at a corner is the corner's).
+      auto on_edge = [&](double x, double y) {
+        const double ex = x - sx[i];
+        const double ey = y - sy[i];
+        return !(ex * ex + ey * ey < bound) && place(x, y);
+      };
+      if (((s00 < 0) != (s10 < 0) && on_edge(w * (s00 / (s00 - s10)), 0.0)) ||
+          ((s01 < 0) != (s11 < 0) && on_edge(w * (s01 / (s01 - s11)), h)) ||
+          ((s00 < 0) != (s01 < 0) && on_edge(0.0, h * (s00 / (s00 - s01)))) ||
+          ((s10 < 0) != (s11 < 0) && on_edge(w, h * (s10 / (s10 - s11))))) {
+        return true;
+      }
+      // Centres: on all three bisectors.
+      for (std::uint64_t more = crosses[i] & crosses[j]; more != 0;
+           more &= more - 1) {
+        const auto k = static_cast<std::size_t>(__builtin_ctzll(more));
+        // The circumcentre of s_i, s_j, s_k, from s_i.
+        const double bx = sx[k] - sx[i];
+        const double by = sy[k] - sy[i];
+        const double det = 2 * (dx * by - dy * bx);
+        if (det == 0) continue;  // In a line: no centre.
+        const double a2 = dx * dx + dy * dy;
+        const double b2 = bx * bx + by * by;
+        const double ux = (by * a2 - dy * b2) / det;
+        const double uy = (dx * b2 - bx * a2) / det;
+        if (ux * ux + uy * uy < bound) continue;
+        const double x = sx[i] + ux;
+        const double y = sy[i] + uy;
+        if (x >= 0 && x <= w && y >= 0 && y <= h && place(x, y)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// At most this many sites for the two functions below (a gap cell's
+// neighbourhood holds about 4 to 7).
+inline constexpr std::size_t kMaxPeakSites = 64;
+
+// Whether the closed box [b0, b1] (2D) may hold a place at squared distance
+// at least `bound` from each of the n sites (xs[i], ys[i]). False means
+// every place of the box is closer than that to a site. Exact up to
+// rounding, which the caller's bound (below r^2 by a margin) absorbs.
+inline bool BoxMayHoldPlace2d(const double* xs, const double* ys, std::size_t n,
+                              const double* b0, const double* b1,
+                              double bound) {
+  if (n == 0 || n > kMaxPeakSites) return true;
+  // From b0, so coordinates far from the origin lose nothing.
+  double sx[kMaxPeakSites], sy[kMaxPeakSites];
+  for (std::size_t i = 0; i < n; ++i) {
+    sx[i] = xs[i] - b0[0];
+    sy[i] = ys[i] - b0[1];
+  }
+  return ForEachPeakPlace2d(sx, sy, n, b1[0] - b0[0], b1[1] - b0[1], bound,
+                            [&](double x, double y) {
+                              for (std::size_t i = 0; i < n; ++i) {
+                                const double dx = x - sx[i];
+                                const double dy = y - sy[i];
+                                if (dx * dx + dy * dy < bound) return false;
+                              }
+                              return true;
+                            });
+}
+
+// The place of the closed box [b0, b1] (2D) farthest from the n sites
+// (1 <= n <= kMaxPeakSites), into p, with its squared distance to the
+// nearest site; 0 when no place is at least sqrt(bound) away (p is then
+// unset). The place is recomputed in the box's frame, so its distance to
+// the sites differs from the returned one by rounding.
+inline double FarthestPlace2d(const double* xs, const double* ys, std::size_t n,
+                              const double* b0, const double* b1, double bound,
+                              double* p) {
+  double sx[kMaxPeakSites], sy[kMaxPeakSites];
+  for (std::size_t i = 0; i < n; ++i) {
+    sx[i] = xs[i] - b0[0];
+    sy[i] = ys[i] - b0[1];
+  }
+  // No place nearer than the best so far, or than `bound`, is wanted.
+  double need = bound, best = 0, best_x = 0, best_y = 0;
+  ForEachPeakPlace2d(sx, sy, n, b1[0] - b0[0], b1[1] - b0[1], need,
+                     [&](double x, double y) {
+                       for (std::size_t i = 0; i < n; ++i) {
+                         const double dx = x - sx[i];
+                         const double dy = y - sy[i];
+                         if (dx * dx + dy * dy < need) return false;
+                       }
+                       double d2 = std::numeric_limits<double>::infinity();
+                       for (std::size_t i = 0; i < n; ++i) {
+                         const double dx = x - sx[i];
+                         const double dy = y - sy[i];
+                         d2 = std::min(d2, dx * dx + dy * dy);
+                       }
+                       best = d2;
+                       best_x = x;
+                       best_y = y;
+                       need = d2;
+                       return false;
+                     });
+  if (best > 0) {
+    // Back from the box's frame, which may round past its far side.
+    p[0] = std::min(b0[0] + best_x, b1[0]);
+    p[1] = std::min(b0[1] + best_y, b1[1]);
+  }
+  return best;
 }
 
 // Disks of squared radii s2 and t2.

@@ -182,6 +182,11 @@ class PoissonRun {
     assert(!kTaken || UsesTakenMarks(region, options));
     reach_ = reach * kBoundSlack + slack;
     near_bound_ = (reach * 0.5 + r_) * kBoundSlack;
+    // A few ulps of r^2, and a coordinate's rounding over distances of at
+    // most 3r, twice.
+    certain_d2_ = min_d2_ * (1 - 1e-9) - 12 * r_ * slack;
+    peak_margin_ = cell_ / 4;
+    for (int a = 0; a < D; ++a) last_[a] = std::nextafter(hi_[a], lo_[a]);
 
     if (dense_) {
       if constexpr (D == 2) {
@@ -1567,32 +1572,175 @@ class PoissonRun {
           if (mask == kFullCover) continue;
         }
       }
-      const std::size_t n = GatherAroundCell(c, idx, u0, u1);
-      // Only the half-cells no single disk covers need a look, and in 3D
-      // only their quarter-cells that no single disk covers (when the grid's
-      // edge does not cut the cell: then the half-cell's children are other
-      // boxes than the grid's quarter-cells).
-      double p[D];
-      bool found = false;
-      // Children in a rotated order, so gap points have no bias towards
-      // a corner of their cell.
-      const unsigned turn = ChildTurn(c, 0);
-      for (unsigned t = 0; t < (1u << D) && !found; ++t) {
-        const unsigned child = (t + turn) & ((1u << D) - 1);
-        const unsigned covered = taken_marks_ ? QuarterPieces(quarters, child)
-                                              : HalfCellPieces(mask, child);
-        if (covered == kAllChildren) continue;
-        double c0[D], c1[D];
-        if (!ClippedHalfCell<D>(u0, u1, lo_, hi_, child, c0, c1)) continue;
-        found = FindUncovered(c0, c1, 1, n, c, 1 + child, maybe_partial_, p,
-                              clipped ? 0 : covered);
+      // Classic 2D fills its gaps at peaks (FillCellAtPeaks) where it can;
+      // dense packing, and 3D, split cells (SearchCell). Of the cells a
+      // classic run searches, one in five holds a place (58 k of 265 k in
+      // poisson_classic/2d), and splitting one until a random place hit took
+      // about 11 k instructions (bench/README.md, "Gaps at Voronoi
+      // vertices"); dense runs gained nothing from peaks.
+      if constexpr (D == 2) {
+        if (!dense_ && PeaksServe(u0, u1)) {
+          absl::Status s = FillCellAtPeaks(c, idx, u0, u1, clipped);
+          if (!s.ok()) return s;
+          continue;
+        }
       }
-      if (found) {
-        absl::Status s = FinishGapPoint(p);
-        if (!s.ok()) return s;
-      }
+      absl::Status s = SearchCell(c, idx, u0, u1, mask, quarters, clipped);
+      if (!s.ok()) return s;
     }
     return absl::OkStatus();
+  }
+
+  // Gap filling in cell c (per-axis index idx, bounds [u0, u1)) by
+  // splitting it: places a point if the search finds a place. `mask`: its
+  // cover marks; `quarters`: with taken marks, the sixteenths they hold;
+  // `clipped`: the box's edge cuts the cell.
+  absl::Status SearchCell(std::uint64_t c, const std::int64_t* idx,
+                          const double* u0, const double* u1, CoverWord mask,
+                          unsigned quarters, bool clipped) {
+    const std::size_t n = GatherAroundCell(c, idx, u0, u1);
+    // Only the half-cells no single disk covers need a look, and in 3D
+    // only their quarter-cells that no single disk covers (when the grid's
+    // edge does not cut the cell: then the half-cell's children are other
+    // boxes than the grid's quarter-cells).
+    double p[D];
+    bool found = false;
+    // Children in a rotated order, so gap points have no bias towards
+    // a corner of their cell.
+    const unsigned turn = ChildTurn(c, 0);
+    for (unsigned t = 0; t < (1u << D) && !found; ++t) {
+      const unsigned child = (t + turn) & ((1u << D) - 1);
+      const unsigned covered = taken_marks_ ? QuarterPieces(quarters, child)
+                                            : HalfCellPieces(mask, child);
+      if (covered == kAllChildren) continue;
+      double c0[D], c1[D];
+      if (!ClippedHalfCell<D>(u0, u1, lo_, hi_, child, c0, c1)) continue;
+      found = FindUncovered(c0, c1, 1, n, c, 1 + child, maybe_partial_, p,
+                            clipped ? 0 : covered);
+    }
+    if (!found) return absl::OkStatus();
+    return FinishGapPoint(p);
+  }
+
+  // FillCellAtPeaks' draws in cell c's stream, past the pieces the
+  // search draws from (under 2^14): round i's place when nothing is near
+  // is piece kPeakPieces + i, its move piece kPeakPieces + kPeakJitter + i.
+  static constexpr std::uint64_t kPeakPieces = std::uint64_t{1} << 20;
+  static constexpr std::uint64_t kPeakJitter = std::uint64_t{1} << 19;
+
+  // The box [b0, b1] widened by `margin` and clipped to the closed box
+  // [lo_, last_], into w0 and w1.
+  void WidenedInBox(const double* b0, const double* b1, double margin,
+                    double* w0, double* w1) const {
+    for (int a = 0; a < D; ++a) {
+      w0[a] = std::max(b0[a] - margin, lo_[a]);
+      w1[a] = std::min(b1[a] + margin, last_[a]);
+    }
+  }
+
+  // Whether FillCellAtPeaks may fill the 2D cell [u0, u1): the cell widened
+  // by (a little more than) peak_margin_, within the box, lies wholly inside
+  // the region, and no obstacle's clearance reaches it.
+  bool PeaksServe(const double* u0, const double* u1) const {
+    if (box_only_ && obstacles_.empty()) return true;
+    // FillCellAtPeaks' boxes reach a millionth of a piece further.
+    double d0[D], d1[D];
+    WidenedInBox(u0, u1, peak_margin_ * 1.01, d0, d1);
+    if (!box_only_ && region_.Classify(d0, d1) != Region::Overlap::kInside) {
+      return false;
+    }
+    if (obstacles_.empty()) return true;
+    bool in_obstacle = false, near_obstacle = false;
+    obstacles_.Classify(d0, d1, &in_obstacle, &near_obstacle);
+    return !in_obstacle && !near_obstacle;
+  }
+
+  // Gap filling in the 2D cell c (index idx, bounds [u0, u1); PeaksServe):
+  // while some place of the cell is at least r from every point, a point
+  // goes where the distance to the nearest point peaks in the cell widened
+  // by peak_margin_ (the middle of the hole, which may lie a little past
+  // the cell's edge), moved at random within the hole's part that is that
+  // far (a disk around the peak), and grows as any gap point does. Whether
+  // the cell holds a place, and where the peak is, come from the Voronoi
+  // vertices of the points around it (BoxMayHoldPlace2d,
+  // FarthestPlace2d), not from splitting the cell. All boxes are clipped
+  // to the closed box [lo_, last_], whose places are the box's.
+  absl::Status FillCellAtPeaks(std::uint64_t c, const std::int64_t* idx,
+                               const double* u0, const double* u1,
+                               bool clipped) {
+    for (std::uint64_t round = 0;; ++round) {
+      // Places at r from every point lie in the sixteenths of the cell that
+      // no mark holds: only their bounding box is asked, and the points
+      // that reach it.
+      const unsigned open =
+          ~((taken_marks_ ? TakenCellMask(c) : 0) |
+            HalvesAsQuarters(static_cast<unsigned>(cover_[c] & 0xF))) &
+          0xFFFFu;
+      if (open == 0) return absl::OkStatus();
+      unsigned columns = 0, rows = 0;
+      for (unsigned qy = 0; qy < kTakenSplit; ++qy) {
+        const unsigned row = (open >> (kTakenSplit * qy)) & 0xFu;
+        columns |= row;
+        rows |= static_cast<unsigned>(row != 0) << qy;
+      }
+      const int first[2] = {__builtin_ctz(columns), __builtin_ctz(rows)};
+      const int last[2] = {31 - __builtin_clz(columns),
+                           31 - __builtin_clz(rows)};
+      double s0[D], s1[D], w0[D], w1[D];
+      for (int a = 0; a < D; ++a) {
+        // Widened by a millionth of a piece: the marks' pieces and these
+        // bounds round apart.
+        const double piece = (u1[a] - u0[a]) / kTakenSplit;
+        s0[a] = u0[a] + (first[a] - 1e-6) * piece;
+        s1[a] = u0[a] + (last[a] + 1 + 1e-6) * piece;
+      }
+      WidenedInBox(s0, s1, 0, s0, s1);
+      // Open pieces wholly past the box's far side hold no place of it.
+      if (!(s0[0] <= s1[0] && s0[1] <= s1[1])) return absl::OkStatus();
+      WidenedInBox(s0, s1, peak_margin_, w0, w1);
+      std::size_t n = GatherAroundCell(c, idx, s0, s1);
+      const double* list[D] = {GapList(0, 0), GapList(0, 1)};
+      if (!BoxMayHoldPlace2d(list[0], list[1], n, s0, s1, certain_d2_)) {
+        return absl::OkStatus();
+      }
+      double p[D] = {};
+      n = GatherAroundCell(c, idx, w0, w1);
+      if (n == 0) {
+        // Nothing within r of the widened box: any place of it will do.
+        RandomPointIn(w0, w1, c, kPeakPieces + round, p);
+      } else {
+        const double best =
+            n <= kMaxPeakSites
+                ? FarthestPlace2d(list[0], list[1], n, w0, w1, min_d2_, p)
+                : 0;
+        if (best == 0 || !ClearOf(list, n, p)) {
+          // No place reaches r (a peak within rounding of it), or too many
+          // points: the cell is searched by splitting, once.
+          return SearchCell(c, idx, u0, u1, cover_[c], ~open & 0xFFFFu,
+                            clipped);
+        }
+        // A random place of the disk of radius sqrt(best) - r around the
+        // peak, all of it at least r from the points, if the draw lands in
+        // the disk and the widened box.
+        const double reach = (std::sqrt(best) - r_) * (1 - 1e-6);
+        CounterRng rng(Combine(gap_key_, c), (kPeakPieces + kPeakJitter + round)
+                                                 << kBlockShift);
+        double v[2];
+        rng.SignedPair(&v[0], &v[1]);
+        const double q[D] = {p[0] + reach * v[0], p[1] + reach * v[1]};
+        if (v[0] * v[0] + v[1] * v[1] < 1 && q[0] >= w0[0] && q[0] <= w1[0] &&
+            q[1] >= w0[1] && q[1] <= w1[1] && ClearOf(list, n, q)) {
+          p[0] = q[0];
+          p[1] = q[1];
+        }
+      }
+      absl::Status s = FinishGapPoint(p);
+      if (!s.ok()) return s;
+      // A point in the cell's closed box is closer than r to all of it.
+      if (p[0] >= u0[0] && p[0] <= u1[0] && p[1] >= u0[1] && p[1] <= u1[1]) {
+        return absl::OkStatus();
+      }
+    }
   }
 
   // The quarter-cells among `need` of a 3D cell (per-axis index idx, low
@@ -1973,6 +2121,15 @@ class PoissonRun {
   int attempts_;
   double r_;
   double min_d2_;
+  // BoxMayHoldPlace2d's bound: below r^2 by far more than its rounding and
+  // the search's. Negative far from the origin (then every cell that comes
+  // that far is searched).
+  double certain_d2_ = 0;
+  double last_[D];  // Per axis, the box's last place (hi_ is past it).
+  // How far FillCellAtPeaks looks past a cell's edges for the middle of a
+  // hole: a quarter of a cell (the 5 x 5 cells it gathers reach r past
+  // that).
+  double peak_margin_ = 0;
   double cell_;
   double inv_cell_;
   // r in cells, widened by 1e-6 (GridConflict).

@@ -1,5 +1,6 @@
 #include "sampler/gap_pieces.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -134,6 +135,105 @@ TEST(TwoDisksCoverTest, EqualRadiiAndOneDiskAlone) {
   EXPECT_FALSE(TwoDisksCover<3>(l, 0.74, r, 0.74, b0, b1));
   EXPECT_TRUE(TwoDisksCover<3>(l, r, 0.76, b0, b1));
   EXPECT_FALSE(TwoDisksCover<3>(l, r, 0.74, b0, b1));
+}
+
+// The smallest squared distance from (x, y) to the n sites.
+double NearestSite2(double x, double y, const double* sx, const double* sy,
+                    int n) {
+  double d2 = INFINITY;
+  for (int i = 0; i < n; ++i) {
+    d2 = std::min(d2, (x - sx[i]) * (x - sx[i]) + (y - sy[i]) * (y - sy[i]));
+  }
+  return d2;
+}
+
+// Random boxes with 0 to 8 sites around them, at a radius that leaves about
+// half the boxes with a place that far. BoxMayHoldPlace2d and FarthestPlace2d
+// against a 101 x 101 grid over the box (edges and corners included) and
+// 2 000 random places in it: the farthest place is a place of the box, as
+// far as it says, at least as far as any grid or random place, and the two
+// agree on whether there is one.
+TEST(PeakPlaceTest, FarthestPlaceBeatsEveryGridPlace) {
+  std::mt19937_64 rng(2026);
+  std::uniform_real_distribution<double> u(0, 1);
+  int held = 0, open = 0;
+  constexpr int kTrials = 3000;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    const double b0[2] = {u(rng) * 10 - 5, u(rng) * 10 - 5};
+    const double b1[2] = {b0[0] + 0.2 + u(rng), b0[1] + 0.2 + u(rng)};
+    const int n = static_cast<int>(rng() % 9);
+    double sx[8], sy[8];
+    for (int i = 0; i < n; ++i) {
+      sx[i] = b0[0] - 0.5 + (b1[0] - b0[0] + 1) * u(rng);
+      sy[i] = b0[1] - 0.5 + (b1[1] - b0[1] + 1) * u(rng);
+    }
+    const double r2 = 0.1 + 0.7 * u(rng);
+    const auto count = static_cast<std::size_t>(n);
+    const bool may = BoxMayHoldPlace2d(sx, sy, count, b0, b1, r2);
+    double best_seen = 0;
+    constexpr int kSteps = 100;
+    for (int i = 0; i <= kSteps; ++i) {
+      for (int j = 0; j <= kSteps; ++j) {
+        const double x = b0[0] + (b1[0] - b0[0]) * i / kSteps;
+        const double y = b0[1] + (b1[1] - b0[1]) * j / kSteps;
+        best_seen = std::max(best_seen, NearestSite2(x, y, sx, sy, n));
+      }
+    }
+    for (int k = 0; k < 2000; ++k) {
+      const double x = b0[0] + (b1[0] - b0[0]) * u(rng);
+      const double y = b0[1] + (b1[1] - b0[1]) * u(rng);
+      best_seen = std::max(best_seen, NearestSite2(x, y, sx, sy, n));
+    }
+    if (!may) {
+      ++held;
+      ASSERT_LT(best_seen, r2) << "trial " << trial;
+      if (n > 0) {
+        double p[2] = {};
+        EXPECT_EQ(FarthestPlace2d(sx, sy, count, b0, b1, r2, p), 0)
+            << "trial " << trial;
+      }
+      continue;
+    }
+    ++open;
+    if (n == 0) continue;  // Every place is a place; no farthest one.
+    double p[2] = {};
+    const double best = FarthestPlace2d(sx, sy, count, b0, b1, r2, p);
+    ASSERT_GE(best, r2) << "trial " << trial;
+    EXPECT_GE(p[0], b0[0]);
+    EXPECT_LE(p[0], b1[0]);
+    EXPECT_GE(p[1], b0[1]);
+    EXPECT_LE(p[1], b1[1]);
+    const double at_p = NearestSite2(p[0], p[1], sx, sy, n);
+    EXPECT_NEAR(at_p, best, 1e-12) << "trial " << trial;
+    EXPECT_GE(at_p, best_seen * (1 - 1e-12)) << "trial " << trial;
+  }
+  // Both answers came up often.
+  EXPECT_GT(held, kTrials / 5) << held;
+  EXPECT_GT(open, kTrials / 5) << open;
+}
+
+// Three sites around the unit square's centre, 0.6 from it: the farthest
+// place is their circumcentre, the centre, at 0.36. A bound above that
+// finds none; with a fourth site on the centre the farthest place moves
+// to a corner or an edge.
+TEST(PeakPlaceTest, TheCircumcentreOfThreeSites) {
+  const double b0[2] = {0, 0}, b1[2] = {1, 1};
+  const double sx[4] = {0.5 + 0.6, 0.5 - 0.3, 0.5 - 0.3, 0.5};
+  const double sy[4] = {0.5, 0.5 + 0.6 * std::sqrt(0.75),
+                        0.5 - 0.6 * std::sqrt(0.75), 0.5};
+  double p[2] = {-1, -1};
+  EXPECT_NEAR(FarthestPlace2d(sx, sy, 3, b0, b1, 0.3, p), 0.36, 1e-12);
+  EXPECT_NEAR(p[0], 0.5, 1e-12);
+  EXPECT_NEAR(p[1], 0.5, 1e-12);
+  EXPECT_TRUE(BoxMayHoldPlace2d(sx, sy, 3, b0, b1, 0.3599));
+  EXPECT_FALSE(BoxMayHoldPlace2d(sx, sy, 3, b0, b1, 0.3601));
+  EXPECT_EQ(FarthestPlace2d(sx, sy, 3, b0, b1, 0.3601, p), 0);
+  // With the centre taken, the farthest places lie on the square's edge.
+  const double best = FarthestPlace2d(sx, sy, 4, b0, b1, 0.01, p);
+  EXPECT_GT(best, 0.01);
+  EXPECT_TRUE(p[0] == 0 || p[0] == 1 || p[1] == 0 || p[1] == 1)
+      << p[0] << ", " << p[1];
+  EXPECT_NEAR(NearestSite2(p[0], p[1], sx, sy, 4), best, 1e-12);
 }
 
 }  // namespace

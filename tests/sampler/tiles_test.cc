@@ -285,7 +285,7 @@ TEST(TilesGuaranteeTest, GoldenTiles) {
   ExpectGoldenTiles(spec, {
       {{0, 0}, 0xdf012d3f6fb77beaULL},
       {{-1, 2}, 0x8c7e459d8c12686fULL},
-      {{5, -3}, 0xec1e0b4a2a0c8485ULL},
+      {{5, -3}, 0xe2f0dda09eb60bb2ULL},
       {{1, 1}, 0x058dd79f40e5af0aULL},
   });
 }
