@@ -137,6 +137,27 @@ bool TwoDisksCoverImpl(const double* s, double s2, const double* t, double t2,
   return true;
 }
 
+// (x - m) . (s_j - s_i), m the middle of s_i and s_j, at the corners (0, 0),
+// (w, 0), (0, h) and (w, h) of a box: negative on s_i's side of their
+// bisector, positive on s_j's.
+struct BisectorSides {
+  double s00, s10, s01, s11;
+};
+inline BisectorSides BisectorAtCorners(const double* sx, const double* sy,
+                                       std::size_t i, std::size_t j, double w,
+                                       double h) {
+  const double dx = sx[j] - sx[i];
+  const double dy = sy[j] - sy[i];
+  const double mx = (sx[i] + sx[j]) / 2;
+  const double my = (sy[i] + sy[j]) / 2;
+  BisectorSides b;
+  b.s00 = -(mx * dx + my * dy);
+  b.s10 = b.s00 + w * dx;
+  b.s01 = b.s00 + h * dy;
+  b.s11 = b.s10 + h * dy;
+  return b;
+}
+
 // The places of the box [0, w] x [0, h] where the distance to the nearest of
 // n sites (sx[i], sy[i]; n <= 64), d(x) = min_i |x - s_i|, may peak, given
 // to `place(x, y)` until it returns true; returns whether one did.
@@ -161,33 +182,20 @@ bool ForEachPeakPlace2d(const double* sx, const double* sy, std::size_t n,
   for (std::size_t i = 0; i < n; ++i) {
     crosses[i] = 0;
     for (std::size_t j = i + 1; j < n; ++j) {
-      // The bisector, (x - m) . d = 0, and the sign of (x - m) . d at the
-      // corners: a branch-free pass first, as most bisectors miss a small
-      // box.
-      const double dx = sx[j] - sx[i];
-      const double dy = sy[j] - sy[i];
-      const double mx = (sx[i] + sx[j]) / 2;
-      const double my = (sy[i] + sy[j]) / 2;
-      const double s00 = -(mx * dx + my * dy);
-      const double s10 = s00 + w * dx;
-      const double s01 = s00 + h * dy;
-      const double s11 = s10 + h * dy;
-      const double lo = std::min(std::min(s00, s10), std::min(s01, s11));
-      const double hi = std::max(std::max(s00, s10), std::max(s01, s11));
+      // A branch-free pass first: most bisectors miss a small box.
+      const BisectorSides b = BisectorAtCorners(sx, sy, i, j, w, h);
+      const double lo =
+          std::min(std::min(b.s00, b.s10), std::min(b.s01, b.s11));
+      const double hi =
+          std::max(std::max(b.s00, b.s10), std::max(b.s01, b.s11));
       crosses[i] |= static_cast<std::uint64_t>(!(lo > 0) & !(hi < 0)) << j;
     }
   }
   for (std::size_t i = 0; i < n; ++i) {
     for (std::uint64_t bits = crosses[i]; bits != 0; bits &= bits - 1) {
       const auto j = static_cast<std::size_t>(__builtin_ctzll(bits));
-      const double dx = sx[j] - sx[i];
-      const double dy = sy[j] - sy[i];
-      const double mx = (sx[i] + sx[j]) / 2;
-      const double my = (sy[i] + sy[j]) / 2;
-      const double s00 = -(mx * dx + my * dy);
-      const double s10 = s00 + w * dx;
-      const double s01 = s00 + h * dy;
-      const double s11 = s10 + h * dy;
+      const BisectorSides b = BisectorAtCorners(sx, sy, i, j, w, h);
+      const double s00 = b.s00, s10 = b.s10, s01 = b.s01, s11 = b.s11;
       // Where the bisector crosses an edge (its ends' signs differ; a
       // crossing at a corner is the corner's).
       auto on_edge = [&](double x, double y) {
@@ -206,6 +214,8 @@ bool ForEachPeakPlace2d(const double* sx, const double* sy, std::size_t n,
            more &= more - 1) {
         const auto k = static_cast<std::size_t>(__builtin_ctzll(more));
         // The circumcentre of s_i, s_j, s_k, from s_i.
+        const double dx = sx[j] - sx[i];
+        const double dy = sy[j] - sy[i];
         const double bx = sx[k] - sx[i];
         const double by = sy[k] - sy[i];
         const double det = 2 * (dx * by - dy * bx);
