@@ -54,6 +54,15 @@ std::string LengthRangeRule(double v) {
 
 using Pinned = std::vector<std::shared_ptr<const sampler::Raster>>;
 
+// What PutRaster returns: 64 lower-case hex digits. Anything else names no
+// raster on any server, so it is the request's fault, not a cache miss.
+bool IsDigest(absl::string_view digest) {
+  return digest.size() == 64 &&
+         std::all_of(digest.begin(), digest.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
 absl::StatusOr<std::shared_ptr<const sampler::Raster>> ResolveRaster(
     absl::string_view field, const v1::RasterInput& input, const Limits& limits,
     RasterCache& rasters, Pinned* pinned) {
@@ -69,6 +78,16 @@ absl::StatusOr<std::shared_ptr<const sampler::Raster>> ResolveRaster(
       break;
     }
     case v1::RasterInput::kDigest:
+      if (!IsDigest(input.digest())) {
+        return Invalid(
+            absl::StrCat(field, ".digest"),
+            absl::StrCat(
+                "must be 64 lower-case hex digits (a RasterRef.digest "
+                "from PutRaster), got ",
+                input.digest().size() == 64
+                    ? absl::StrCat("\"", input.digest(), "\"")
+                    : absl::StrCat(input.digest().size(), " characters")));
+      }
       cached = rasters.Get(input.digest());
       if (cached == nullptr) {
         return absl::NotFoundError(absl::StrCat(

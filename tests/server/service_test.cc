@@ -427,6 +427,31 @@ const BadCase kBadCases[] = {
        mask->set_y1(1);
      },
      grpc::StatusCode::NOT_FOUND, "digest: no raster aaaaaaaaaaaaaaaa"},
+    // Not a digest PutRaster could have returned: no server holds it, and
+    // NOT_FOUND ("never uploaded here, or evicted") sent callers to upload
+    // again or to another replica, where it failed the same way.
+    {"digest that is not 64 hex digits",
+     [](v1::ScatterRequest* r) {
+       auto* mask = r->mutable_region()->mutable_mask();
+       mask->set_digest("abc");
+       mask->set_x1(1);
+       mask->set_y1(1);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "region.mask.digest: must be 64 lower-case hex digits (a "
+     "RasterRef.digest from PutRaster), got 3 characters"},
+    {"digest in upper case",
+     [](v1::ScatterRequest* r) {
+       auto* density = r->mutable_layers(0)->mutable_density();
+       density->set_digest(std::string(64, 'B'));
+       density->set_x1(1);
+       density->set_y1(1);
+       r->mutable_layers(0)->set_radius_min(0.01);
+       r->mutable_layers(0)->set_radius_max(0.02);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "layers[0].density.digest: must be 64 lower-case hex digits (a "
+     "RasterRef.digest from PutRaster), got \"BBBB"},
     {"unimplemented version",
      [](v1::ScatterRequest* r) { r->set_algorithm_version(999); },
      grpc::StatusCode::FAILED_PRECONDITION, "algorithm_version"},
