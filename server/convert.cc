@@ -539,8 +539,9 @@ absl::Status CheckLayerCount(const Request& request, const Limits& limits) {
   return absl::OkStatus();
 }
 
-// The smallest spacing any layer asks for (1 when none says): the default
-// spline tolerance is a fraction of it.
+// The smallest length any layer gives (a Poisson spacing or radius_min, a
+// jittered grid's cell_size; 1 when none does): the default spline
+// tolerance is a fraction of it.
 template <typename Request>
 double SmallestSpacing(const Request& request) {
   double smallest = std::numeric_limits<double>::infinity();
@@ -550,6 +551,12 @@ double SmallestSpacing(const Request& request) {
     }
     if (layer.has_density() && FinitePositive(layer.radius_min())) {
       smallest = std::min(smallest, layer.radius_min());
+    }
+    // A grid's cell is its length: a spline flattened at 1/100 of 1 would
+    // be a polygon through its control points in a world 0.01 wide.
+    if (layer.method() == v1::METHOD_JITTERED_GRID &&
+        FinitePositive(layer.cell_size())) {
+      smallest = std::min(smallest, layer.cell_size());
     }
   }
   return std::isfinite(smallest) ? smallest : 1;

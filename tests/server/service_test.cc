@@ -113,6 +113,36 @@ TEST(ServiceTest, LayersRegionsAndFieldsTravel) {
   }
 }
 
+// A spline's default tolerance is 1/100 of the request's smallest length:
+// a jittered grid's cell_size is one. It counted only Poisson spacings and
+// fell back to 1, so a spline 0.01 wide under a grid of cell 1e-4 was
+// flattened to the square through its control points.
+TEST(ServiceTest, ASplineIsFlattenedAtItsJitteredGridsScale) {
+  LoopbackServer server;
+  auto stub = server.InProcessStub();
+  std::vector<std::size_t> counts;
+  for (double scale : {1.0, 0.01}) {
+    SCOPED_TRACE(scale);
+    v1::ScatterRequest request;
+    request.set_seed(5);
+    v1::Spline* spline =
+        request.mutable_region()->mutable_polygons()->add_splines();
+    for (double v : {0, 0, 1, 0, 1, 1, 0, 1}) spline->add_xy(v * scale);
+    v1::Layer* layer = request.add_layers();
+    layer->set_method(v1::METHOD_JITTERED_GRID);
+    layer->set_cell_size(scale / 100);
+    const Received got = Collect(*stub, request);
+    ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+    counts.push_back(got.size());
+  }
+  // The same shape at both scales, in cells of the same share of it: the
+  // Catmull-Rom curve bulges past the square (10 000 cells) by about a
+  // third.
+  EXPECT_GT(counts[0], 12'000u);
+  EXPECT_NEAR(static_cast<double>(counts[1]), static_cast<double>(counts[0]),
+              0.01 * static_cast<double>(counts[0]));
+}
+
 // At debug level the log says what each call holds against the memory
 // budget; at info (the default) it does not.
 TEST(ServiceTest, DebugLogSaysWhatACallHolds) {
