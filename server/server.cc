@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -81,9 +82,44 @@ constexpr int kMostThreads = 1024;
 
 }  // namespace
 
+absl::Status CheckAddressPort(absl::string_view what, absl::string_view address,
+                              bool port_required) {
+  if (absl::StartsWith(address, "unix:") ||
+      absl::StartsWith(address, "unix-abstract:")) {
+    return absl::OkStatus();
+  }
+  // The port follows the last colon, unless that colon is inside an IPv6
+  // host in brackets ("[::1]").
+  const std::size_t colon = address.rfind(':');
+  const absl::string_view port =
+      colon == absl::string_view::npos || absl::EndsWith(address, "]")
+          ? absl::string_view()
+          : address.substr(colon + 1);
+  const bool digits =
+      !port.empty() && std::all_of(port.begin(), port.end(),
+                                   [](char c) { return c >= '0' && c <= '9'; });
+  std::uint32_t value = 0;
+  const bool out_of_range =
+      digits &&
+      (port.size() > 5 || !absl::SimpleAtoi(port, &value) || value > 65535);
+  if (out_of_range || (port_required && port.empty())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be host:port with a port in [0, 65535]",
+                     port_required ? " (0 picks a free port)" : "",
+                     " or unix:PATH, got ", address));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckOptions(const ServerOptions& options) {
   const ServiceOptions& service = options.service;
   const Limits& limits = service.limits;
+  // Empty: no listening port (in-process channels only).
+  if (!options.address.empty()) {
+    absl::Status address =
+        CheckAddressPort("address", options.address, /*port_required=*/true);
+    if (!address.ok()) return address;
+  }
   for (const absl::Status& status : {
            InRange("max_streams", service.max_streams, 1, kMostStreams),
            InRange("threads", service.threads, 0, kMostThreads,

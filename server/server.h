@@ -54,10 +54,19 @@ struct ServerOptions {
 
 // InvalidArgument when a limit or duration is out of range: a count or size
 // that must be positive is not, a duration is negative, or one gRPC takes
-// in milliseconds (keepalive, max_connection_age) is under 1ms. The message
-// starts with the option's name, which is also scatterd's flag name
-// ("max_streams must be in [1, 100000], got 0").
+// in milliseconds (keepalive, max_connection_age) is under 1ms; or when the
+// address is not unix:PATH or host:port with a port in [0, 65535] (see
+// CheckAddressPort). The message starts with the option's name, which is
+// also scatterd's flag name ("max_streams must be in [1, 100000], got 0").
 absl::Status CheckOptions(const ServerOptions& options);
+
+// InvalidArgument naming `what` when `address` (not unix: or
+// unix-abstract:) ends in a port of digits past 65535, which gRPC would
+// read modulo 2^16 (99999 is port 34463); with `port_required`, also when
+// it has no port, which gRPC would read as 443. Other forms are left to
+// gRPC.
+absl::Status CheckAddressPort(absl::string_view what, absl::string_view address,
+                              bool port_required);
 
 // TLS material, checked before it reaches gRPC (which would only fail to
 // listen). InvalidArgument naming `what` ("tls_cert_pem", or a flag and its

@@ -174,6 +174,24 @@ TEST(ScatterdTest, OutOfRangeLimitFlagsAreRefusedNamingTheFlag) {
   }
 }
 
+// gRPC reads a port past 65535 modulo 2^16 and a missing one as 443:
+// --address=127.0.0.1:99999 served on port 34463, and --address=127.0.0.1
+// on 443, both as if nothing were wrong.
+TEST(ScatterdTest, AnAddressWithoutAPortInRangeIsRefusedNamingTheFlag) {
+  for (const std::string address :
+       {"127.0.0.1:99999", "[::1]:70000", "127.0.0.1:0065536", "127.0.0.1",
+        "127.0.0.1:", "[::1]"}) {
+    SCOPED_TRACE(address);
+    const CommandResult got = RunScatterd({"--address=" + address});
+    EXPECT_EQ(got.exit_code, 2) << got.err;
+    EXPECT_THAT(got.err,
+                HasSubstr("--address must be host:port with a port in [0, "
+                          "65535] (0 picks a free port) or unix:PATH, got " +
+                          address));
+    EXPECT_EQ(got.out, "");
+  }
+}
+
 TEST(ScatterdTest, TlsFilesThatAreNotPemAreNamed) {
   const std::string junk =
       absl::StrCat(::testing::TempDir(), "/junk_", getpid(), ".pem");
@@ -248,6 +266,16 @@ TEST(ScatterdTest, CheckOptionsNamesTheOptionAndTheRule) {
   options.grace_period = absl::Seconds(-1);
   EXPECT_THAT(CheckOptions(options).message(),
               HasSubstr("grace_period must be >= 0, got -1s"));
+  options = ServerOptions();
+  options.address = "localhost:65536";
+  EXPECT_THAT(CheckOptions(options).message(),
+              HasSubstr("address must be host:port with a port in [0, 65535]"));
+  for (const char* good : {"localhost:65535", "[::1]:0", "unix:/tmp/s.sock",
+                           "unix-abstract:scatter", ""}) {
+    options.address = good;
+    EXPECT_TRUE(CheckOptions(options).ok()) << good;
+  }
+  options.grace_period = absl::Seconds(-1);
   // Start() refuses them too.
   EXPECT_EQ(ScatterServer::Start(options).status().code(),
             absl::StatusCode::kInvalidArgument);
