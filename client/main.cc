@@ -126,6 +126,12 @@ absl::StatusOr<std::string> ReadPemCertificate(const std::string& flag,
 absl::StatusOr<std::unique_ptr<Client>> ConnectFromFlags() {
   ClientOptions options;
   options.address = absl::GetFlag(FLAGS_server);
+  // gRPC would dial a port past 65535 modulo 2^16: another server, or none
+  // ("cannot reach" naming a port nobody typed). Without a port it dials
+  // 443, which a TLS front end may well be.
+  const absl::Status address = server::CheckAddressPort(
+      "--server", options.address, /*port_required=*/false);
+  if (!address.ok()) return address;
   options.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
   const std::string ca = absl::GetFlag(FLAGS_tls_ca);
   const std::string cert = absl::GetFlag(FLAGS_tls_cert);

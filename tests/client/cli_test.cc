@@ -536,6 +536,12 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
       {{"run", no_file, server}, "nowhere.png"},
       {{"run", kExamples + "/three_layers.json", "--server=127.0.0.1:1"},
        "cannot reach scatterd at 127.0.0.1:1"},
+      // gRPC would dial port 99999 modulo 2^16: the server on 34463.
+      {{"health", "--server=127.0.0.1:99999"},
+       "--server must be host:port with a port in [0, 65535] or unix:PATH, "
+       "got 127.0.0.1:99999"},
+      {{"run", three, "--server=[::1]:100000"},
+       "--server must be host:port with a port in [0, 65535]"},
       {{"run", kExamples + "/missing.json", server}, "cannot read"},
       {{"run", kExamples + "/three_layers.json", "--local", "--format=xml"},
        "--format: expected csv, jsonl, ply or raw"},
