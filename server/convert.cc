@@ -203,8 +203,21 @@ absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
                          ? sampler::SplineKind::kBezier
                          : sampler::SplineKind::kCatmullRom;
         curve.points = *std::move(points);
-        absl::StatusOr<sampler::Ring> ring = sampler::FlattenSpline(
-            curve, tolerance, limits.max_polygon_vertices - vertices);
+        const std::size_t left = limits.max_polygon_vertices - vertices;
+        absl::StatusOr<sampler::Ring> ring =
+            sampler::FlattenSpline(curve, tolerance, left);
+        if (absl::IsResourceExhausted(ring.status())) {
+          // The sampler names its own parameter, given what is left.
+          return absl::ResourceExhaustedError(absl::StrCat(
+              field, ": flattened within spline_tolerance = ", tolerance,
+              polygons.spline_tolerance() == 0
+                  ? " (the default, 1/100 of the smallest spacing)"
+                  : "",
+              " it needs more than the ", left,
+              " vertices left of the limit max_polygon_vertices = ",
+              limits.max_polygon_vertices,
+              "; give a larger region.polygons.spline_tolerance"));
+        }
         if (!ring.ok()) return Prefixed(field, ring.status());
         vertices += ring->size();
         rings.push_back(*std::move(ring));

@@ -361,6 +361,21 @@ const BadCase kBadCases[] = {
        for (double v : {0, 0, 1, 0}) polygons->add_splines()->add_xy(v);
      },
      grpc::StatusCode::INVALID_ARGUMENT, "region.polygons.splines[0]"},
+    // The sampler named its own parameter, max_vertices, with what was left
+    // of the limit after the rings (4 194 300 here), not the limit.
+    {"spline too fine for the vertex limit",
+     [](v1::ScatterRequest* r) {
+       auto* polygons = r->mutable_region()->mutable_polygons();
+       auto* ring = polygons->add_rings();
+       for (double v : {0, 0, 1, 0, 1, 1, 0, 1}) ring->add_xy(v);
+       auto* spline = polygons->add_splines();
+       for (double v : {0, 0, 1, 0, 1, 1}) spline->add_xy(v);
+       polygons->set_spline_tolerance(1e-300);
+     },
+     grpc::StatusCode::RESOURCE_EXHAUSTED,
+     "region.polygons.splines[0]: flattened within spline_tolerance = "
+     "1e-300 it needs more than the 4194300 vertices left of the limit "
+     "max_polygon_vertices = 4194304"},
     {"ring with an unknown fill rule",
      [](v1::ScatterRequest* r) {
        auto* polygons = r->mutable_region()->mutable_polygons();
