@@ -26,6 +26,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
@@ -565,6 +566,13 @@ int Tiles(const std::string& job_path) {
     absl::StatusOr<v1::TilesSummary> summary = RunTilesLocal(*request, options, handler);
     status = summary.status();
     if (summary.ok()) generated = summary->generators_computed();
+    // The budget is this run's flag: name it, as scatterd names its own.
+    status =
+        absl::Status(status.code(),
+                     absl::StrReplaceAll(
+                         status.message(),
+                         {{"the tile cache budget of ",
+                           "the tile cache budget (--tile_cache_bytes) of "}}));
   } else {
     const CallOptions call = CallFromFlags();
     for (const v1::ScatterTilesRequest& one : SplitCalls(*std::move(request), per_call)) {

@@ -310,6 +310,15 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
        "cannot create the directory /proc/nope"},
       {{"tiles", world, "--tiles=0:1,0:1", "--local", "--threads=-3", out},
        "--threads: must be >= 0"},
+      // A tile whose generators pass the budget names the flag, as
+      // scatterd's error names its own; --local said only "the tile cache
+      // budget of 1000 bytes".
+      {{"tiles", world, "--tiles=0:1,0:1", "--local",
+        "--tile_cache_bytes=1000", out},
+       "RESOURCE_EXHAUSTED: tile (0, 0): the generators it needs"},
+      {{"tiles", world, "--tiles=0:1,0:1", "--local",
+        "--tile_cache_bytes=1000", out},
+       "over the tile cache budget (--tile_cache_bytes) of 1000 bytes"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(absl::StrCat(c.args[0], " ", c.args[1], " ",
