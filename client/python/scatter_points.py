@@ -115,6 +115,13 @@ def main():
         parser.error("--max-points must be in [0, 2^64)")
     if not 0 < args.timeout < float("inf"):
         parser.error("--timeout must be > 0 and finite")
+    # gRPC reads a port past 65535 modulo 2^16: 99999 would dial 34463.
+    port = "" if args.address.endswith("]") else args.address.rpartition(":")[2]
+    if (not args.address.startswith(("unix:", "unix-abstract:")) and port and
+            all(c in "0123456789" for c in port) and
+            (len(port) > 5 or int(port) > 65535)):
+        parser.error("--address must be host:port with a port in [0, 65535] "
+                     "or unix:PATH, got %r" % args.address)
     request = pb.ScatterRequest(seed=args.seed, max_points=args.max_points)
     request.region.box.min.extend(values[:dims])
     request.region.box.max.extend(values[dims:])

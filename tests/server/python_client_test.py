@@ -90,7 +90,10 @@ def check_points_script(port):
         for flags, message in ((["--count=0"], "--count must be >= 1"),
                                (["--seed=-1"], "--seed must be in [0, 2^64)"),
                                (["--box=0,0,a,1"], "--box needs 4 or 6 numbers"),
-                               (["--timeout=inf"], "--timeout must be > 0 and finite")):
+                               (["--timeout=inf"], "--timeout must be > 0 and finite"),
+                               # gRPC would dial 99999 modulo 2^16, port 34463.
+                               (["--address=127.0.0.1:99999"],
+                                "--address must be host:port with a port in [0, 65535]")):
             bad = subprocess.run(["/usr/bin/python3", script] + flags, env=env,
                                  capture_output=True, text=True, timeout=60)
             assert bad.returncode == 2 and message in bad.stderr, (flags, bad.stderr)
