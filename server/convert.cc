@@ -613,16 +613,20 @@ absl::StatusOr<sampler::SamplerOptions> ToShared(const Request& request,
   }
   for (int i = 0; i < request.obstacles_size(); ++i) {
     const v1::Obstacle& o = request.obstacles(i);
-    if (!std::isfinite(o.x()) || !std::isfinite(o.y()) ||
-        !std::isfinite(o.z())) {
-      return Invalid(absl::StrCat("obstacles[", i, "]"),
-                     "coordinates must be finite");
+    // z is ignored in 2D, whatever it holds.
+    const double z = dims == 3 ? o.z() : 0;
+    for (const auto& [axis, v] :
+         {std::pair{".x", o.x()}, std::pair{".y", o.y()}, std::pair{".z", z}}) {
+      if (!std::isfinite(v)) {
+        return Invalid(absl::StrCat("obstacles[", i, "]", axis),
+                       absl::StrCat("must be finite, got ", v));
+      }
     }
     if (!InLengthRange(o.radius())) {
       return Invalid(absl::StrCat("obstacles[", i, "].radius"),
                      LengthRangeRule(o.radius()));
     }
-    shared.obstacles.push_back({{o.x(), o.y(), o.z()}, o.radius()});
+    shared.obstacles.push_back({{o.x(), o.y(), z}, o.radius()});
   }
   return shared;
 }

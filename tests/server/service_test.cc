@@ -113,6 +113,28 @@ TEST(ServiceTest, LayersRegionsAndFieldsTravel) {
   }
 }
 
+// Obstacle.z is "ignored in 2D", as the proto says: any value, NaN too,
+// gives the points of z = 0. It was refused ("obstacles[0]: coordinates
+// must be finite").
+TEST(ServiceTest, AnObstaclesZIsIgnoredIn2D) {
+  LoopbackServer server;
+  auto stub = server.InProcessStub();
+  v1::ScatterRequest request = BoxRequest(10, 0.5);
+  v1::Obstacle* obstacle = request.add_obstacles();
+  obstacle->set_x(5);
+  obstacle->set_y(5);
+  obstacle->set_radius(2);
+  const Received flat = Collect(*stub, request);
+  ASSERT_TRUE(flat.status.ok()) << flat.status.error_message();
+  for (double z : {double{NAN}, double{INFINITY}, -3.0}) {
+    SCOPED_TRACE(z);
+    request.mutable_obstacles(0)->set_z(z);
+    const Received got = Collect(*stub, request);
+    ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+    EXPECT_EQ(got.coords, flat.coords);
+  }
+}
+
 // A spline's default tolerance is 1/100 of the request's smallest length:
 // a jittered grid's cell_size is one. It counted only Poisson spacings and
 // fell back to 1, so a spline 0.01 wide under a grid of cell 1e-4 was
@@ -393,6 +415,21 @@ const BadCase kBadCases[] = {
      },
      grpc::StatusCode::INVALID_ARGUMENT,
      "region.polygons.splines[0].kind: unknown spline kind 7"},
+    {"obstacle at x = inf",
+     [](v1::ScatterRequest* r) {
+       r->add_obstacles()->set_radius(1);
+       r->add_obstacles()->set_x(INFINITY);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "obstacles[1].x: must be finite, got inf"},
+    {"obstacle at z = NaN in 3D",
+     [](v1::ScatterRequest* r) {
+       r->mutable_region()->mutable_box()->add_min(0);
+       r->mutable_region()->mutable_box()->add_max(1);
+       r->add_obstacles()->set_z(NAN);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "obstacles[0].z: must be finite, got nan"},
     {"negative obstacle",
      [](v1::ScatterRequest* r) { r->add_obstacles()->set_radius(-2); },
      grpc::StatusCode::INVALID_ARGUMENT, "obstacles[0].radius"},
