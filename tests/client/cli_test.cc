@@ -504,6 +504,15 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
                       "layers": [{"spacing": 0.1}]},
           "rasterFiles": [{"target": "region.mask", "path": "nowhere.png",
                            "x1": 1, "y1": 1}]})");
+  // A digest names a raster in a server's cache: --local has none, and the
+  // server's advice ("no raster ... on this server ...; upload it with
+  // PutRaster") sent the user to a server the run does not use.
+  const std::string by_digest =
+      write(Temp("by_digest.json"),
+            absl::StrCat(R"({"request": {"region": {"mask": {"digest": ")",
+                         std::string(64, 'a'), R"(", "x1": 1, "y1": 1},
+                        "box": {"min": [0, 0], "max": [1, 1]}},
+                        "layers": [{"spacing": 0.1}]}})"));
   // The JSON parser's own message runs over three lines (text, caret).
   const std::string truncated = write(Temp("truncated.json"), R"({"request": {"seed": 1,)");
   const std::string empty = write(Temp("empty.json"), "");
@@ -532,6 +541,10 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
       {{"run", bad_field, server}, "seeed"},
       {{"run", bad_spacing, server}, "INVALID_ARGUMENT: layers[0].spacing"},
       {{"run", bad_spacing, "--local"}, "INVALID_ARGUMENT: layers[0].spacing"},
+      {{"run", by_digest, "--local"},
+       "INVALID_ARGUMENT: region.mask.digest: a --local run has no raster "
+       "cache to look up a digest in; give the raster inline (data) or by the "
+       "job's rasterFiles"},
       {{"run", no_file, server}, "rasterFiles[0].path: raster file"},
       {{"run", no_file, server}, "nowhere.png"},
       {{"run", kExamples + "/three_layers.json", "--server=127.0.0.1:1"},

@@ -267,11 +267,21 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
   const std::string both = write(
       Temp("both.json"),
       R"({"request": {"layers": [{"spacing": 1}]}, "world": {"layers": [{"spacing": 1}]}})");
+  // A raster by digest lives in a server's cache; --local has none.
+  const std::string by_digest = write(
+      Temp("by_digest.json"),
+      absl::StrCat(R"({"world": {"layers": [{"id": 1, "radiusMin": 1,
+                                             "radiusMax": 2, "density": {
+                       "digest": ")",
+                   std::string(64, 'a'), R"(", "x1": 10, "y1": 10}}]}})"));
   struct Case {
     std::vector<std::string> args;
     std::string message;
   };
   const std::vector<Case> cases = {
+      {{"tiles", by_digest, "--tiles=0:1,0:1", "--local", out},
+       "INVALID_ARGUMENT: layers[0].density.digest: a --local run has no "
+       "raster cache"},
       {{"tiles", world, "--tiles=1:2", "--local", out},
        "--tiles: expected x0:x1,y0:y1"},
       {{"tiles", world, "--tiles=a,b", "--local", out}, "--tiles: expected"},
