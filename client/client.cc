@@ -89,7 +89,9 @@ bool Client::InlineKnownDigests(
     v1::Region* region, google::protobuf::RepeatedPtrField<v1::Layer>* layers) {
   absl::MutexLock lock(&mu_);
   bool changed = false;
-  if (region->has_mask()) InlineOne(region->mutable_mask(), uploaded_, &changed);
+  if (region != nullptr && region->has_mask()) {
+    InlineOne(region->mutable_mask(), uploaded_, &changed);
+  }
   for (v1::Layer& layer : *layers) {
     if (layer.has_density()) InlineOne(layer.mutable_density(), uploaded_, &changed);
   }
@@ -126,9 +128,13 @@ absl::StatusOr<Summary> Client::Stream(Request request, Open open, Handle handle
     }
     const grpc::Status status = reader->Finish();
     if (stopped) return absl::CancelledError("cancelled by the caller");
+    // mutable_region() would add an empty region to a tiled world that has
+    // none (the whole plane), which the server refuses.
     if (status.error_code() == grpc::StatusCode::NOT_FOUND && !any &&
         attempt == 0 &&
-        InlineKnownDigests(request.mutable_region(), request.mutable_layers())) {
+        InlineKnownDigests(
+            request.has_region() ? request.mutable_region() : nullptr,
+            request.mutable_layers())) {
       continue;  // The server lost a raster we uploaded: send it inline.
     }
     if (!status.ok()) return FromGrpc(status);

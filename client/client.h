@@ -97,7 +97,7 @@ class Client {
  private:
   absl::Status FromGrpc(const grpc::Status& status) const;
   // Replaces every digest this client uploaded, in the request's region
-  // and layers, with its data.
+  // (none when null) and layers, with its data.
   bool InlineKnownDigests(v1::Region* region,
                           google::protobuf::RepeatedPtrField<v1::Layer>* layers);
   // One server-streaming call with the inline resend: `open` starts it,

@@ -738,6 +738,54 @@ TEST(ClientTest, UnknownDigestIsResentInline) {
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
 }
 
+// A tiled world over the whole plane has no region. The inline resend
+// asked for the request's region to replace digests in it, which made an
+// empty one: the resent request failed with INVALID_ARGUMENT "region:
+// needs one of box, circle, sphere or polygons".
+TEST(ClientTest, UnknownDigestIsResentInlineInAWorldWithoutARegion) {
+  // Room for one 64 x 64 raster: the second upload evicts the first.
+  server::ServerOptions options =
+      server::testing::LoopbackServer::DefaultOptions();
+  options.service.raster_cache_bytes =
+      4 * 64 * 64 + sampler::Raster::BlockLevelsBytes(64, 64);
+  options.service.limits.max_raster_bytes = 4 * 64 * 64;
+  server::testing::LoopbackServer server(options);
+  Client client(server.TcpChannel(), server.target());
+  v1::RasterData first, second;
+  for (v1::RasterData* data : {&first, &second}) {
+    data->set_format(v1::RASTER_FORMAT_U8);
+    data->set_width(64);
+    data->set_height(64);
+  }
+  first.set_pixels(std::string(64 * 64, '\xff'));
+  second.set_pixels(std::string(64 * 64, '\x80'));
+  auto ref = client.PutRaster(first);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_TRUE(client.PutRaster(second).ok());
+  ASSERT_EQ(server.server().service().rasters().Get(ref->digest()), nullptr);
+
+  v1::ScatterTilesRequest world;
+  v1::Layer* layer = world.add_layers();
+  layer->set_radius_min(1);
+  layer->set_radius_max(2);
+  v1::RasterInput* density = layer->mutable_density();
+  density->set_digest(ref->digest());
+  density->set_x1(100);
+  density->set_y1(100);
+  v1::TileCoord* tile = world.add_tiles();
+  tile->set_x(0);
+  tile->set_y(0);
+  std::uint64_t points = 0;
+  auto summary = client.ScatterTiles(world, [&](const v1::TileResponse& part) {
+    points += static_cast<std::uint64_t>(part.points().id_size());
+    return true;
+  });
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_GT(points, 100u);
+  EXPECT_EQ(summary->total_points(), points);
+  EXPECT_NE(server.server().service().rasters().Get(ref->digest()), nullptr);
+}
+
 // A request over the box [0, 10]^2 with an obstacle of radius 1 at (5, 5),
 // no layers yet.
 v1::ScatterRequest ReportRequest() {
