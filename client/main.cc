@@ -50,7 +50,8 @@ ABSL_FLAG(std::string, tiles, "",
 ABSL_FLAG(std::string, shard, "",
           "tiles: i/n exports only band i (0-based) of n contiguous bands of the "
           "rectangle");
-ABSL_FLAG(int, threads, 0, "tiles --local: generator threads; 0 = one per core");
+ABSL_FLAG(int, threads, 0,
+          "tiles --local: generator threads, 0 to 1024; 0 = one per core");
 ABSL_FLAG(
     std::uint64_t, tile_cache_bytes, std::uint64_t{512} << 20,
     "tiles --local: bytes of finished tile generators kept while serving, "
@@ -518,8 +519,13 @@ int Tiles(const std::string& job_path) {
   if (per_call < 1) {
     return Fail(absl::StrCat("--tiles_per_call: must be >= 1, got ", per_call));
   }
-  if (absl::GetFlag(FLAGS_threads) < 0) {
-    return Fail(absl::StrCat("--threads: must be >= 0 (0 = one per core), got ",
+  // As scatterd's --threads: tens of thousands are more than a process can
+  // start, and std::thread would throw.
+  constexpr int kMostThreads = 1024;
+  if (absl::GetFlag(FLAGS_threads) < 0 ||
+      absl::GetFlag(FLAGS_threads) > kMostThreads) {
+    return Fail(absl::StrCat("--threads: must be in [0, ", kMostThreads,
+                             "] (0 = one per core), got ",
                              absl::GetFlag(FLAGS_threads)));
   }
 
