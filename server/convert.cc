@@ -113,6 +113,14 @@ absl::StatusOr<sampler::Ring> ToRing(
     return Invalid(field, absl::StrCat("needs x, y pairs (an even count), got ",
                                        xy.size(), " values"));
   }
+  // Here, where the value's index in xy is known: the sampler counts
+  // vertices (and a spline's "points").
+  for (int i = 0; i < xy.size(); ++i) {
+    if (!std::isfinite(xy[i])) {
+      return Invalid(absl::StrCat(field, "[", i, "]"),
+                     absl::StrCat("must be finite, got ", xy[i]));
+    }
+  }
   sampler::Ring ring(static_cast<std::size_t>(xy.size() / 2));
   for (std::size_t i = 0; i < ring.size(); ++i) {
     ring[i] = {xy[static_cast<int>(2 * i)], xy[static_cast<int>(2 * i + 1)]};

@@ -368,6 +368,24 @@ const BadCase kBadCases[] = {
        for (double v : {0, 0, 1, 0, 1}) ring->add_xy(v);
      },
      grpc::StatusCode::INVALID_ARGUMENT, "region.polygons.rings[0].xy"},
+    // Named by the value's index in xy: "rings[0][2]" (a vertex) read as
+    // xy[2], and a spline said "points[2]", a field it does not have.
+    {"ring with a NaN coordinate",
+     [](v1::ScatterRequest* r) {
+       auto* ring = r->mutable_region()->mutable_polygons()->add_rings();
+       for (double v : {0.0, 0.0, 1.0, 0.0, double{NAN}, 1.0}) ring->add_xy(v);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "region.polygons.rings[0].xy[4]: must be finite, got nan"},
+    {"spline with an infinite coordinate",
+     [](v1::ScatterRequest* r) {
+       auto* spline = r->mutable_region()->mutable_polygons()->add_splines();
+       for (double v : {0.0, 0.0, 1.0, 0.0, 1.0, double{INFINITY}}) {
+         spline->add_xy(v);
+       }
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "region.polygons.splines[0].xy[5]: must be finite, got inf"},
     {"degenerate ring",
      [](v1::ScatterRequest* r) {
        auto* ring = r->mutable_region()->mutable_polygons()->add_rings();
