@@ -1,5 +1,6 @@
 #include "client/client.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -67,13 +68,16 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
     return absl::InvalidArgumentError(
         absl::StrCat("cannot make a channel to ", options.address));
   }
-  return std::make_unique<Client>(std::move(channel), options.address);
+  return std::make_unique<Client>(std::move(channel), options.address,
+                                  options.remembered_raster_bytes);
 }
 
-Client::Client(std::shared_ptr<grpc::Channel> channel, std::string address)
+Client::Client(std::shared_ptr<grpc::Channel> channel, std::string address,
+               std::size_t remembered_raster_bytes)
     : channel_(std::move(channel)),
       address_(std::move(address)),
-      stub_(v1::ScatterService::NewStub(channel_)) {}
+      stub_(v1::ScatterService::NewStub(channel_)),
+      remembered_raster_bytes_(remembered_raster_bytes) {}
 
 absl::Status Client::FromGrpc(const grpc::Status& status) const {
   if (status.ok()) return absl::OkStatus();
@@ -191,8 +195,29 @@ absl::StatusOr<v1::RasterRef> Client::PutRaster(const v1::RasterData& raster,
   const grpc::Status status = writer->Finish();
   if (!status.ok()) return FromGrpc(status);
   absl::MutexLock lock(&mu_);
+  // Uploaded again: it becomes the most recent.
+  if (auto known = uploaded_.find(ref.digest()); known != uploaded_.end()) {
+    uploaded_bytes_ -= known->second.pixels().size();
+    uploaded_.erase(known);
+    upload_order_.erase(
+        std::find(upload_order_.begin(), upload_order_.end(), ref.digest()));
+  }
   uploaded_[ref.digest()] = raster;
+  upload_order_.push_back(ref.digest());
+  uploaded_bytes_ += raster.pixels().size();
+  // A tool that uploads a new map per edit would otherwise keep them all.
+  while (uploaded_bytes_ > remembered_raster_bytes_) {
+    auto oldest = uploaded_.find(upload_order_.front());
+    uploaded_bytes_ -= oldest->second.pixels().size();
+    uploaded_.erase(oldest);
+    upload_order_.pop_front();
+  }
   return ref;
+}
+
+std::size_t Client::remembered_raster_bytes() {
+  absl::MutexLock lock(&mu_);
+  return uploaded_bytes_;
 }
 
 absl::Status Client::Health(absl::Duration timeout) {

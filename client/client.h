@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,6 +21,9 @@
 
 namespace scatter::client {
 
+inline constexpr std::size_t kDefaultRememberedRasterBytes = std::size_t{1}
+                                                             << 30;
+
 struct ClientOptions {
   std::string address = "127.0.0.1:50051";  // host:port
   // TLS: the PEM CA bundle that signed the server's certificate. Empty
@@ -31,6 +35,10 @@ struct ClientOptions {
   // Check the server's certificate for this name instead of the address's
   // host.
   std::string tls_server_name;
+  // Pixel bytes of uploaded rasters kept for the inline resend (see
+  // Client::Scatter), the most recently uploaded first. An older raster is
+  // forgotten, and a server that lost it then answers NOT_FOUND.
+  std::size_t remembered_raster_bytes = kDefaultRememberedRasterBytes;
 };
 
 // How one call runs.
@@ -63,7 +71,9 @@ class Client {
   static absl::StatusOr<std::unique_ptr<Client>> Connect(
       const ClientOptions& options);
   // Over an existing channel (in-process, tests).
-  explicit Client(std::shared_ptr<grpc::Channel> channel, std::string address = "");
+  explicit Client(
+      std::shared_ptr<grpc::Channel> channel, std::string address = "",
+      std::size_t remembered_raster_bytes = kDefaultRememberedRasterBytes);
 
   // Runs the request, passing batches to `handler` in order. Returns the
   // summary, or the call's status as an absl::Status (code and message as
@@ -85,9 +95,13 @@ class Client {
                                                 const CallOptions& call = {});
 
   // Uploads raster content in chunks; returns the server's digest, and
-  // remembers the content for the inline fallback above.
+  // remembers the content for the inline fallback above (within
+  // ClientOptions::remembered_raster_bytes).
   absl::StatusOr<v1::RasterRef> PutRaster(const v1::RasterData& raster,
                                           const CallOptions& call = {});
+
+  // Pixel bytes remembered for the inline fallback now.
+  std::size_t remembered_raster_bytes();
 
   // OK when the server's health service says SERVING for the Scatter service.
   absl::Status Health(absl::Duration timeout = absl::Seconds(5));
@@ -112,6 +126,10 @@ class Client {
   std::unique_ptr<v1::ScatterService::Stub> stub_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, v1::RasterData> uploaded_ ABSL_GUARDED_BY(mu_);
+  // uploaded_'s digests, oldest upload first, and their pixel bytes.
+  std::deque<std::string> upload_order_ ABSL_GUARDED_BY(mu_);
+  std::size_t uploaded_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  const std::size_t remembered_raster_bytes_;
 };
 
 }  // namespace scatter::client

@@ -738,6 +738,28 @@ TEST(ClientTest, UnknownDigestIsResentInline) {
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
 }
 
+// PutRaster remembers what it uploaded for the inline resend, and kept
+// every raster for the client's life: a tool that uploads a new density
+// map per edit held them all (64 MB each for a 4096 x 4096 u32 map). Now
+// the most recent ones are kept, up to the client's budget.
+TEST(ClientTest, RememberedRastersStayWithinTheBudget) {
+  server::testing::LoopbackServer server;
+  // Room for two of the rasters below.
+  Client client(server.TcpChannel(), server.target(),
+                /*remembered_raster_bytes=*/2 * 64 * 64);
+  for (int i = 0; i < 10; ++i) {
+    v1::RasterData data;
+    data.set_format(v1::RASTER_FORMAT_U8);
+    data.set_width(64);
+    data.set_height(64);
+    data.set_pixels(std::string(64 * 64, static_cast<char>(i)));
+    ASSERT_TRUE(client.PutRaster(data).ok());
+    EXPECT_LE(client.remembered_raster_bytes(), 2u * 64 * 64);
+  }
+  // The latest are kept.
+  EXPECT_EQ(client.remembered_raster_bytes(), 2u * 64 * 64);
+}
+
 // A tiled world over the whole plane has no region. The inline resend
 // asked for the request's region to replace digests in it, which made an
 // empty one: the resent request failed with INVALID_ARGUMENT "region:
