@@ -161,6 +161,10 @@ def main():
 
 def run():
     """main(), ending quietly when the reader of stdout goes away (`| head`)."""
+    # Ctrl-C ends the process as it ends other commands (the status says
+    # SIGINT), not with a KeyboardInterrupt traceback from wherever the
+    # loop was.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     try:
         code = main()
         sys.stdout.flush()

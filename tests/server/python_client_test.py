@@ -87,6 +87,18 @@ def check_points_script(port):
         _, err = early.communicate(timeout=60)
         assert first.count(",") == 3, first
         assert early.returncode == 141 and err == "", (early.returncode, err)
+        # Ctrl-C in the middle of a long stream: the process dies of SIGINT,
+        # as the C++ `scatter` does, without a Python traceback.
+        interrupted = subprocess.Popen(
+            ["/usr/bin/python3", script, "--address=127.0.0.1:%d" % port,
+             "--box=0,0,2000,2000", "--spacing=1", "--timeout=60"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = interrupted.stdout.readline()
+        interrupted.send_signal(signal.SIGINT)
+        _, err = interrupted.communicate(timeout=60)
+        assert first.count(",") == 3, first
+        assert interrupted.returncode == -signal.SIGINT, interrupted.returncode
+        assert "Traceback" not in err, err
         for flags, message in ((["--count=0"], "--count must be >= 1"),
                                (["--seed=-1"], "--seed must be in [0, 2^64)"),
                                (["--box=0,0,a,1"], "--box needs 4 or 6 numbers"),
