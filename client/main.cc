@@ -59,11 +59,13 @@ ABSL_FLAG(
 ABSL_FLAG(int, tiles_per_call, 4096,
           "tiles against a server: tiles asked for per call at most");
 ABSL_FLAG(std::string, seed, "", "override the job's seed (a uint64)");
-ABSL_FLAG(bool, report, false,
-          "print points per layer, smallest distance over the allowed one, "
-          "coverage, rho and speed on stderr");
-ABSL_FLAG(std::string, preview, "", "also write a picture of the result to this PNG");
-ABSL_FLAG(int, preview_size, 1024, "pixels on the preview's longer side");
+ABSL_FLAG(
+    bool, report, false,
+    "run: print points per layer, smallest distance over the allowed one, "
+    "coverage, rho and speed on stderr");
+ABSL_FLAG(std::string, preview, "",
+          "run: also write a picture of the result to this PNG");
+ABSL_FLAG(int, preview_size, 1024, "run: pixels on the preview's longer side");
 ABSL_FLAG(absl::Duration, timeout, absl::ZeroDuration(),
           "deadline of each call (raster uploads too); 0 = none (health: 5s)");
 ABSL_FLAG(std::string, tls_ca, "", "PEM CA file of the server (enables TLS)");
@@ -500,6 +502,16 @@ std::vector<v1::ScatterTilesRequest> SplitCalls(v1::ScatterTilesRequest request,
 }
 
 int Tiles(const std::string& job_path) {
+  // Flags of `scatter run` alone: taken silently, they left the user
+  // waiting for a report or a picture that never came.
+  if (absl::GetFlag(FLAGS_report)) {
+    return Fail(
+        "--report: only `scatter run` reports; `scatter tiles` writes tile "
+        "files");
+  }
+  if (!absl::GetFlag(FLAGS_preview).empty()) {
+    return Fail("--preview: only `scatter run` draws a preview");
+  }
   absl::StatusOr<v1::Job> job = LoadJob(job_path);
   if (!job.ok()) return Fail(std::string(job.status().message()));
   absl::StatusOr<v1::ScatterTilesRequest> request =

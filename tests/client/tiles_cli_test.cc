@@ -318,6 +318,13 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
        "cannot reach scatterd at 127.0.0.1:1"},
       {{"tiles", world, "--tiles=0:1,0:1", "--local", "--out=/proc/nope"},
        "cannot create the directory /proc/nope"},
+      // Taken and ignored: no report and no picture, and exit 0.
+      {{"tiles", world, "--tiles=0:1,0:1", "--local", "--report", out},
+       "--report: only `scatter run` reports; `scatter tiles` writes tile "
+       "files"},
+      {{"tiles", world, "--tiles=0:1,0:1", "--local",
+        "--preview=" + Temp("tiles_preview.png"), out},
+       "--preview: only `scatter run` draws a preview"},
       {{"tiles", world, "--tiles=0:1,0:1", "--local", "--threads=-3", out},
        "--threads: must be in [0, 1024] (0 = one per core), got -3"},
       // Tens of thousands of threads are more than the process can start:
