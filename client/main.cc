@@ -214,6 +214,16 @@ absl::StatusOr<std::optional<std::uint64_t>> SeedFlag() {
 }
 
 int Run(const std::string& job_path) {
+  // Flags of `scatter tiles` alone: taken silently, the whole region was
+  // sampled instead of the tiles asked for.
+  if (!absl::GetFlag(FLAGS_tiles).empty()) {
+    return Fail(
+        "--tiles: only `scatter tiles` takes tiles; `scatter run` fills the "
+        "request's region");
+  }
+  if (!absl::GetFlag(FLAGS_shard).empty()) {
+    return Fail("--shard: only `scatter tiles` takes shards");
+  }
   absl::StatusOr<v1::Job> job = LoadJob(job_path);
   if (!job.ok()) return Fail(std::string(job.status().message()));
   if (job->has_world() && !job->has_request()) {

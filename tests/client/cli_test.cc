@@ -541,6 +541,12 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
       {{"run", bad_field, server}, "seeed"},
       {{"run", bad_spacing, server}, "INVALID_ARGUMENT: layers[0].spacing"},
       {{"run", bad_spacing, "--local"}, "INVALID_ARGUMENT: layers[0].spacing"},
+      // Taken and ignored: the whole region was sampled, exit 0.
+      {{"run", three, "--local", "--tiles=0:1,0:1", "--out=/dev/null"},
+       "--tiles: only `scatter tiles` takes tiles; `scatter run` fills the "
+       "request's region"},
+      {{"run", three, "--local", "--shard=0/2", "--out=/dev/null"},
+       "--shard: only `scatter tiles` takes shards"},
       {{"run", by_digest, "--local"},
        "INVALID_ARGUMENT: region.mask.digest: a --local run has no raster "
        "cache to look up a digest in; give the raster inline (data) or by the "
