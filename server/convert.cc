@@ -567,7 +567,9 @@ template <typename Request>
 double SmallestSpacing(const Request& request) {
   double smallest = std::numeric_limits<double>::infinity();
   for (const v1::Layer& layer : request.layers()) {
-    if (IsPoisson(layer.method()) && FinitePositive(layer.spacing())) {
+    // With a density raster, `spacing` is ignored.
+    if (IsPoisson(layer.method()) && !layer.has_density() &&
+        FinitePositive(layer.spacing())) {
       smallest = std::min(smallest, layer.spacing());
     }
     if (layer.has_density() && FinitePositive(layer.radius_min())) {

@@ -165,6 +165,31 @@ TEST(ServiceTest, ASplineIsFlattenedAtItsJitteredGridsScale) {
               0.01 * static_cast<double>(counts[0]));
 }
 
+// With a density raster a layer's `spacing` is ignored, as the proto says;
+// the default spline tolerance still took 1/100 of it, and a leftover
+// spacing of 1e-9 failed the request (a spline flattened within 1e-11
+// needs more than max_polygon_vertices).
+TEST(ServiceTest, ADensityLayersIgnoredSpacingLeavesTheSplineAlone) {
+  LoopbackServer server;
+  auto stub = server.InProcessStub();
+  v1::ScatterRequest request;
+  request.set_seed(2);
+  v1::Spline* spline =
+      request.mutable_region()->mutable_polygons()->add_splines();
+  for (double v : {0, 0, 100, 0, 100, 100, 0, 100}) spline->add_xy(v);
+  v1::Layer* layer = request.add_layers();
+  layer->set_radius_min(1);
+  layer->set_radius_max(2);
+  SetU8Raster(layer->mutable_density(), 1, 1, "\x80", 100, 100);
+  const Received without = Collect(*stub, request);
+  ASSERT_TRUE(without.status.ok()) << without.status.error_message();
+  layer->set_spacing(1e-9);
+  const Received with = Collect(*stub, request);
+  ASSERT_TRUE(with.status.ok()) << with.status.error_message();
+  EXPECT_GT(with.size(), 1000u);
+  EXPECT_EQ(with.coords, without.coords);
+}
+
 // At debug level the log says what each call holds against the memory
 // budget; at info (the default) it does not.
 TEST(ServiceTest, DebugLogSaysWhatACallHolds) {
