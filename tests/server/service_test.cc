@@ -423,9 +423,14 @@ const BadCase kBadCases[] = {
        auto* polygons = r->mutable_region()->mutable_polygons();
        auto* ring = polygons->add_rings();
        for (double v : {0, 0, 1, 0, 1, 1}) ring->add_xy(v);
-       for (double v : {0, 0, 1, 0}) polygons->add_splines()->add_xy(v);
+       // One spline of two control points (the loop once made four
+       // splines of one value each, refused for the odd count instead).
+       auto* spline = polygons->add_splines();
+       for (double v : {0, 0, 1, 0}) spline->add_xy(v);
      },
-     grpc::StatusCode::INVALID_ARGUMENT, "region.polygons.splines[0]"},
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "region.polygons.splines[0]: points: a closed spline needs at least 3 "
+     "control points, got 2"},
     // The sampler named its own parameter, max_vertices, with what was left
     // of the limit after the rings (4 194 300 here), not the limit.
     {"spline too fine for the vertex limit",
