@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "sampler/spline.h"
@@ -226,7 +227,16 @@ absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
               limits.max_polygon_vertices,
               "; give a larger region.polygons.spline_tolerance"));
         }
-        if (!ring.ok()) return Prefixed(field, ring.status());
+        if (!ring.ok()) {
+          // The sampler calls the control points "points"; the request
+          // calls them xy.
+          absl::string_view message = ring.status().message();
+          if (absl::ConsumePrefix(&message, "points: ")) {
+            return absl::Status(ring.status().code(),
+                                absl::StrCat(field, ".xy: ", message));
+          }
+          return Prefixed(field, ring.status());
+        }
         vertices += ring->size();
         rings.push_back(*std::move(ring));
       }

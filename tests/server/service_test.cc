@@ -429,8 +429,18 @@ const BadCase kBadCases[] = {
        for (double v : {0, 0, 1, 0}) spline->add_xy(v);
      },
      grpc::StatusCode::INVALID_ARGUMENT,
-     "region.polygons.splines[0]: points: a closed spline needs at least 3 "
+     "region.polygons.splines[0].xy: a closed spline needs at least 3 "
      "control points, got 2"},
+    // "points" is the sampler's name for what the request calls xy.
+    {"Bezier spline of 4 control points",
+     [](v1::ScatterRequest* r) {
+       auto* spline = r->mutable_region()->mutable_polygons()->add_splines();
+       spline->set_kind(v1::SPLINE_KIND_BEZIER);
+       for (double v : {0, 0, 1, 0, 1, 1, 0, 1}) spline->add_xy(v);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "region.polygons.splines[0].xy: a closed Bezier spline needs a multiple "
+     "of 3 points"},
     // The sampler named its own parameter, max_vertices, with what was left
     // of the limit after the rings (4 194 300 here), not the limit.
     {"spline too fine for the vertex limit",
