@@ -386,12 +386,22 @@ absl::StatusOr<std::shared_ptr<const TileWorld>> TileWorld::Create(
     }
   }
   // Each layer's options are checked (and resolved) as LayeredSampler does;
-  // a unit box stands in for the area, whose limits each generator's runs
-  // check for themselves.
-  absl::StatusOr<Box> unit = Box::Create(dims, {0, 0, 0}, {1, 1, 1});
-  if (!unit.ok()) return unit.status();
+  // a box as wide as the finest spacing stands in for the area, whose
+  // limits each generator's runs check for themselves. (A unit box refused
+  // a world of spacing 1e-4 for the memory a unit square of it would need,
+  // and one of 1e-14 for the coordinate steps near 1, though no generator
+  // comes near either.)
+  double side = 1;
+  for (const LayerSpec& l : spec.layers) {
+    const double r =
+        l.options.density != nullptr ? l.options.radius_min : l.options.radius;
+    if (r >= kMinRadius && r <= kMaxRadius) side = std::min(side, r);
+  }
+  absl::StatusOr<Box> stand_in =
+      Box::Create(dims, {0, 0, 0}, {side, side, side});
+  if (!stand_in.ok()) return stand_in.status();
   absl::StatusOr<LayeredSampler> layered = LayeredSampler::Create(
-      Region::FromBox(*unit), spec.layers, spec.shared, spec.overrides);
+      Region::FromBox(*stand_in), spec.layers, spec.shared, spec.overrides);
   if (!layered.ok()) return layered.status();
 
   auto world = std::shared_ptr<TileWorld>(new TileWorld(std::move(spec)));

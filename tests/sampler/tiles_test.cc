@@ -163,6 +163,48 @@ TEST(TileWorldTest, DefaultTileIs64RAndSmallTilesAreRefused) {
   EXPECT_NE(w.status().message().find("= [30, 1e+150]"), std::string::npos) << w.status();
 }
 
+// The layers' limits are judged by each generator's runs, over its own
+// grown tile: a fine spacing is no reason to refuse a world. (Create once
+// judged them on a unit box, and refused spacing 1e-4 in 2D and 1e-3 in a
+// thin 3D world for the memory a unit square or cube of it would need, and
+// 1e-14 for the coordinate steps near 1.)
+TEST(TileWorldTest, AFineSpacingIsNotJudgedOnAUnitBox) {
+  for (const auto& [dims, radius] :
+       {std::pair<int, double>{2, 1e-4}, {2, 1e-14}, {3, 1e-3}}) {
+    WorldSpec spec = OneLayer(radius, 20 * radius, 5);
+    if (dims == 3) {
+      absl::StatusOr<Box> column =
+          Box::Create(3, {-1, -1, 0}, {1, 1, 4 * radius});
+      ASSERT_TRUE(column.ok()) << column.status();
+      spec.region = Region::FromBox(*column);
+    }
+    absl::StatusOr<std::shared_ptr<const TileWorld>> world =
+        TileWorld::Create(spec);
+    ASSERT_TRUE(world.ok()) << "radius " << radius << ": " << world.status();
+    GeneratorCache cache(std::size_t{1} << 28);
+    ThreadPool pool(1);
+    const TileCoord tile{-1, 2};
+    GeneratedPoints points;
+    const absl::Status status = (*world)->Serve(
+        {&tile, 1}, &cache, &pool,
+        [&](const TilePoints& t) {
+          points = t.points;
+          return true;
+        },
+        [] { return false; });
+    ASSERT_TRUE(status.ok()) << "radius " << radius << ": " << status;
+    EXPECT_GT(points.size(), 100u) << "radius " << radius;
+    const Box bounds = (*world)->TileBounds(tile);
+    for (std::size_t i = 0; i < points.size(); ++i) {
+      EXPECT_TRUE(bounds.Contains(&points.coords[i * dims]));
+    }
+    absl::StatusOr<MinDistanceReport> report =
+        CheckMinDistance(points.coords, dims, radius);
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->violations, 0u) << "radius " << radius;
+  }
+}
+
 // Far tiles are refused by index, before anything is computed: at a tile
 // of 1e150 a corner past 2^63 tiles would not be finite.
 TEST(TileWorldTest, ServeRefusesTileIndicesPast2To31NamingTheTile) {
