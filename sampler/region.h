@@ -40,7 +40,8 @@ class Region {
   // The box itself.
   static Region FromBox(const Box& box);
   // InvalidArgument naming the field and the rule when the centre is not
-  // finite or the radius is not finite and > 0.
+  // finite or the radius is not in [1e-150, 1e150] (the sampler's radii:
+  // distances are compared squared).
   static absl::StatusOr<Region> Circle(double cx, double cy, double radius);
   static absl::StatusOr<Region> Sphere(const Vec& center, double radius);
   // Polygons with holes: any number of rings combined by `rule`.

@@ -282,6 +282,38 @@ TEST(RegionTest, BadGeometryIsInvalidArgumentNamingRingAndVertex) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Balls compare squared distances: a radius whose square is not a normal
+// double is refused. At 1e155 the square was inf, and so was every squared
+// distance past 1.3e154, so the circle held only the points within 1.3e154
+// of its centre; at 1e-170 the square was 0 and the circle held nothing.
+TEST(RegionTest, ABallWhoseRadiusSquaredIsNotANormalDoubleIsRefused) {
+  for (double radius : {1e155, 1e-170}) {
+    for (const absl::StatusOr<Region>& ball :
+         {Region::Circle(0, 0, radius), Region::Sphere({0, 0, 0}, radius)}) {
+      ASSERT_FALSE(ball.ok()) << radius;
+      EXPECT_EQ(ball.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_NE(ball.status().message().find("radius must be in"),
+                std::string::npos)
+          << ball.status();
+    }
+  }
+  // The largest and smallest radii taken still hold what they should.
+  for (double radius : {1e150, 1e-150}) {
+    absl::StatusOr<Region> circle = Region::Circle(0, 0, radius);
+    ASSERT_TRUE(circle.ok()) << circle.status();
+    const double in[2] = {0.9 * radius, 0.3 * radius};   // 0.949 R.
+    const double out[2] = {0.8 * radius, 0.7 * radius};  // 1.063 R.
+    EXPECT_TRUE(circle->Contains(in)) << radius;
+    EXPECT_FALSE(circle->Contains(out)) << radius;
+    absl::StatusOr<Region> sphere = Region::Sphere({0, 0, 0}, radius);
+    ASSERT_TRUE(sphere.ok()) << sphere.status();
+    const double s_in[3] = {0.5 * radius, 0.5 * radius, 0.5 * radius};
+    const double s_out[3] = {0.6 * radius, 0.6 * radius, 0.6 * radius};
+    EXPECT_TRUE(sphere->Contains(s_in)) << radius;
+    EXPECT_FALSE(sphere->Contains(s_out)) << radius;
+  }
+}
+
 // A self-crossing ring whose signed area is 0: two triangles, one turning
 // each way. It was refused as collinear; both rules take both triangles.
 TEST(RegionTest, ABowtieIsTwoTrianglesNotALine) {
