@@ -727,6 +727,39 @@ TEST(VariableRadiusValidationTest, TinyRadiusIsRefusedBeforeAllocating) {
   }
 }
 
+// The estimate behind both limits integrates 1 / r^D over the box. With
+// r^D and the box's measure computed apart, tiny radii left the normal
+// doubles: in 3D at radius 1e-100 r^3 was subnormal and the estimate inf;
+// in a box of side 1e-140 the volume was 0 and the estimate 0 * inf = NaN,
+// which no limit refuses, and the run went on to allocate a grid of 1e16
+// cells (the process aborted). The estimate is the same at any scale.
+TEST(VariableRadiusValidationTest, TheEstimateIsTheSameAtAnyScale) {
+  for (int dims : {2, 3}) {
+    const SamplerOptions unit =
+        VariableOptions(Method::kPoissonDense, 1e-5, 2e-5, GradientRaster());
+    const double at_unit = EstimatedRunBytes(UnitBox(dims), unit);
+    ASSERT_GT(at_unit, 1e10);
+    for (double scale : {1e-100, 1e-140}) {
+      absl::StatusOr<Box> box =
+          Box::Create(dims, {0, 0, 0}, {scale, scale, scale});
+      ASSERT_TRUE(box.ok()) << box.status();
+      absl::StatusOr<Raster> density =
+          GradientRaster()->WithRect({0, 0, scale, scale});
+      ASSERT_TRUE(density.ok()) << density.status();
+      const SamplerOptions o =
+          VariableOptions(Method::kPoissonDense, 1e-5 * scale, 2e-5 * scale,
+                          std::make_shared<const Raster>(*std::move(density)));
+      EXPECT_NEAR(EstimatedRunBytes(*box, o) / at_unit, 1, 1e-6)
+          << "dims " << dims << ", scale " << scale;
+      absl::StatusOr<Sampler> s = Sampler::Create(*box, o);
+      ASSERT_FALSE(s.ok()) << "dims " << dims << ", scale " << scale;
+      EXPECT_EQ(s.status().code(), absl::StatusCode::kResourceExhausted);
+      EXPECT_TRUE(absl::StrContains(s.status().message(), "max_memory_bytes"))
+          << s.status();
+    }
+  }
+}
+
 TEST(VariableRadiusValidationTest, ExpectedPointsOverMaxPointsAreRefused) {
   SamplerOptions o =
       VariableOptions(Method::kPoissonDense, 0.01, 0.02, GradientRaster());
