@@ -5,6 +5,7 @@
 // radius) splits a cell into the 2^D pieces it searches, and in which order.
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -235,23 +236,31 @@ bool ForEachPeakPlace2d(const double* sx, const double* sy, std::size_t n,
 }
 
 // At most this many sites for the two functions below (a gap cell's
-// neighbourhood holds about 4 to 7).
+// neighbourhood holds at most 25: one point a cell of the 5 x 5 around it).
 inline constexpr std::size_t kMaxPeakSites = 64;
 
-// Whether the closed box [b0, b1] (2D) may hold a place at squared distance
-// at least `bound` from each of the n sites (xs[i], ys[i]). False means
-// every place of the box is closer than that to a site. Exact up to
-// rounding, which the caller's bound (below r^2 by a margin) absorbs.
-inline bool BoxMayHoldPlace2d(const double* xs, const double* ys, std::size_t n,
-                              const double* b0, const double* b1,
-                              double bound) {
-  if (n == 0 || n > kMaxPeakSites) return true;
-  // From b0, so coordinates far from the origin lose nothing.
-  double sx[kMaxPeakSites], sy[kMaxPeakSites];
+// The n sites (xs[i], ys[i]) less b0, into sx and sy: in a box's own frame,
+// so coordinates far from the origin lose nothing to the differences.
+inline void SitesFrom(const double* xs, const double* ys, std::size_t n,
+                      const double* b0, double* sx, double* sy) {
+  assert(n <= kMaxPeakSites);
   for (std::size_t i = 0; i < n; ++i) {
     sx[i] = xs[i] - b0[0];
     sy[i] = ys[i] - b0[1];
   }
+}
+
+// Whether the closed box [b0, b1] (2D) may hold a place at squared distance
+// at least `bound` from each of the n sites (xs[i], ys[i]; n <=
+// kMaxPeakSites). False means every place of the box is closer than that to
+// a site. Exact up to rounding, which the caller's bound (below r^2 by a
+// margin) absorbs.
+inline bool BoxMayHoldPlace2d(const double* xs, const double* ys, std::size_t n,
+                              const double* b0, const double* b1,
+                              double bound) {
+  if (n == 0) return true;
+  double sx[kMaxPeakSites], sy[kMaxPeakSites];
+  SitesFrom(xs, ys, n, b0, sx, sy);
   return ForEachPeakPlace2d(sx, sy, n, b1[0] - b0[0], b1[1] - b0[1], bound,
                             [&](double x, double y) {
                               for (std::size_t i = 0; i < n; ++i) {
@@ -266,30 +275,25 @@ inline bool BoxMayHoldPlace2d(const double* xs, const double* ys, std::size_t n,
 // The place of the closed box [b0, b1] (2D) farthest from the n sites
 // (1 <= n <= kMaxPeakSites), into p, with its squared distance to the
 // nearest site; 0 when no place is at least sqrt(bound) away (p is then
-// unset). The place is recomputed in the box's frame, so its distance to
-// the sites differs from the returned one by rounding.
+// unset). The place is found in the box's frame and moved back, so its
+// distance to the sites may differ from the returned one by rounding.
 inline double FarthestPlace2d(const double* xs, const double* ys, std::size_t n,
                               const double* b0, const double* b1, double bound,
                               double* p) {
+  assert(n >= 1);
   double sx[kMaxPeakSites], sy[kMaxPeakSites];
-  for (std::size_t i = 0; i < n; ++i) {
-    sx[i] = xs[i] - b0[0];
-    sy[i] = ys[i] - b0[1];
-  }
-  // No place nearer than the best so far, or than `bound`, is wanted.
+  SitesFrom(xs, ys, n, b0, sx, sy);
+  // No place nearer than the best so far, or than `bound`, is wanted:
+  // ForEachPeakPlace2d reads `need` as it rises.
   double need = bound, best = 0, best_x = 0, best_y = 0;
   ForEachPeakPlace2d(sx, sy, n, b1[0] - b0[0], b1[1] - b0[1], need,
                      [&](double x, double y) {
-                       for (std::size_t i = 0; i < n; ++i) {
-                         const double dx = x - sx[i];
-                         const double dy = y - sy[i];
-                         if (dx * dx + dy * dy < need) return false;
-                       }
                        double d2 = std::numeric_limits<double>::infinity();
                        for (std::size_t i = 0; i < n; ++i) {
                          const double dx = x - sx[i];
                          const double dy = y - sy[i];
                          d2 = std::min(d2, dx * dx + dy * dy);
+                         if (d2 < need) return false;
                        }
                        best = d2;
                        best_x = x;

@@ -182,8 +182,9 @@ class PoissonRun {
     assert(!kTaken || UsesTakenMarks(region, options));
     reach_ = reach * kBoundSlack + slack;
     near_bound_ = (reach * 0.5 + r_) * kBoundSlack;
-    // A few ulps of r^2, and a coordinate's rounding over distances of at
-    // most 3r, twice.
+    // A few ulps of r^2, and the rounding of the searched boxes' bounds
+    // (a few of a coordinate's, over distances of up to 3r; the sites are
+    // moved into a box's frame exactly).
     certain_d2_ = min_d2_ * (1 - 1e-9) - 12 * r_ * slack;
     peak_margin_ = cell_ / 4;
     for (int a = 0; a < D; ++a) last_[a] = std::nextafter(hi_[a], lo_[a]);
@@ -1623,8 +1624,9 @@ class PoissonRun {
   }
 
   // FillCellAtPeaks' draws in cell c's stream, past the pieces the
-  // search draws from (under 2^14): round i's place when nothing is near
-  // is piece kPeakPieces + i, its move piece kPeakPieces + kPeakJitter + i.
+  // search draws from (under 2^14, and its tries in a piece the region's
+  // edge crosses at 2^24 to 2^26): round i's place when nothing is near is
+  // piece kPeakPieces + i, its move piece kPeakPieces + kPeakJitter + i.
   static constexpr std::uint64_t kPeakPieces = std::uint64_t{1} << 20;
   static constexpr std::uint64_t kPeakJitter = std::uint64_t{1} << 19;
 
@@ -1710,28 +1712,39 @@ class PoissonRun {
         RandomPointIn(w0, w1, c, kPeakPieces + round, p);
       } else {
         const double best =
-            n <= kMaxPeakSites
-                ? FarthestPlace2d(list[0], list[1], n, w0, w1, min_d2_, p)
-                : 0;
+            FarthestPlace2d(list[0], list[1], n, w0, w1, min_d2_, p);
         if (best == 0 || !ClearOf(list, n, p)) {
-          // No place reaches r (a peak within rounding of it), or too many
-          // points: the cell is searched by splitting, once.
+          // No place reaches r (a peak within rounding of it): the cell is
+          // searched by splitting, once.
           return SearchCell(c, idx, u0, u1, cover_[c], ~open & 0xFFFFu,
                             clipped);
         }
         // A random place of the disk of radius sqrt(best) - r around the
-        // peak, all of it at least r from the points, if the draw lands in
-        // the disk and the widened box.
+        // peak (all of it at least r from the points) within the widened
+        // box: drawn in the box that bounds the two, up to 8 tries (each
+        // lands with probability pi / 4 or more, unless the disk only
+        // grazes the box), else the peak itself. When the hole is wider
+        // than the widened box, the peak lies on its edge, a line that is
+        // the same for every seed; the draw takes the point off it.
         const double reach = (std::sqrt(best) - r_) * (1 - 1e-6);
+        double j0[D], j1[D];
+        for (int a = 0; a < D; ++a) {
+          j0[a] = std::max(p[a] - reach, w0[a]);
+          j1[a] = std::min(p[a] + reach, w1[a]);
+        }
         CounterRng rng(Combine(gap_key_, c), (kPeakPieces + kPeakJitter + round)
                                                  << kBlockShift);
-        double v[2];
-        rng.SignedPair(&v[0], &v[1]);
-        const double q[D] = {p[0] + reach * v[0], p[1] + reach * v[1]};
-        if (v[0] * v[0] + v[1] * v[1] < 1 && q[0] >= w0[0] && q[0] <= w1[0] &&
-            q[1] >= w0[1] && q[1] <= w1[1] && ClearOf(list, n, q)) {
-          p[0] = q[0];
-          p[1] = q[1];
+        for (int attempt = 0; attempt < 8; ++attempt) {
+          double q[D], d2 = 0;
+          for (int a = 0; a < D; ++a) {
+            q[a] = j0[a] + rng.Uniform01() * (j1[a] - j0[a]);
+            d2 += (q[a] - p[a]) * (q[a] - p[a]);
+          }
+          if (d2 < reach * reach && ClearOf(list, n, q)) {
+            p[0] = q[0];
+            p[1] = q[1];
+            break;
+          }
         }
       }
       absl::Status s = FinishGapPoint(p);
@@ -1969,7 +1982,7 @@ class PoissonRun {
       // region's edge crosses.
       for (int attempt = 0; attempt < (partial ? 4 : 1); ++attempt) {
         RandomPointIn(b0, b1, cell,
-                      piece + (static_cast<std::uint64_t>(attempt) << 56), p);
+                      piece + (static_cast<std::uint64_t>(attempt) << 24), p);
         if (!partial || Inside(p)) return true;
       }
       if (depth == max_depth) return false;
@@ -2122,8 +2135,8 @@ class PoissonRun {
   double r_;
   double min_d2_;
   // BoxMayHoldPlace2d's bound: below r^2 by far more than its rounding and
-  // the search's. Negative far from the origin (then every cell that comes
-  // that far is searched).
+  // the search's (at least 0.95 r^2: CheckCoordinateSteps keeps a
+  // coordinate's step under r / 1024).
   double certain_d2_ = 0;
   double last_[D];  // Per axis, the box's last place (hi_ is past it).
   // How far FillCellAtPeaks looks past a cell's edges for the middle of a

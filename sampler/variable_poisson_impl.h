@@ -1447,7 +1447,7 @@ class VariableRun {
     if (m == 0) {
       for (int attempt = 0; attempt < (partial ? 4 : 1); ++attempt) {
         RandomPointIn(b0, b1, cell,
-                      piece + (static_cast<std::uint64_t>(attempt) << 56), p);
+                      piece + (static_cast<std::uint64_t>(attempt) << 24), p);
         *rp = field_.At(p);
         if (!partial || Inside(p, *rp)) return true;
       }

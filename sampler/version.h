@@ -52,15 +52,21 @@ namespace scatter::sampler {
 //  7: gap filling in classic 2D constant-radius runs asks the Voronoi
 //     vertices of the points around a cell whether some place of it is at
 //     least r from all of them (BoxMayHoldPlace2d), and puts the point
-//     where that distance peaks in the cell widened by a quarter cell,
-//     moved at random within the disk there that is as far
-//     (FarthestPlace2d), repeating until the cell has no such place. It
-//     split the cell down to pieces 1/64 of a cell wide and took the first
-//     random place found. This holds for cells whose widened box lies
-//     wholly inside the region and clear of other layers' obstacles (the
-//     others are still split): those are now filled exactly, up to
-//     rounding. Classic 2D runs changed (layers and tiles too); dense,
-//     variable-radius and 3D runs give the points of 6.
+//     where that distance peaks in the cell widened by a quarter cell
+//     (FarthestPlace2d), moved to a random place of the disk there that is
+//     as far, within the widened cell (up to 8 tries), repeating until the
+//     cell has no such place. It split the cell down to pieces 1/64 of a
+//     cell wide and took the first random place found. This holds for
+//     cells whose widened box lies wholly inside the region and clear of
+//     obstacles (other layers', and same-layer points outside the box such
+//     as a neighbouring tile's; the others are still split): those are now
+//     filled exactly, up to rounding. And where the split search tries up
+//     to 4 random places in a piece the region's edge crosses (both
+//     engines), the 4 are different places: the try's number was shifted
+//     out of the stream's key, so each try drew the first one again.
+//     Classic 2D runs changed (layers and tiles too), and runs in regions
+//     whose gap search met such a piece; other dense, variable-radius and
+//     3D runs give the points of 6.
 inline constexpr std::uint32_t kAlgorithmVersion = 7;
 
 }  // namespace scatter::sampler

@@ -212,11 +212,83 @@ TEST(PeakPlaceTest, FarthestPlaceBeatsEveryGridPlace) {
   EXPECT_GT(open, kTrials / 5) << open;
 }
 
+// The cases a gap fill meets at its edges and far from the origin: boxes of
+// zero width or height (a clipped cell's last piece), sites on the box's
+// edges and corners, on a line, on a lattice (cocircular fours), up to 25
+// of them (a cell's 5 x 5 neighbours), at offsets up to 1e6. Each answer
+// against a grid over the box and random places in it, as above.
+TEST(PeakPlaceTest, DegenerateBoxesAndSitesAgreeWithAGrid) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int trial = 0; trial < 1500; ++trial) {
+    const double offset = trial % 3 == 0 ? 0 : (trial % 3 == 1 ? 1e3 : 1e6);
+    const double b0[2] = {offset + u(rng), -offset + u(rng)};
+    double b1[2] = {b0[0] + 0.05 + u(rng), b0[1] + 0.05 + u(rng)};
+    if (trial % 5 == 0) b1[0] = b0[0];  // No width.
+    if (trial % 7 == 0) b1[1] = b0[1];  // No height.
+    const int n = 1 + static_cast<int>(rng() % 25);
+    double sx[25], sy[25];
+    const int kind = trial % 4;
+    for (int i = 0; i < n; ++i) {
+      if (kind == 0) {
+        // Corners and edges of the box.
+        sx[i] = rng() % 2 ? b0[0] : b1[0];
+        sy[i] = b0[1] + (b1[1] - b0[1]) * static_cast<double>(rng() % 3) / 2;
+      } else if (kind == 1) {
+        // On one line through the box.
+        const double t = 3 * u(rng) - 1;
+        sx[i] = b0[0] + t * (b1[0] - b0[0] + 0.3);
+        sy[i] = b0[1] + t * 0.7;
+      } else if (kind == 2) {
+        // A lattice of spacing 0.4 over the box.
+        sx[i] = b0[0] - 0.4 + 0.4 * static_cast<double>(i % 5);
+        sy[i] = b0[1] - 0.4 + 0.4 * static_cast<double>(i / 5);
+      } else {
+        sx[i] = b0[0] - 1 + (b1[0] - b0[0] + 2) * u(rng);
+        sy[i] = b0[1] - 1 + (b1[1] - b0[1] + 2) * u(rng);
+      }
+    }
+    const auto count = static_cast<std::size_t>(n);
+    double best_seen = 0;
+    constexpr int kSteps = 64;
+    for (int i = 0; i <= kSteps; ++i) {
+      for (int j = 0; j <= kSteps; ++j) {
+        const double x = b0[0] + (b1[0] - b0[0]) * i / kSteps;
+        const double y = b0[1] + (b1[1] - b0[1]) * j / kSteps;
+        best_seen = std::max(best_seen, NearestSite2(x, y, sx, sy, n));
+      }
+    }
+    // Far from the origin the sites' distances round by about 1e-10
+    // (coordinates of 1e6, ulp 1.2e-10): compare with that much slack.
+    const double slack = offset >= 1e6 ? 1e-9 : 1e-12;
+    double p[2] = {};
+    const double best = FarthestPlace2d(sx, sy, count, b0, b1, 0, p);
+    ASSERT_GE(best, best_seen - slack) << "trial " << trial;
+    if (best == 0) continue;  // Every place is a site (a box of no area).
+    EXPECT_GE(p[0], b0[0]);
+    EXPECT_LE(p[0], b1[0]);
+    EXPECT_GE(p[1], b0[1]);
+    EXPECT_LE(p[1], b1[1]);
+    EXPECT_NEAR(NearestSite2(p[0], p[1], sx, sy, n), best, slack)
+        << "trial " << trial;
+    // Just above the farthest place's distance there is no place; just
+    // below, there is.
+    EXPECT_FALSE(
+        BoxMayHoldPlace2d(sx, sy, count, b0, b1, best * (1 + 1e-6) + slack))
+        << "trial " << trial;
+    if (best > slack) {
+      EXPECT_TRUE(
+          BoxMayHoldPlace2d(sx, sy, count, b0, b1, best * (1 - 1e-6) - slack))
+          << "trial " << trial;
+    }
+  }
+}
+
 // Three sites around the unit square's centre, 0.6 from it: the farthest
 // place is their circumcentre, the centre, at 0.36. A bound above that
 // finds none; with a fourth site on the centre the farthest place moves
 // to a corner or an edge.
-TEST(PeakPlaceTest, TheCircumcentreOfThreeSites) {
+TEST(PeakPlaceTest, AmongThreeSitesTheFarthestPlaceIsTheirCircumcentre) {
   const double b0[2] = {0, 0}, b1[2] = {1, 1};
   const double sx[4] = {0.5 + 0.6, 0.5 - 0.3, 0.5 - 0.3, 0.5};
   const double sy[4] = {0.5, 0.5 + 0.6 * std::sqrt(0.75),

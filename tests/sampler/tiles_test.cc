@@ -325,10 +325,10 @@ TEST(TilesGuaranteeTest, GoldenTiles) {
   rocks.options.scale_max = 2;
   spec.layers.push_back(rocks);
   ExpectGoldenTiles(spec, {
-      {{0, 0}, 0xdf012d3f6fb77beaULL},
-      {{-1, 2}, 0x8c7e459d8c12686fULL},
-      {{5, -3}, 0xe2f0dda09eb60bb2ULL},
-      {{1, 1}, 0x058dd79f40e5af0aULL},
+      {{0, 0}, 0x0c2309f5bb1aefe3ULL},
+      {{-1, 2}, 0x9d4883bc064c9d52ULL},
+      {{5, -3}, 0x0e82ac0945d35b0bULL},
+      {{1, 1}, 0x9625890d7ffc96a3ULL},
   });
 }
 
