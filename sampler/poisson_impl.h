@@ -1659,10 +1659,11 @@ class PoissonRun {
 
   // Gap filling in the 2D cell c (index idx, bounds [u0, u1); PeaksServe):
   // while some place of the cell is at least r from every point, a point
-  // goes where the distance to the nearest point peaks in the cell widened
-  // by peak_margin_ (the middle of the hole, which may lie a little past
-  // the cell's edge), moved at random within the hole's part that is that
-  // far (a disk around the peak), and grows as any gap point does. Whether
+  // goes where the distance to the nearest point peaks in the box of the
+  // cell's open sixteenths widened by peak_margin_ (the middle of the hole,
+  // which may lie a little past the cell's edge), moved to a random place
+  // of the disk around the peak that is as far (within the widened box),
+  // and grows as any gap point does. Whether
   // the cell holds a place, and where the peak is, come from the Voronoi
   // vertices of the points around it (BoxMayHoldPlace2d,
   // FarthestPlace2d), not from splitting the cell. All boxes are clipped
