@@ -700,31 +700,58 @@ TEST(ClientTest, StoppedAtOwnCapCountsThePoints) {
   EXPECT_FALSE(StoppedAtOwnCap(exhausted, v1::ScatterRequest(), 100));
 }
 
-TEST(ClientTest, UnknownDigestIsResentInline) {
-  // A cache with room for one 64 x 64 raster: the second upload evicts the
-  // first, as another replica or a restart would lose it.
-  server::ServerOptions options = server::testing::LoopbackServer::DefaultOptions();
-  options.service.raster_cache_bytes =
-      4 * 64 * 64 + sampler::Raster::BlockLevelsBytes(64, 64);
-  options.service.limits.max_raster_bytes = 4 * 64 * 64;
-  server::testing::LoopbackServer server(options);
-  Client client(server.TcpChannel(), server.target());
-  v1::RasterData first, second;
-  for (v1::RasterData* data : {&first, &second}) {
-    data->set_format(v1::RASTER_FORMAT_U8);
-    data->set_width(64);
-    data->set_height(64);
+// A server whose raster cache has room for one 64 x 64 raster, and a client
+// that uploaded two: the second evicted the first (digest()), as another
+// replica or a restart would lose it, and the client still remembers it.
+class EvictedRaster {
+ public:
+  EvictedRaster()
+      : server_(Options()), client_(server_.TcpChannel(), server_.target()) {
+    v1::RasterData first, second;
+    for (v1::RasterData* data : {&first, &second}) {
+      data->set_format(v1::RASTER_FORMAT_U8);
+      data->set_width(64);
+      data->set_height(64);
+    }
+    first.set_pixels(std::string(64 * 64, '\xff'));
+    second.set_pixels(std::string(64 * 64, '\x80'));
+    auto ref = client_.PutRaster(first);
+    EXPECT_TRUE(ref.ok()) << ref.status();
+    if (ref.ok()) digest_ = ref->digest();
+    EXPECT_TRUE(client_.PutRaster(second).ok());
   }
-  first.set_pixels(std::string(64 * 64, '\xff'));
-  second.set_pixels(std::string(64 * 64, '\x80'));
-  auto ref = client.PutRaster(first);
-  ASSERT_TRUE(ref.ok()) << ref.status();
-  ASSERT_TRUE(client.PutRaster(second).ok());
-  ASSERT_EQ(server.server().service().rasters().Get(ref->digest()), nullptr);
+
+  Client& client() { return client_; }
+  const std::string& digest() const { return digest_; }
+  // Whether the server holds the first raster.
+  bool Held() {
+    return server_.server().service().rasters().Get(digest_) != nullptr;
+  }
+
+ private:
+  static server::ServerOptions Options() {
+    server::ServerOptions options =
+        server::testing::LoopbackServer::DefaultOptions();
+    options.service.raster_cache_bytes =
+        4 * 64 * 64 + sampler::Raster::BlockLevelsBytes(64, 64);
+    options.service.limits.max_raster_bytes = 4 * 64 * 64;
+    return options;
+  }
+
+  server::testing::LoopbackServer server_;
+  Client client_;
+  std::string digest_;
+};
+
+TEST(ClientTest, UnknownDigestIsResentInline) {
+  EvictedRaster evicted;
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  ASSERT_FALSE(evicted.Held());
+  Client& client = evicted.client();
 
   v1::ScatterRequest request = server::testing::BoxRequest(1, 0.05);
   v1::RasterInput* mask = request.mutable_region()->mutable_mask();
-  mask->set_digest(ref->digest());
+  mask->set_digest(evicted.digest());
   mask->set_x1(1);
   mask->set_y1(1);
   std::uint64_t points = 0;
@@ -736,7 +763,7 @@ TEST(ClientTest, UnknownDigestIsResentInline) {
   EXPECT_GT(points, 100u);
   EXPECT_EQ(summary->total_points(), points);
   // The inline resend stored it again.
-  EXPECT_NE(server.server().service().rasters().Get(ref->digest()), nullptr);
+  EXPECT_TRUE(evicted.Held());
 
   // A digest this client never uploaded stays NOT_FOUND.
   mask->set_digest(std::string(64, 'e'));
@@ -771,33 +798,17 @@ TEST(ClientTest, RememberedRastersStayWithinTheBudget) {
 // empty one: the resent request failed with INVALID_ARGUMENT "region:
 // needs one of box, circle, sphere or polygons".
 TEST(ClientTest, UnknownDigestIsResentInlineInAWorldWithoutARegion) {
-  // Room for one 64 x 64 raster: the second upload evicts the first.
-  server::ServerOptions options =
-      server::testing::LoopbackServer::DefaultOptions();
-  options.service.raster_cache_bytes =
-      4 * 64 * 64 + sampler::Raster::BlockLevelsBytes(64, 64);
-  options.service.limits.max_raster_bytes = 4 * 64 * 64;
-  server::testing::LoopbackServer server(options);
-  Client client(server.TcpChannel(), server.target());
-  v1::RasterData first, second;
-  for (v1::RasterData* data : {&first, &second}) {
-    data->set_format(v1::RASTER_FORMAT_U8);
-    data->set_width(64);
-    data->set_height(64);
-  }
-  first.set_pixels(std::string(64 * 64, '\xff'));
-  second.set_pixels(std::string(64 * 64, '\x80'));
-  auto ref = client.PutRaster(first);
-  ASSERT_TRUE(ref.ok()) << ref.status();
-  ASSERT_TRUE(client.PutRaster(second).ok());
-  ASSERT_EQ(server.server().service().rasters().Get(ref->digest()), nullptr);
+  EvictedRaster evicted;
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  ASSERT_FALSE(evicted.Held());
+  Client& client = evicted.client();
 
   v1::ScatterTilesRequest world;
   v1::Layer* layer = world.add_layers();
   layer->set_radius_min(1);
   layer->set_radius_max(2);
   v1::RasterInput* density = layer->mutable_density();
-  density->set_digest(ref->digest());
+  density->set_digest(evicted.digest());
   density->set_x1(100);
   density->set_y1(100);
   v1::TileCoord* tile = world.add_tiles();
@@ -811,7 +822,7 @@ TEST(ClientTest, UnknownDigestIsResentInlineInAWorldWithoutARegion) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_GT(points, 100u);
   EXPECT_EQ(summary->total_points(), points);
-  EXPECT_NE(server.server().service().rasters().Get(ref->digest()), nullptr);
+  EXPECT_TRUE(evicted.Held());
 }
 
 // A request over the box [0, 10]^2 with an obstacle of radius 1 at (5, 5),
