@@ -135,12 +135,17 @@ bool ObstacleIndex::CellRange(const double* lo, const double* hi,
   return true;
 }
 
-bool ObstacleIndex::TooClose(const double* p) const {
-  if (empty()) return false;
+bool ObstacleIndex::CellAt(const double* p, std::size_t* cell) const {
   std::int64_t c0[3], c1[3];
   if (!CellRange(p, p, c0, c1)) return false;
-  const std::size_t cell =
-      static_cast<std::size_t>((c0[2] * n_[1] + c0[1]) * n_[0] + c0[0]);
+  *cell = static_cast<std::size_t>((c0[2] * n_[1] + c0[1]) * n_[0] + c0[0]);
+  return true;
+}
+
+bool ObstacleIndex::TooClose(const double* p) const {
+  if (empty()) return false;
+  std::size_t cell = 0;
+  if (!CellAt(p, &cell)) return false;
   for (std::uint32_t k = begin_[cell]; k < begin_[cell + 1]; ++k) {
     const std::uint32_t o = index_[k];
     double d2 = 0;
@@ -182,10 +187,8 @@ void ObstacleIndex::Classify(const double* lo, const double* hi, bool* inside,
 
 bool ObstacleIndex::Holds(const double* lo, const double* hi) const {
   if (empty()) return false;
-  std::int64_t c0[3], c1[3];
-  if (!CellRange(lo, lo, c0, c1)) return false;
-  const std::size_t cell =
-      static_cast<std::size_t>((c0[2] * n_[1] + c0[1]) * n_[0] + c0[0]);
+  std::size_t cell = 0;
+  if (!CellAt(lo, &cell)) return false;
   for (std::uint32_t k = begin_[cell]; k < begin_[cell + 1]; ++k) {
     const std::uint32_t o = index_[k];
     if (FarthestDistance2(&centers_[o * 3], lo, hi, dims_) < limit2_[o]) {
@@ -198,10 +201,8 @@ bool ObstacleIndex::Holds(const double* lo, const double* hi) const {
 bool ObstacleIndex::TooCloseExtra(const double* p, double extra,
                                   double own) const {
   if (empty()) return false;
-  std::int64_t c0[3], c1[3];
-  if (!CellRange(p, p, c0, c1)) return false;
-  const std::size_t cell =
-      static_cast<std::size_t>((c0[2] * n_[1] + c0[1]) * n_[0] + c0[0]);
+  std::size_t cell = 0;
+  if (!CellAt(p, &cell)) return false;
   for (std::uint32_t k = begin_[cell]; k < begin_[cell + 1]; ++k) {
     const std::uint32_t o = index_[k];
     double d2 = 0;

@@ -179,6 +179,9 @@ class ObstacleIndex {
   // Cells of the index overlapping [lo, hi], clamped; false when none.
   bool CellRange(const double* lo, const double* hi, std::int64_t* c0,
                  std::int64_t* c1) const;
+  // The index cell of p, into `cell` (CellRange's first for the box
+  // [p, p]); false when there is none.
+  bool CellAt(const double* p, std::size_t* cell) const;
 
   int dims_;
   std::vector<double> centers_;       // 3 per obstacle.
