@@ -33,9 +33,9 @@ inline constexpr int kIcosahedronDirections = 12;
 // dense 3D"). Any other k: a spherical Fibonacci lattice.
 std::vector<std::array<double, 3>> SphereDirections(int k);
 
-// Classic 2D candidates' directions (internal::UnitShellPoint2d): 2^8
-// unit vectors at angles 2*pi*i/2^8, as (cos, sin) pairs, computed once.
-inline constexpr int kShellDirectionBits = 8;
+// Classic 2D candidates' directions (internal::UnitShellPoint2d): 2^12
+// unit vectors at angles 2*pi*i/2^12, as (cos, sin) pairs, computed once.
+inline constexpr int kShellDirectionBits = 12;
 inline constexpr int kShellDirections = 1 << kShellDirectionBits;
 using ShellDirectionTable = std::array<std::array<double, 2>, kShellDirections>;
 const ShellDirectionTable& ShellDirections2d();

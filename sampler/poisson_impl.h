@@ -1320,35 +1320,27 @@ class PoissonRun {
     };
     const __m256d t =
         _mm256_mul_pd(exact(_mm256_and_si256(_mm256_srli_epi64(b, 32),
-                                             _mm256_set1_epi64x(0xFFFFFF))),
+                                             _mm256_set1_epi64x(0xFFFFF))),
                       _mm256_set1_pd(kShellTurnPerUnit));
     const __m256d u = _mm256_mul_pd(
         exact(_mm256_and_si256(b, _mm256_set1_epi64x(0xFFFFFFFF))),
         _mm256_set1_pd(0x1.0p-32));
     const __m256d one = _mm256_set1_pd(1);
-    const __m256d t2 = _mm256_mul_pd(t, t);
-    const __m256d cos_t = _mm256_sub_pd(
-        one,
-        _mm256_mul_pd(
-            t2, _mm256_sub_pd(_mm256_set1_pd(0.5),
-                              _mm256_mul_pd(t2, _mm256_set1_pd(kShellCosT4)))));
-    const __m256d sin_t = _mm256_mul_pd(
-        t, _mm256_sub_pd(one, _mm256_mul_pd(t2, _mm256_set1_pd(kShellSinT3))));
-    const __m256d radius =
-        _mm256_sqrt_pd(_mm256_add_pd(one, _mm256_mul_pd(_mm256_set1_pd(3), u)));
+    const __m256d radius = _mm256_mul_pd(
+        _mm256_sqrt_pd(_mm256_add_pd(one, _mm256_mul_pd(_mm256_set1_pd(3), u))),
+        _mm256_sub_pd(one,
+                      _mm256_mul_pd(_mm256_set1_pd(0.5), _mm256_mul_pd(t, t))));
     const __m256d r = _mm256_set1_pd(r_);
     const __m256d c0 = _mm256_add_pd(
         _mm256_set1_pd(p[0]),
         _mm256_mul_pd(
-            r,
-            _mm256_mul_pd(radius, _mm256_sub_pd(_mm256_mul_pd(cosines, cos_t),
-                                                _mm256_mul_pd(sines, sin_t)))));
+            r, _mm256_mul_pd(radius,
+                             _mm256_sub_pd(cosines, _mm256_mul_pd(sines, t)))));
     const __m256d c1 = _mm256_add_pd(
         _mm256_set1_pd(p[1]),
         _mm256_mul_pd(
             r, _mm256_mul_pd(radius,
-                             _mm256_add_pd(_mm256_mul_pd(sines, cos_t),
-                                           _mm256_mul_pd(cosines, sin_t)))));
+                             _mm256_add_pd(sines, _mm256_mul_pd(cosines, t)))));
     _mm256_store_pd(cx, c0);
     _mm256_store_pd(cy, c1);
     return UntakenLanes(c0, c1);

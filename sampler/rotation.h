@@ -67,44 +67,33 @@ inline double Sqrt(double x) {
 #endif
 }
 
-// 2 pi / 2^32: a step of the table (2 pi / 2^8) over 2^24.
+// 2 pi / 2^32: a step of the table (2 pi / 2^12) over 2^20.
 inline constexpr double kShellTurnPerUnit = 6.283185307179586 * 0x1.0p-32;
 
 // A point uniform in the annulus 1 <= |v| <= 2, from one 64-bit draw and no
 // rejection: classic 2D candidates (algorithm_version 6; before, 2D took
 // UnitShellPoint's rejection from the square, 2.4 draws a candidate and a
-// branch that missed on one candidate in six). The top 8 bits pick one of
-// the table's directions (ShellDirections2d), the next 24 an angle t in
-// [0, 2 pi / 2^8) to turn it by, and the low 32 the radius: sqrt(1 + 3u)
+// branch that missed on one candidate in six). The top 12 bits pick one of
+// the table's directions (ShellDirections2d), the next 20 an angle t in
+// [0, 2 pi / 2^12) to turn it by, and the low 32 the radius: sqrt(1 + 3u)
 // for u uniform in [0, 1), so that the squared radius is uniform, as area
-// is. The turn is by cos t and sin t from their series to t^4 and t^3:
-// at t < 0.0246 the sine is off by t^5 / 120 < 8e-11 and the cosine by
-// less than 4e-13, so the direction's length is 1 within 5e-12 and its
-// angle's density within a step uniform within 2e-8. (Until
-// algorithm_version 8 the table held 2^12 directions: at 64 KB, twice the
-// L1 data cache, its lookups missed on most candidates; at 4 KB they stay
-// in it. bench/README.md, "A smaller direction table".)
-// The series' coefficients: 1/24 of t^4 in the cosine, 1/6 of t^3 in the
-// sine.
-inline constexpr double kShellCosT4 = 1.0 / 24;
-inline constexpr double kShellSinT3 = 1.0 / 6;
-
+// is. The turn is the tangent step (c - s t, s + c t), whose length
+// sqrt(1 + t^2) the factor 1 - t^2 / 2 takes back to 1 - 3 t^4 / 8 (at
+// most 2.1e-12: never past 2, never short of 1 by more). Its angle is atan(t):
+// the angle's density within a step varies by t^2 < 2.4e-6.
 inline void UnitShellPoint2d(const ShellDirectionTable& directions,
                              std::uint64_t bits, double* v) {
   const std::array<double, 2>& d =
       directions[static_cast<std::size_t>(bits >> (64 - kShellDirectionBits))];
   const double t =
-      static_cast<double>(static_cast<std::int64_t>((bits >> 32) & 0xFFFFFF)) *
+      static_cast<double>(static_cast<std::int64_t>((bits >> 32) & 0xFFFFF)) *
       kShellTurnPerUnit;
   const double u =
       static_cast<double>(static_cast<std::int64_t>(bits & 0xFFFFFFFFu)) *
       0x1.0p-32;
-  const double t2 = t * t;
-  const double cos_t = 1 - t2 * (0.5 - t2 * kShellCosT4);
-  const double sin_t = t * (1 - t2 * kShellSinT3);
-  const double radius = Sqrt(1 + 3 * u);
-  v[0] = radius * (d[0] * cos_t - d[1] * sin_t);
-  v[1] = radius * (d[1] * cos_t + d[0] * sin_t);
+  const double radius = Sqrt(1 + 3 * u) * (1 - 0.5 * (t * t));
+  v[0] = radius * (d[0] - d[1] * t);
+  v[1] = radius * (d[1] + d[0] * t);
 }
 
 // Classic 3D candidates (2D ones until algorithm_version 5; the samplers'

@@ -67,13 +67,7 @@ namespace scatter::sampler {
 //     Classic 2D runs changed (layers and tiles too), and runs in regions
 //     whose gap search met such a piece; other dense, variable-radius and
 //     3D runs give the points of 6.
-//  8: classic 2D candidates take their direction from a table of 2^8, not
-//     2^12, turned by up to a step (24 bits of the draw, not 20) with
-//     cos t and sin t from their series (UnitShellPoint2d): the table fits
-//     the L1 data cache. Every classic 2D run changed (constant and
-//     variable radius, layers, tiles); dense and 3D runs give the points
-//     of 7.
-inline constexpr std::uint32_t kAlgorithmVersion = 8;
+inline constexpr std::uint32_t kAlgorithmVersion = 7;
 
 }  // namespace scatter::sampler
 

@@ -325,10 +325,10 @@ TEST(TilesGuaranteeTest, GoldenTiles) {
   rocks.options.scale_max = 2;
   spec.layers.push_back(rocks);
   ExpectGoldenTiles(spec, {
-      {{0, 0}, 0x3ece77943accb4f5ULL},
-      {{-1, 2}, 0x023216449a37e0f7ULL},
-      {{5, -3}, 0xf7ec618012d7c942ULL},
-      {{1, 1}, 0x586ea9e47b66eb53ULL},
+      {{0, 0}, 0x0c2309f5bb1aefe3ULL},
+      {{-1, 2}, 0x9d4883bc064c9d52ULL},
+      {{5, -3}, 0x0e82ac0945d35b0bULL},
+      {{1, 1}, 0x9625890d7ffc96a3ULL},
   });
 }
 
