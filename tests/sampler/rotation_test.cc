@@ -76,6 +76,37 @@ TEST(RotationTest, ShellDirectionsAreEvenUnitSteps) {
   EXPECT_EQ(&table, &ShellDirections2d());  // Computed once.
 }
 
+// UnitShellPoint2d's direction is the angle 2 pi k / 2^32 of the draw's
+// top 32 bits k (a table step and the turn within it) to 1.3e-9 radians
+// (the tangent step turns by atan(t), short of t by t^3 / 3 <= 1.2e-9),
+// and its length the radius sqrt(1 + 3u) of the low 32 bits u / 2^32 to
+// 1e-11 (the length correction leaves 3 t^4 / 8 <= 2.1e-12).
+TEST(RotationTest, ShellPoint2dTakesTheAngleAndRadiusOfItsBits) {
+  const ShellDirectionTable& table = ShellDirections2d();
+  constexpr double kTwoPi = 6.283185307179586;
+  double worst_angle = 0, worst_radius = 0;
+  for (std::uint64_t k = 0; k < 1000000; ++k) {
+    std::uint64_t bits = Mix64(k);
+    // Every 16th draw at the far end of a step, where t is largest.
+    if (k % 16 == 0) bits |= std::uint64_t{0xFFFFF} << 32;
+    double v[2];
+    UnitShellPoint2d(table, bits, v);
+    const double want_angle =
+        kTwoPi * static_cast<double>(bits >> 32) * 0x1.0p-32;
+    const double want_radius =
+        std::sqrt(1 + 3 * static_cast<double>(bits & 0xFFFFFFFFu) * 0x1.0p-32);
+    // The angle's difference, in (-pi, pi].
+    const double turn =
+        std::remainder(std::atan2(v[1], v[0]) - want_angle, kTwoPi);
+    worst_angle = std::max(worst_angle, std::fabs(turn));
+    worst_radius = std::max(
+        worst_radius, std::fabs(std::hypot(v[0], v[1]) / want_radius - 1));
+  }
+  EXPECT_LT(worst_angle, 1.3e-9);
+  EXPECT_GT(worst_angle, 1e-9);  // The far ends of steps were drawn.
+  EXPECT_LT(worst_radius, 1e-11);
+}
+
 // Pearson's statistic of `counts` against equal expectations.
 double ChiSquare(const std::vector<double>& counts, double total) {
   const double expected = total / static_cast<double>(counts.size());
