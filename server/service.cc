@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -169,6 +170,28 @@ prometheus::Gauge& NewGauge(prometheus::Registry& registry, const char* name,
       {});
 }
 
+// Starts `body` on a thread of its own into *out. A process at its limit of
+// threads (RLIMIT_NPROC, kernel.threads-max, pid_max, or vm.max_map_count
+// for their stacks) cannot start one: std::thread throws std::system_error,
+// which out of a handler would end the process. The call gets
+// RESOURCE_EXHAUSTED naming the cause instead.
+grpc::Status StartThread(const ServiceOptions& options, const char* what,
+                         std::function<void()> body, std::thread* out) {
+  try {
+    *out = options.start_thread ? options.start_thread(std::move(body))
+                                : std::thread(std::move(body));
+  } catch (const std::system_error& e) {
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat(
+            "threads: cannot start the call's ", what, " thread (", e.what(),
+            "); the process is at a system limit of threads "
+            "(max_streams = ",
+            options.max_streams, " calls run up to three each); retry later"));
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status CheckVersion(std::uint32_t asked) {
   if (asked == 0 || asked == sampler::kAlgorithmVersion)
     return grpc::Status::OK;
@@ -206,8 +229,12 @@ class CallControl {
         max_call_duration_(max_call_duration),
         give_up_at_(start + max_call_duration),
         grace_(grace),
-        stopping_(stopping) {
-    watchdog_ = std::thread([this] { Watch(); });
+        stopping_(stopping) {}
+  // Starts the watchdog; RESOURCE_EXHAUSTED when no thread can be started
+  // (StartThread), and the call must end at once with that status.
+  grpc::Status Start(const ServiceOptions& options) {
+    return StartThread(
+        options, "watchdog", [this] { Watch(); }, &watchdog_);
   }
   // The handler is returning: the watchdog stands down.
   ~CallControl() {
@@ -215,7 +242,7 @@ class CallControl {
       absl::MutexLock lock(&stopping_.mu);
       finished_ = true;
     }
-    watchdog_.join();
+    if (watchdog_.joinable()) watchdog_.join();
   }
   CallControl(const CallControl&) = delete;
   CallControl& operator=(const CallControl&) = delete;
@@ -294,7 +321,7 @@ class CallControl {
   std::atomic<bool> timed_out_{false};
   std::atomic<bool> cut_off_{false};
   bool finished_ ABSL_GUARDED_BY(stopping_.mu) = false;
-  std::thread watchdog_;  // Last: it starts once the rest is built.
+  std::thread watchdog_;  // Started by Start(), once the rest is built.
 };
 
 // Writes queued messages until the producer is done. When the call is
@@ -518,10 +545,17 @@ grpc::Status ScatterServiceImpl::Admit(
                      options_.max_streams, " is reached; retry later"));
   }
   in_flight_gauge_.Increment();
-  const grpc::Status status = stream();
-  in_flight_gauge_.Decrement();
-  stats_.in_flight.fetch_sub(1);
-  return status;
+  // gRPC answers an exception out of a handler with UNKNOWN and serves on:
+  // the slot must come back then too, or max_streams of them would shut
+  // out every later call.
+  struct Release {
+    ScatterServiceImpl* service;
+    ~Release() {
+      service->in_flight_gauge_.Decrement();
+      service->stats_.in_flight.fetch_sub(1);
+    }
+  } release{this};
+  return stream();
 }
 
 void ScatterServiceImpl::StopInFlight() {
@@ -563,6 +597,8 @@ grpc::Status ScatterServiceImpl::Stream(
   if (!version.ok()) return version;
   CallControl control(context, start, options_.max_call_duration, stopping_,
                       CallControl::kWriteGrace);
+  const grpc::Status watched = control.Start(options_);
+  if (!watched.ok()) return watched;
   auto should_stop = [&] { return control.ShouldStop(); };
   absl::StatusOr<ScatterJob> job =
       ToJob(request, options_.limits, rasters_,
@@ -588,7 +624,7 @@ grpc::Status ScatterServiceImpl::Stream(
   const std::uint64_t cap = job->point_cap;
   const v1::Fields fields = request.fields();
 
-  std::thread producer([&] {
+  auto produce = [&] {
     sampled = run->Run(
         [&](const sampler::PointBatch& batch) {
           std::size_t n = batch.size();
@@ -611,7 +647,11 @@ grpc::Status ScatterServiceImpl::Stream(
         },
         should_stop);
     queue.ProducerDone();
-  });
+  };
+  std::thread producer;
+  const grpc::Status producing =
+      StartThread(options_, "producer", produce, &producer);
+  if (!producing.ok()) return producing;
   const bool client_gone =
       WriteQueued(context, writer, queue, control, stats_.max_backlog,
                   [&](const v1::ScatterResponse& message) {
@@ -686,6 +726,8 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   if (!version.ok()) return version;
   CallControl control(context, start, options_.max_call_duration, stopping_,
                       CallControl::kWriteGrace);
+  const grpc::Status watched = control.Start(options_);
+  if (!watched.ok()) return watched;
   // Pool threads poll this too: atomics and the clock only.
   auto should_stop = [&] { return control.ShouldStop(); };
   absl::StatusOr<TilesJob> job =
@@ -740,7 +782,7 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   const v1::Fields fields = request.fields();
   absl::Status served;
 
-  std::thread producer([&] {
+  auto produce = [&] {
     served = (*world)->Serve(
         job->tiles, &tile_cache_, &pool_,
         [&](const sampler::TilePoints& tile) {
@@ -765,7 +807,11 @@ grpc::Status ScatterServiceImpl::StreamTiles(
         },
         should_stop, hold_generators);
     queue.ProducerDone();
-  });
+  };
+  std::thread producer;
+  const grpc::Status producing =
+      StartThread(options_, "producer", produce, &producer);
+  if (!producing.ok()) return producing;
   const bool client_gone =
       WriteQueued(context, writer, queue, control, stats_.max_backlog,
                   [&](const v1::TileResponse& message) {
@@ -831,6 +877,8 @@ grpc::Status ScatterServiceImpl::Upload(
   // buffer no longer than max_call_duration.
   CallControl control(context, start, options_.max_call_duration, stopping_,
                       absl::ZeroDuration());
+  const grpc::Status watched = control.Start(options_);
+  if (!watched.ok()) return watched;
   grpc::Status status;
   v1::RasterChunk chunk;
   std::string pixels;

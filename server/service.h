@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <thread>
 
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
@@ -65,6 +67,13 @@ struct ServiceOptions {
   // first tries fewer tiles a round): one request cannot take the memory
   // every other call needs. The caches above are budgeted apart.
   std::uint64_t memory_budget_bytes = std::uint64_t{8} << 30;
+  // Starts the threads a call runs besides its handler thread: its
+  // watchdog, and a stream's producer. Empty: std::thread. When the
+  // process cannot start another thread, std::thread throws
+  // std::system_error and the call ends with RESOURCE_EXHAUSTED naming the
+  // cause; tests set a starter that throws it to fail as such a process
+  // would.
+  std::function<std::thread(std::function<void()>)> start_thread;
 };
 
 // Counters a test or an operator can read directly.

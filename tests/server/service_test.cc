@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -715,6 +716,80 @@ TEST(ServiceTest, ConcurrencyLimitRefusesTheExtraStream) {
   context.TryCancel();
   reader->Finish();
   WaitIdle(server.server(), absl::Seconds(5));
+  EXPECT_TRUE(Collect(*stub, BoxRequest(1, 0.1)).status.ok());
+}
+
+// A process at its limit of threads cannot start a call's watchdog or
+// producer: std::thread throws std::system_error, which out of a handler
+// ended scatterd (std::terminate). The call is refused naming the cause,
+// its slot and memory are given back, and the server serves on.
+TEST(ServiceTest, ACallThatCannotStartItsThreadsIsRefusedAndTheServerLivesOn) {
+  auto starts = std::make_shared<std::atomic<int>>(-1);
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.max_streams = 1;
+  options.service.start_thread = LimitedThreadStarts(starts);
+  LoopbackServer server(options);
+  auto stub = server.TcpStub();
+  // None starts (the watchdog fails), or the watchdog only.
+  for (const auto& [allowed, thread] :
+       {std::pair{0, "watchdog"}, std::pair{1, "producer"}}) {
+    SCOPED_TRACE(thread);
+    starts->store(allowed);
+    const Received got = Collect(*stub, BoxRequest(1, 0.1));
+    EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(got.status.error_message(),
+                HasSubstr(absl::StrCat("threads: cannot start the call's ",
+                                       thread, " thread (")));
+    EXPECT_THAT(got.status.error_message(), HasSubstr("max_streams = 1"));
+    EXPECT_EQ(got.size(), 0u);
+  }
+  // An upload runs a watchdog too.
+  starts->store(0);
+  {
+    grpc::ClientContext context;
+    v1::RasterRef ref;
+    auto writer = stub->PutRaster(&context, &ref);
+    v1::RasterChunk chunk;
+    chunk.set_format(v1::RASTER_FORMAT_U8);
+    chunk.set_width(1);
+    chunk.set_height(1);
+    chunk.set_pixels("x");
+    writer->Write(chunk);  // False if the server has answered already.
+    writer->WritesDone();
+    const grpc::Status status = writer->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(status.error_message(),
+                HasSubstr("cannot start the call's watchdog thread"));
+  }
+  starts->store(-1);
+  WaitIdle(server.server(), absl::Seconds(5));
+  EXPECT_EQ(server.server().stats().in_flight.load(), 0);
+  const Received served = Collect(*stub, BoxRequest(1, 0.1));
+  EXPECT_TRUE(served.status.ok()) << served.status.error_message();
+  EXPECT_GT(served.size(), 0u);
+  EXPECT_THAT(server.log(),
+              HasSubstr("message=threads: cannot start the call's"));
+}
+
+// gRPC answers an exception out of a handler with UNKNOWN and serves on;
+// the call's max_streams slot used to stay taken, so max_streams such
+// calls refused every later one for good.
+TEST(ServiceTest, AnExceptionOutOfAHandlerGivesItsSlotBack) {
+  auto throws = std::make_shared<std::atomic<bool>>(true);
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.max_streams = 1;
+  options.service.start_thread = [throws](std::function<void()> body) {
+    if (throws->load()) throw std::runtime_error("not a thread limit");
+    return std::thread(std::move(body));
+  };
+  LoopbackServer server(options);
+  auto stub = server.TcpStub();
+  for (int call = 0; call < 2; ++call) {
+    EXPECT_EQ(Collect(*stub, BoxRequest(1, 0.1)).status.error_code(),
+              grpc::StatusCode::UNKNOWN);
+  }
+  EXPECT_EQ(server.server().stats().in_flight.load(), 0);
+  throws->store(false);
   EXPECT_TRUE(Collect(*stub, BoxRequest(1, 0.1)).status.ok());
 }
 

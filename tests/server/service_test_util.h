@@ -4,10 +4,14 @@
 // Shared pieces of the service tests: a server on loopback with a captured
 // log, requests, and a client that collects a whole stream.
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -152,6 +156,23 @@ class LoopbackServer {
   std::ostringstream log_;  // Before server_: outlives the logger's use.
   std::unique_ptr<ScatterServer> server_;
 };
+
+// A ServiceOptions::start_thread that starts the next `*starts` threads
+// and then fails, as std::thread does in a process at its limit of threads
+// (std::system_error, EAGAIN); a negative count starts every one.
+inline std::function<std::thread(std::function<void()>)> LimitedThreadStarts(
+    std::shared_ptr<std::atomic<int>> starts) {
+  return [starts](std::function<void()> body) {
+    int left = starts->load();
+    do {
+      if (left == 0) {
+        throw std::system_error(
+            std::make_error_code(std::errc::resource_unavailable_try_again));
+      }
+    } while (left > 0 && !starts->compare_exchange_weak(left, left - 1));
+    return std::thread(std::move(body));
+  };
+}
 
 // Waits until no stream is in flight (or `limit` passes); returns how long
 // that took.

@@ -3,6 +3,7 @@
 // their codes and field paths, the world cache key, and cancellation.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -327,6 +328,28 @@ TEST(TilesServiceTest, ATileCacheTooSmallForOneTileIsRefusedEarly) {
   const std::size_t at = log.find(" generated=");
   ASSERT_NE(at, std::string::npos) << log;
   EXPECT_LT(std::stoi(log.substr(at + 11)), 40) << log;
+}
+
+// As ServiceTest's ACallThatCannotStartItsThreadsIsRefusedAndTheServerLivesOn:
+// a ScatterTiles call whose producer thread cannot start (std::thread
+// throws in a process at its limit of threads) is refused, not the end of
+// scatterd.
+TEST(TilesServiceTest, ACallThatCannotStartItsProducerIsRefused) {
+  auto starts = std::make_shared<std::atomic<int>>(1);  // The watchdog only.
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.start_thread = LimitedThreadStarts(starts);
+  LoopbackServer server(options);
+  const TilesReceived refused =
+      CollectTiles(*server.InProcessStub(), Rect(World(), 0, 1, 0, 1));
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.status.error_message(),
+              HasSubstr("threads: cannot start the call's producer thread ("));
+  EXPECT_TRUE(refused.tiles.empty());
+  starts->store(-1);
+  const TilesReceived served =
+      CollectTiles(*server.InProcessStub(), Rect(World(), 0, 1, 0, 1));
+  EXPECT_TRUE(served.status.ok()) << served.status.error_message();
+  EXPECT_EQ(served.tiles.size(), 1u);
 }
 
 TEST(TilesServiceTest, EmptyTileStillSendsOnePart) {
