@@ -30,7 +30,8 @@ ABSL_FLAG(std::string, address, "127.0.0.1:50051",
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
           "host:port of the Prometheus /metrics endpoint; empty turns it off");
 ABSL_FLAG(int, max_streams, 16,
-          "Scatter, ScatterTiles and PutRaster calls running at once");
+          "Scatter, ScatterTiles and PutRaster calls running at once, 1 to "
+          "10000 (each runs up to three threads)");
 ABSL_FLAG(std::uint64_t, max_points, 200'000'000,
           "points per request: estimated before sampling, and a hard cap");
 ABSL_FLAG(std::uint64_t, max_raster_bytes, std::uint64_t{256} << 20,

@@ -74,9 +74,13 @@ X509* ReadCertificate(absl::string_view pem) {
   return cert;
 }
 
-// Each stream holds up to two threads (see the resource quota below), and
-// the quota's count is an int.
-constexpr int kMostStreams = 100'000;
+// Each stream runs three threads: its gRPC handler thread, its watchdog
+// and its producer (an upload two). 10 000 streams are 30 000 threads,
+// about what Linux lets one process have by default (pid_max 32768;
+// vm.max_map_count 65530, two maps a thread stack), where 100 000 promised
+// what no default system starts. Past what the system gives, a call is
+// refused with RESOURCE_EXHAUSTED naming it (StartThread in service.cc).
+constexpr int kMostStreams = 10'000;
 // Tile generator threads: each is a real thread, started with the server.
 constexpr int kMostThreads = 1024;
 

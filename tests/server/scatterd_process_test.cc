@@ -137,6 +137,10 @@ TEST(ScatterdTest, OutOfRangeLimitFlagsAreRefusedNamingTheFlag) {
   for (const auto& [flag, message] : {
            std::pair{"--max_streams=0", "--max_streams must be in [1, "},
            std::pair{"--max_streams=-3", "--max_streams must be in [1, "},
+           // Three threads each: 30 000 at the bound, about what Linux
+           // gives a process by default.
+           std::pair{"--max_streams=10001",
+                     "--max_streams must be in [1, 10000], got 10001"},
            std::pair{"--max_call_duration=0s",
                      "--max_call_duration must be > 0"},
            std::pair{"--max_call_duration=-1s",
