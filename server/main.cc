@@ -45,7 +45,8 @@ ABSL_FLAG(std::uint64_t, max_tiles_per_request, 10'000,
           "tiles one ScatterTiles call may ask for");
 ABSL_FLAG(std::uint64_t, tile_cache_bytes, std::uint64_t{512} << 20,
           "bytes of finished tile generators kept for later ScatterTiles "
-          "calls, and the most one call keeps alive at once");
+          "calls, and the most one call keeps alive at once; at least 1024 "
+          "(0 does not turn the cache off: it is refused)");
 ABSL_FLAG(std::uint64_t, max_grid_bytes, std::uint64_t{8} << 30,
           "sampling grid bytes of one layer of one request (tile generators: "
           "of one generator)");

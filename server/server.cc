@@ -27,10 +27,11 @@ int Millis(absl::Duration d) {
 }
 
 template <typename T>
-absl::Status AtLeast(const char* name, T value, T least) {
+absl::Status AtLeast(const char* name, T value, T least,
+                     const char* note = "") {
   if (value >= least) return absl::OkStatus();
   return absl::InvalidArgumentError(
-      absl::StrCat(name, " must be >= ", least, ", got ", value));
+      absl::StrCat(name, " must be >= ", least, note, ", got ", value));
 }
 
 template <typename T>
@@ -136,6 +137,16 @@ absl::Status CheckOptions(const ServerOptions& options) {
                                   service.memory_budget_bytes, 1024),
            AtLeast<std::size_t>("max_tiles_per_request",
                                 limits.max_tiles_per_request, 1),
+           // Not a way to turn the cache off: a ScatterTiles call keeps the
+           // generators it reads within this budget, so 0 refused every
+           // call ("over the tile cache budget of 0 bytes"). Like the
+           // floors above, 1024 only rules out the absurd: what one tile
+           // needs depends on the request, which says so.
+           AtLeast<std::size_t>("tile_cache_bytes", service.tile_cache_bytes,
+                                1024,
+                                " (ScatterTiles calls keep the tile "
+                                "generators they read within it; there is "
+                                "no running without it)"),
            AtLeast("max_request_bytes", options.max_request_bytes, 1),
            Positive("max_call_duration", service.max_call_duration),
            NotNegative("grace_period", options.grace_period),

@@ -50,7 +50,8 @@ struct ServiceOptions {
   // generators per tile. It is also the most generator bytes one call
   // keeps alive at once (sampler::TileWorld::Serve): a call serves fewer
   // tiles a round where they would pass it, and a tile whose generators
-  // would, alone, is refused naming it.
+  // would, alone, is refused naming it. So 0 does not turn the cache off
+  // (CheckOptions asks for at least 1024).
   std::size_t tile_cache_bytes = std::size_t{512} << 20;
   // ScatterTiles: threads computing generators, shared by every request
   // (each request's handler thread works too). 0 means one per core.

@@ -158,6 +158,12 @@ TEST(ScatterdTest, OutOfRangeLimitFlagsAreRefusedNamingTheFlag) {
            std::pair{"--memory_budget_bytes=0",
                      "--memory_budget_bytes must be >= 1024"},
            std::pair{"--max_grid_bytes=5", "--max_grid_bytes must be >= 1024"},
+           // A call keeps its generators within the tile cache: 0 refused
+           // every ScatterTiles call.
+           std::pair{"--tile_cache_bytes=0",
+                     "--tile_cache_bytes must be >= 1024 (ScatterTiles calls "
+                     "keep the tile generators they read within it; there is "
+                     "no running without it), got 0"},
            std::pair{"--keepalive_time=0s", "--keepalive_time must be > 0"},
            // gRPC takes these in whole milliseconds: 500us would be 0, and
            // a max_connection_age of 0 closes every connection at once.
