@@ -1,5 +1,7 @@
 #include "server/server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -8,8 +10,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -85,6 +89,41 @@ constexpr int kMostStreams = 10'000;
 // Tile generator threads: each is a real thread, started with the server.
 constexpr int kMostThreads = 1024;
 
+// gRPC reads a host with two or more colons and no brackets as an IPv6
+// address with no port: scatterd --address=::1 listened on port 443, not
+// port 1, and "::1:50051" is no address at all. A target with a scheme
+// ("dns:///", "ipv4:", "vsock:") starts with letters other than hex digits, or
+// has a slash or brackets, and is left to gRPC.
+bool IsBareIpv6(absl::string_view address) {
+  if (std::count(address.begin(), address.end(), ':') < 2) return false;
+  if (address.find_first_of("[]/") != absl::string_view::npos) return false;
+  const absl::string_view first = address.substr(0, address.find(':'));
+  return first.size() <= 4 &&
+         std::all_of(first.begin(), first.end(), absl::ascii_isxdigit);
+}
+
+bool IsIpv6(absl::string_view host) {
+  // A zone ("fe80::1%eth0") is gRPC's to check.
+  const std::string address(host.substr(0, host.find('%')));
+  in6_addr parsed;
+  return inet_pton(AF_INET6, address.c_str(), &parsed) == 1;
+}
+
+// What a bare IPv6 `address` likely meant, in brackets: "[::1]:PORT" for
+// "::1", "[::1]:50051" for "::1:50051" (not an address: 50051 is more
+// than a group).
+std::string Bracketed(absl::string_view address) {
+  if (IsIpv6(address)) return absl::StrCat("[", address, "]:PORT");
+  const std::size_t colon = address.rfind(':');
+  const absl::string_view port = address.substr(colon + 1);
+  if (!port.empty() &&
+      std::all_of(port.begin(), port.end(), absl::ascii_isdigit) &&
+      IsIpv6(address.substr(0, colon))) {
+    return absl::StrCat("[", address.substr(0, colon), "]:", port);
+  }
+  return "[HOST]:PORT";
+}
+
 }  // namespace
 
 absl::Status CheckAddressPort(absl::string_view what, absl::string_view address,
@@ -92,6 +131,12 @@ absl::Status CheckAddressPort(absl::string_view what, absl::string_view address,
   if (absl::StartsWith(address, "unix:") ||
       absl::StartsWith(address, "unix-abstract:")) {
     return absl::OkStatus();
+  }
+  if (IsBareIpv6(address)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " must be host:port with an IPv6 host in brackets, as ",
+        Bracketed(address), port_required ? " (0 picks a free port)" : "",
+        ", got ", address, ", which gRPC reads as a host without a port"));
   }
   // The port follows the last colon, unless that colon is inside an IPv6
   // host in brackets ("[::1]").

@@ -13,6 +13,7 @@ prints "x,y,layer,id" lines (x,y,z,... for a 3D box) and a summary on stderr.
 import argparse
 import os
 import signal
+import string
 import sys
 import tempfile
 
@@ -115,6 +116,15 @@ def main():
         parser.error("--max-points must be in [0, 2^64)")
     if not 0 < args.timeout < float("inf"):
         parser.error("--timeout must be > 0 and finite")
+    # gRPC reads an IPv6 address without brackets ("::1") as a host with no
+    # port, whatever follows its last colon. A target with a scheme
+    # ("dns:///", "ipv4:") has a slash, brackets or letters past hex first.
+    first = args.address.partition(":")[0]
+    if (args.address.count(":") >= 2 and not set("[]/") & set(args.address) and
+            len(first) <= 4 and all(c in string.hexdigits for c in first)):
+        parser.error("--address must be host:port with an IPv6 host in brackets, "
+                     "as [%s]:PORT, got %r, which gRPC reads as a host without a port"
+                     % (args.address, args.address))
     # gRPC reads a port past 65535 modulo 2^16: 99999 would dial 34463.
     port = "" if args.address.endswith("]") else args.address.rpartition(":")[2]
     if (not args.address.startswith(("unix:", "unix-abstract:")) and port and

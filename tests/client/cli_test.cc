@@ -561,10 +561,15 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
        "got 127.0.0.1:99999"},
       {{"run", three, "--server=[::1]:100000"},
        "--server must be host:port with a port in [0, 65535]"},
+      // gRPC reads an IPv6 address without brackets as a host with no port.
+      {{"health", "--server=::1"},
+       "--server must be host:port with an IPv6 host in brackets, as "
+       "[::1]:PORT, got ::1, which gRPC reads as a host without a port"},
       {{"run", kExamples + "/missing.json", server}, "cannot read"},
       {{"run", kExamples + "/three_layers.json", "--local", "--format=xml"},
        "--format: expected csv, jsonl, ply or raw"},
-      {{"run", kExamples + "/three_layers.json", "--local", "--seed=-3"}, "--seed"},
+      {{"run", kExamples + "/three_layers.json", "--local", "--seed=-3"},
+       "--seed"},
       {{"frobnicate"}, "expected `run JOB.json`, `tiles JOB.json` or `health`"},
   };
   for (const Case& c : cases) {

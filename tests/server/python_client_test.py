@@ -105,7 +105,11 @@ def check_points_script(port):
                                (["--timeout=inf"], "--timeout must be > 0 and finite"),
                                # gRPC would dial 99999 modulo 2^16, port 34463.
                                (["--address=127.0.0.1:99999"],
-                                "--address must be host:port with a port in [0, 65535]")):
+                                "--address must be host:port with a port in [0, 65535]"),
+                               # gRPC would read it as a host with no port.
+                               (["--address=::1"],
+                                "--address must be host:port with an IPv6 host in "
+                                "brackets, as [::1]:PORT, got '::1'")):
             bad = subprocess.run(["/usr/bin/python3", script] + flags, env=env,
                                  capture_output=True, text=True, timeout=60)
             assert bad.returncode == 2 and message in bad.stderr, (flags, bad.stderr)

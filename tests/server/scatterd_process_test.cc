@@ -202,6 +202,36 @@ TEST(ScatterdTest, AnAddressWithoutAPortInRangeIsRefusedNamingTheFlag) {
   }
 }
 
+// gRPC reads an IPv6 address without brackets as a host with no port:
+// --address=::1 listened on port 443 ("listening on ::443"), as if port 1
+// had been asked for.
+TEST(ScatterdTest, ABareIpv6AddressIsRefusedSuggestingBrackets) {
+  for (const auto& [address, suggested] : {
+           std::pair{"::1", "[::1]:PORT"},
+           std::pair{"::", "[::]:PORT"},
+           std::pair{"fe80::1%eth0", "[fe80::1%eth0]:PORT"},
+           // Not an address: 50051 is more than a group.
+           std::pair{"::1:50051", "[::1]:50051"},
+       }) {
+    SCOPED_TRACE(address);
+    const CommandResult got =
+        RunScatterd({absl::StrCat("--address=", address)});
+    EXPECT_EQ(got.exit_code, 2) << got.err;
+    EXPECT_THAT(got.err, HasSubstr(absl::StrCat(
+                             "--address must be host:port with an IPv6 host in "
+                             "brackets, as ",
+                             suggested, " (0 picks a free port), got ", address,
+                             ", which gRPC reads as a host without a port")));
+    EXPECT_EQ(got.out, "");
+  }
+  // Client targets with a scheme keep their colons.
+  for (const char* target :
+       {"dns:///[::1]:50051", "ipv4:127.0.0.1:50051", "ipv6:[::1]:50051",
+        "vsock:3:50051", "localhost:50051", "[fe80::1%eth0]:50051"}) {
+    EXPECT_TRUE(CheckAddressPort("--server", target, false).ok()) << target;
+  }
+}
+
 TEST(ScatterdTest, TlsFilesThatAreNotPemAreNamed) {
   const std::string junk =
       absl::StrCat(::testing::TempDir(), "/junk_", getpid(), ".pem");
