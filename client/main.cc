@@ -52,8 +52,9 @@ ABSL_FLAG(std::string, shard, "",
           "rectangle");
 ABSL_FLAG(int, threads, 0,
           "tiles --local: generator threads, 0 to 1024; 0 = one per core");
+constexpr std::uint64_t kDefaultTileCacheBytes = std::uint64_t{512} << 20;
 ABSL_FLAG(
-    std::uint64_t, tile_cache_bytes, std::uint64_t{512} << 20,
+    std::uint64_t, tile_cache_bytes, kDefaultTileCacheBytes,
     "tiles --local: bytes of finished tile generators kept while serving, "
     "and the most the run keeps alive at once");
 ABSL_FLAG(int, tiles_per_call, 4096,
@@ -213,6 +214,25 @@ absl::StatusOr<std::optional<std::uint64_t>> SeedFlag() {
   return value;
 }
 
+// --threads and --tile_cache_bytes size a `scatter tiles --local` run's
+// pool and cache. Anywhere else they changed nothing, silently; against a
+// server they read as scatterd's flags of the same names, which size its
+// own.
+absl::Status CheckTilesLocalFlags(bool against_server) {
+  for (const auto& [flag, given] :
+       {std::pair{"threads", absl::GetFlag(FLAGS_threads) != 0},
+        std::pair{"tile_cache_bytes", absl::GetFlag(FLAGS_tile_cache_bytes) !=
+                                          kDefaultTileCacheBytes}}) {
+    if (!given) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, ": only `scatter tiles --local` takes it; ",
+        against_server ? absl::StrCat("against a server, scatterd's own --",
+                                      flag, " sets that")
+                       : std::string("`scatter run` has no use for it")));
+  }
+  return absl::OkStatus();
+}
+
 int Run(const std::string& job_path) {
   // Flags of `scatter tiles` alone: taken silently, the whole region was
   // sampled instead of the tiles asked for.
@@ -224,6 +244,9 @@ int Run(const std::string& job_path) {
   if (!absl::GetFlag(FLAGS_shard).empty()) {
     return Fail("--shard: only `scatter tiles` takes shards");
   }
+  const absl::Status tiles_local =
+      CheckTilesLocalFlags(/*against_server=*/false);
+  if (!tiles_local.ok()) return Fail(std::string(tiles_local.message()));
   absl::StatusOr<v1::Job> job = LoadJob(job_path);
   if (!job.ok()) return Fail(std::string(job.status().message()));
   if (job->has_world() && !job->has_request()) {
@@ -521,6 +544,11 @@ int Tiles(const std::string& job_path) {
   }
   if (!absl::GetFlag(FLAGS_preview).empty()) {
     return Fail("--preview: only `scatter run` draws a preview");
+  }
+  if (!absl::GetFlag(FLAGS_local)) {
+    const absl::Status tiles_local =
+        CheckTilesLocalFlags(/*against_server=*/true);
+    if (!tiles_local.ok()) return Fail(std::string(tiles_local.message()));
   }
   absl::StatusOr<v1::Job> job = LoadJob(job_path);
   if (!job.ok()) return Fail(std::string(job.status().message()));

@@ -547,6 +547,13 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
        "request's region"},
       {{"run", three, "--local", "--shard=0/2", "--out=/dev/null"},
        "--shard: only `scatter tiles` takes shards"},
+      // Taken and ignored: `scatter run` has no pool and no tile cache.
+      {{"run", three, "--local", "--threads=8", "--out=/dev/null"},
+       "--threads: only `scatter tiles --local` takes it; `scatter run` has "
+       "no use for it"},
+      {{"run", three, server, "--tile_cache_bytes=1000000", "--out=/dev/null"},
+       "--tile_cache_bytes: only `scatter tiles --local` takes it; `scatter "
+       "run` has no use for it"},
       {{"run", by_digest, "--local"},
        "INVALID_ARGUMENT: region.mask.digest: a --local run has no raster "
        "cache to look up a digest in; give the raster inline (data) or by the "

@@ -325,6 +325,16 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
       {{"tiles", world, "--tiles=0:1,0:1", "--local",
         "--preview=" + Temp("tiles_preview.png"), out},
        "--preview: only `scatter run` draws a preview"},
+      // Flags of a --local run: against a server they did nothing, while
+      // scatterd has flags of the same names that size its own.
+      {{"tiles", world, "--tiles=0:1,0:1", "--server=127.0.0.1:1",
+        "--threads=8", out},
+       "--threads: only `scatter tiles --local` takes it; against a server, "
+       "scatterd's own --threads sets that"},
+      {{"tiles", world, "--tiles=0:1,0:1", "--server=127.0.0.1:1",
+        "--tile_cache_bytes=1000000", out},
+       "--tile_cache_bytes: only `scatter tiles --local` takes it; against a "
+       "server, scatterd's own --tile_cache_bytes sets that"},
       {{"tiles", world, "--tiles=0:1,0:1", "--local", "--threads=-3", out},
        "--threads: must be in [0, 1024] (0 = one per core), got -3"},
       // Tens of thousands of threads are more than the process can start:
@@ -334,11 +344,11 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
       // A tile whose generators pass the budget names the flag, as
       // scatterd's error names its own; --local said only "the tile cache
       // budget of 1000 bytes".
-      {{"tiles", world, "--tiles=0:1,0:1", "--local",
-        "--tile_cache_bytes=1000", out},
+      {{"tiles", world, "--tiles=0:1,0:1", "--local", "--tile_cache_bytes=1000",
+        out},
        "RESOURCE_EXHAUSTED: tile (0, 0): the generators it needs"},
-      {{"tiles", world, "--tiles=0:1,0:1", "--local",
-        "--tile_cache_bytes=1000", out},
+      {{"tiles", world, "--tiles=0:1,0:1", "--local", "--tile_cache_bytes=1000",
+        out},
        "over the tile cache budget (--tile_cache_bytes) of 1000 bytes"},
   };
   for (const Case& c : cases) {
