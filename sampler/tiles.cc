@@ -6,6 +6,7 @@
 #include <limits>
 #include <queue>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -306,7 +307,23 @@ ThreadPool::ThreadPool(int threads) {
     threads =
         std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   }
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { Work(); });
+  // std::thread throws when no thread can be started, and the workers
+  // already running would std::terminate the process as the vector let
+  // them go: they are stopped instead, and the caller told.
+  try {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { Work(); });
+  } catch (const std::system_error& e) {
+    status_ = absl::ResourceExhaustedError(
+        absl::StrCat("cannot start ", threads - 1, " worker threads (",
+                     workers_.size(), " started): ", e.what()));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      quit_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -215,13 +215,20 @@ class GeneratorCache {
 // thread has no workers.
 class ThreadPool {
  public:
-  // threads <= 0: one per hardware thread.
+  // threads <= 0: one per hardware thread. When the process cannot start
+  // them all (a system limit of threads, or of address space for their
+  // stacks), the pool keeps none and status() says so; ParallelFor then
+  // runs on its caller alone.
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  // OK, or ResourceExhausted when the workers could not be started: "cannot
+  // start 1023 worker threads (412 started): Resource temporarily
+  // unavailable".
+  const absl::Status& status() const { return status_; }
   // Calls f(0) ... f(n - 1), in any order and on any of the threads, and
   // returns when all have returned.
   void ParallelFor(std::size_t n, absl::FunctionRef<void(std::size_t)> f);
@@ -236,6 +243,7 @@ class ThreadPool {
   std::deque<std::shared_ptr<Job>> jobs_;
   bool quit_ = false;
   std::vector<std::thread> workers_;
+  absl::Status status_;
 };
 
 class TileWorld {

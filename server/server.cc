@@ -303,6 +303,13 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
   self->registry_ = std::make_shared<prometheus::Registry>();
   self->service_ = std::make_unique<ScatterServiceImpl>(
       options.service, options.logger, *self->registry_);
+  // Served by the handler threads alone, a --threads the system cannot
+  // start would pass for one it could.
+  if (!self->service_->pool().status().ok()) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "threads = ", options.service.threads, ": ",
+        self->service_->pool().status().message(), "; ask for fewer"));
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -86,7 +86,8 @@ class ScatterServer {
  public:
   // Starts serving. InvalidArgument for options CheckOptions() refuses or
   // bad TLS material,
-  // Unavailable when the port cannot be bound.
+  // Unavailable when the port cannot be bound, ResourceExhausted naming
+  // threads when the tile generator threads cannot be started.
   static absl::StatusOr<std::unique_ptr<ScatterServer>> Start(
       ServerOptions options);
   ~ScatterServer();

@@ -145,6 +145,9 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   const ServiceStats& stats() const { return stats_; }
   RasterCache& rasters() { return rasters_; }
   sampler::GeneratorCache& tile_cache() { return tile_cache_; }
+  // The tile generator threads; its status() says when they could not
+  // start.
+  const sampler::ThreadPool& pool() const { return pool_; }
 
  private:
   // Runs `stream` unless the server is draining (UNAVAILABLE) or

@@ -365,6 +365,24 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
 // An empty rectangle is named by where it came from (the flag, or the
 // job's world.rect), not by the request field the server would name, and
 // is refused before the output directory is made.
+// A process whose address space cannot hold the stacks of --threads
+// threads: std::thread threw while some workers ran, and the run died of
+// std::terminate instead of saying why.
+TEST(TilesCliTest, ThreadsTheSystemCannotStartAreRefusedNamingTheFlag) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitizers reserve more address space than the limit";
+#endif
+  // 1 GiB of address space: 1023 stacks of 8 MiB do not fit.
+  const CommandResult got = server::testing::RunCommand(
+      {"/bin/sh", "-c", "ulimit -v 1048576 && exec \"$0\" \"$@\"", SCATTER_PATH,
+       "tiles", WorldJob(), "--tiles=0:1,0:1", "--local", "--threads=1024",
+       "--out=" + Temp("no_threads")});
+  EXPECT_EQ(got.exit_code, 1) << got.err;
+  EXPECT_THAT(got.err, HasSubstr("RESOURCE_EXHAUSTED: --threads=1024: cannot "
+                                 "start 1023 worker threads ("));
+  EXPECT_EQ(std::count(got.err.begin(), got.err.end(), '\n'), 1) << got.err;
+}
+
 TEST(TilesCliTest, AnEmptyRectangleIsRefusedBeforeAnythingIsMade) {
   Scatterd scatterd({});
   const std::string server =

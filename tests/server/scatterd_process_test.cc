@@ -232,6 +232,26 @@ TEST(ScatterdTest, ABareIpv6AddressIsRefusedSuggestingBrackets) {
   }
 }
 
+// A process whose address space cannot hold the stacks of --threads
+// threads: the pool's std::thread threw while some workers ran, and
+// scatterd died of std::terminate (exit 134) instead of saying why.
+TEST(ScatterdTest, TileThreadsTheSystemCannotStartAreRefusedNamingTheFlag) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitizers reserve more address space than the limit";
+#endif
+  // 1 GiB of address space: 1023 stacks of 8 MiB do not fit.
+  const CommandResult got =
+      RunCommand({"/bin/sh", "-c", "ulimit -v 1048576 && exec \"$0\" \"$@\"",
+                  SCATTERD_PATH, "--address=127.0.0.1:0",
+                  "--metrics_address=", "--threads=1024"},
+                 absl::Seconds(10));
+  EXPECT_EQ(got.exit_code, 1) << got.err;
+  EXPECT_THAT(got.err, HasSubstr("RESOURCE_EXHAUSTED: threads = 1024: cannot "
+                                 "start 1023 worker threads ("));
+  EXPECT_THAT(got.err, HasSubstr("; ask for fewer"));
+  EXPECT_EQ(got.out, "");
+}
+
 TEST(ScatterdTest, TlsFilesThatAreNotPemAreNamed) {
   const std::string junk =
       absl::StrCat(::testing::TempDir(), "/junk_", getpid(), ".pem");
