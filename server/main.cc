@@ -28,7 +28,8 @@ ABSL_FLAG(std::string, address, "127.0.0.1:50051",
           "host:port to serve gRPC on, port 0 picks a free port; or a unix "
           "socket, unix:PATH");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
-          "host:port of the Prometheus /metrics endpoint; empty turns it off");
+          "host:port of the Prometheus /metrics endpoint (0.0.0.0:PORT for "
+          "every interface); empty turns it off");
 ABSL_FLAG(int, max_streams, 16,
           "Scatter, ScatterTiles and PutRaster calls running at once, 1 to "
           "10000 (each runs up to three threads)");

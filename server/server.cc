@@ -124,6 +124,30 @@ std::string Bracketed(absl::string_view address) {
   return "[HOST]:PORT";
 }
 
+// The metrics endpoint is HTTP on TCP (civetweb's listening_ports):
+// host:port with a port of digits. civetweb refused anything else only
+// once the gRPC server was up, saying "null context when constructing
+// CivetServer. Possible problem binding to port", and took a bare port as
+// one on every interface.
+absl::Status CheckMetricsAddress(absl::string_view address) {
+  const std::size_t colon = address.rfind(':');
+  const absl::string_view port = colon == absl::string_view::npos
+                                     ? absl::string_view()
+                                     : address.substr(colon + 1);
+  std::uint32_t value = 0;
+  if (colon != absl::string_view::npos && colon > 0 && !IsBareIpv6(address) &&
+      !port.empty() && port.size() <= 5 &&
+      std::all_of(port.begin(), port.end(), absl::ascii_isdigit) &&
+      absl::SimpleAtoi(port, &value) && value <= 65535) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "metrics_address must be host:port with a port in [0, 65535] (0 picks "
+      "a free port; 0.0.0.0:PORT serves every interface), or empty for no "
+      "metrics, got ",
+      address));
+}
+
 }  // namespace
 
 absl::Status CheckAddressPort(absl::string_view what, absl::string_view address,
@@ -169,6 +193,10 @@ absl::Status CheckOptions(const ServerOptions& options) {
     absl::Status address =
         CheckAddressPort("address", options.address, /*port_required=*/true);
     if (!address.ok()) return address;
+  }
+  if (!options.metrics_address.empty()) {
+    absl::Status metrics = CheckMetricsAddress(options.metrics_address);
+    if (!metrics.ok()) return metrics;
   }
   for (const absl::Status& status : {
            InRange("max_streams", service.max_streams, 1, kMostStreams),

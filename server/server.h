@@ -56,7 +56,8 @@ struct ServerOptions {
 // that must be positive is not, a duration is negative, or one gRPC takes
 // in milliseconds (keepalive, max_connection_age) is under 1ms; or when the
 // address is not unix:PATH or host:port with a port in [0, 65535] (see
-// CheckAddressPort). The message starts with the option's name, which is
+// CheckAddressPort), or the metrics address not host:port with such a
+// port. The message starts with the option's name, which is
 // also scatterd's flag name ("max_streams must be in [1, 10000], got 0").
 absl::Status CheckOptions(const ServerOptions& options);
 

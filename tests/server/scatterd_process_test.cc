@@ -252,6 +252,35 @@ TEST(ScatterdTest, TileThreadsTheSystemCannotStartAreRefusedNamingTheFlag) {
   EXPECT_EQ(got.out, "");
 }
 
+// The metrics endpoint (civetweb) refused these only after the gRPC server
+// was up, with exit 1 and "UNAVAILABLE: cannot serve metrics on ...: null
+// context when constructing CivetServer. Possible problem binding to
+// port"; a bare port served every interface, logged as "metrics on 0:N".
+TEST(ScatterdTest, AMetricsAddressThatIsNotHostPortIsRefusedNamingTheFlag) {
+  for (const std::string address :
+       {"127.0.0.1", "127.0.0.1:99999", "127.0.0.1:http", "::1",
+        "unix:/tmp/metrics.sock", "0", ":9464"}) {
+    SCOPED_TRACE(address);
+    const CommandResult got =
+        RunCommand({SCATTERD_PATH, "--address=127.0.0.1:0",
+                    "--metrics_address=" + address},
+                   absl::Seconds(3));
+    EXPECT_EQ(got.exit_code, 2) << got.err;
+    EXPECT_THAT(got.err,
+                HasSubstr("--metrics_address must be host:port with a port in "
+                          "[0, 65535] (0 picks a free port; 0.0.0.0:PORT "
+                          "serves every interface), or empty for no metrics, "
+                          "got " +
+                          address));
+    EXPECT_EQ(got.out, "");
+  }
+  for (const char* good : {"127.0.0.1:0", "localhost:9464", "0.0.0.0:9464"}) {
+    ServerOptions options;
+    options.metrics_address = good;
+    EXPECT_TRUE(CheckOptions(options).ok()) << good;
+  }
+}
+
 TEST(ScatterdTest, TlsFilesThatAreNotPemAreNamed) {
   const std::string junk =
       absl::StrCat(::testing::TempDir(), "/junk_", getpid(), ".pem");
