@@ -53,8 +53,9 @@ ABSL_FLAG(std::uint64_t, max_grid_bytes, std::uint64_t{8} << 30,
           "of one generator)");
 ABSL_FLAG(std::uint64_t, memory_budget_bytes, std::uint64_t{8} << 30,
           "memory all running calls may hold at once: sampling memory by "
-          "their estimates, and the tile generators ScatterTiles calls keep "
-          "alive by their bytes; a call that would go over is refused (the "
+          "their estimates, the tile generators ScatterTiles calls keep "
+          "alive and the bytes PutRaster uploads have received, by their "
+          "bytes; a call that would go over is refused (the "
           "caches are budgeted apart)");
 ABSL_FLAG(int, threads, 0,
           "threads computing tile generators, shared by all calls, 0 to 1024; "

@@ -879,7 +879,11 @@ grpc::Status ScatterServiceImpl::Upload(
                       absl::ZeroDuration());
   const grpc::Status watched = control.Start(options_);
   if (!watched.ok()) return watched;
-  grpc::Status status;
+  // The bytes received are held against memory_budget_bytes as they grow:
+  // max_streams uploads of max_upload_bytes each were memory no budget
+  // counted, enough to have the process killed for want of it.
+  MemoryHold memory;
+  grpc::Status status = HoldMemory(0, "the upload", &memory);
   v1::RasterChunk chunk;
   std::string pixels;
   v1::RasterFormat format = v1::RASTER_FORMAT_UNSPECIFIED;
@@ -918,6 +922,31 @@ grpc::Status ScatterServiceImpl::Upload(
                        " pixel bytes, over the limit max_raster_bytes = ",
                        options_.max_upload_bytes));
       break;
+    }
+    const std::size_t need = pixels.size() + chunk.pixels().size();
+    if (need > pixels.capacity()) {
+      // Doubled as append would, within the upload limit: what is
+      // reserved is what is held.
+      const std::size_t grown =
+          std::min(std::max(need, 2 * pixels.capacity()),
+                   std::max(need, options_.max_upload_bytes));
+      double others = 0;
+      if (!ResizeMemory(static_cast<double>(grown), &memory, &others)) {
+        status = grpc::Status(
+            grpc::StatusCode::RESOURCE_EXHAUSTED,
+            absl::StrCat(
+                "chunks[", index, "].pixels: the upload would hold ", grown,
+                " bytes",
+                grown > options_.memory_budget_bytes
+                    ? absl::StrCat(", over the limit memory_budget_bytes = ",
+                                   options_.memory_budget_bytes)
+                    : absl::StrCat(
+                          " and running calls hold ", WholeFigure(others),
+                          " of memory_budget_bytes = ",
+                          options_.memory_budget_bytes, "; retry later")));
+        break;
+      }
+      pixels.reserve(grown);
     }
     ++index;
     pixels.append(chunk.pixels());

@@ -62,7 +62,8 @@ struct ServiceOptions {
   // generator's per pool thread), taken before they allocate, and for
   // ScatterTiles the tile generators the call keeps alive, by their bytes
   // as it makes them (at most tile_cache_bytes a call; counted whole, even
-  // those the cache holds too). A call that would go over gets
+  // those the cache holds too), and for PutRaster the bytes it has
+  // received, as its buffer grows. A call that would go over gets
   // RESOURCE_EXHAUSTED naming memory_budget_bytes (ScatterTiles: before
   // any work, or at once when its generators would pass it, where Serve
   // first tries fewer tiles a round): one request cannot take the memory

@@ -183,6 +183,33 @@ TEST(RasterTest, AnUploadPastTheByteLimitNamesTheChunkAndTheFlag) {
                         "bytes, over the limit max_raster_bytes = 5000"));
 }
 
+// The bytes an upload receives count against memory_budget_bytes as they
+// grow: max_streams uploads held up to max_raster_bytes each (twice that
+// in string growth) that no budget counted.
+TEST(RasterTest, AnUploadHoldsItsBytesAgainstTheMemoryBudget) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.memory_budget_bytes = 1 << 20;
+  LoopbackServer server(options);
+  auto stub = server.InProcessStub();
+  grpc::Status status;
+  // Two chunks of 1 MiB: the second would hold 2 MiB.
+  const std::string pixels(std::size_t{1448} * 1448, 'x');
+  Upload(*stub, v1::RASTER_FORMAT_U8, 1448, 1448, pixels, &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // At least the 2096704 bytes received, as the buffer grows.
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("chunks[1].pixels: the upload would hold 209"));
+  EXPECT_THAT(
+      status.error_message(),
+      HasSubstr(" bytes, over the limit memory_budget_bytes = 1048576"));
+  // What it held is given back.
+  const v1::RasterRef small =
+      Upload(*stub, v1::RASTER_FORMAT_U8, 1000, 1000,
+             std::string(std::size_t{1000} * 1000, 'x'), &status);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(small.pixel_bytes(), 1000000u);
+}
+
 TEST(RasterTest, UploadsWhileDrainingAreTurnedAway) {
   LoopbackServer server;
   auto stub = server.InProcessStub();
