@@ -57,7 +57,8 @@ ABSL_FLAG(
     std::uint64_t, tile_cache_bytes, kDefaultTileCacheBytes,
     "tiles --local: bytes of finished tile generators kept while serving, "
     "and the most the run keeps alive at once");
-ABSL_FLAG(int, tiles_per_call, 4096,
+constexpr int kDefaultTilesPerCall = 4096;
+ABSL_FLAG(int, tiles_per_call, kDefaultTilesPerCall,
           "tiles against a server: tiles asked for per call at most");
 ABSL_FLAG(std::string, seed, "", "override the job's seed (a uint64)");
 ABSL_FLAG(
@@ -66,7 +67,9 @@ ABSL_FLAG(
     "coverage, rho and speed on stderr");
 ABSL_FLAG(std::string, preview, "",
           "run: also write a picture of the result to this PNG");
-ABSL_FLAG(int, preview_size, 1024, "run: pixels on the preview's longer side");
+constexpr int kDefaultPreviewSize = 1024;
+ABSL_FLAG(int, preview_size, kDefaultPreviewSize,
+          "run: pixels on the preview's longer side");
 ABSL_FLAG(absl::Duration, timeout, absl::ZeroDuration(),
           "deadline of each call (raster uploads too); 0 = none (health: 5s)");
 ABSL_FLAG(std::string, tls_ca, "", "PEM CA file of the server (enables TLS)");
@@ -247,6 +250,18 @@ int Run(const std::string& job_path) {
   const absl::Status tiles_local =
       CheckTilesLocalFlags(/*against_server=*/false);
   if (!tiles_local.ok()) return Fail(std::string(tiles_local.message()));
+  // Taken silently too: a run makes one call, and draws at the default
+  // size when a --preview is given.
+  if (absl::GetFlag(FLAGS_tiles_per_call) != kDefaultTilesPerCall) {
+    return Fail(
+        "--tiles_per_call: only `scatter tiles` against a server takes it; "
+        "`scatter run` makes one call");
+  }
+  if (absl::GetFlag(FLAGS_preview).empty() &&
+      absl::GetFlag(FLAGS_preview_size) != kDefaultPreviewSize) {
+    return Fail(
+        "--preview_size: sizes the --preview picture; give --preview too");
+  }
   absl::StatusOr<v1::Job> job = LoadJob(job_path);
   if (!job.ok()) return Fail(std::string(job.status().message()));
   if (job->has_world() && !job->has_request()) {
@@ -545,10 +560,17 @@ int Tiles(const std::string& job_path) {
   if (!absl::GetFlag(FLAGS_preview).empty()) {
     return Fail("--preview: only `scatter run` draws a preview");
   }
+  if (absl::GetFlag(FLAGS_preview_size) != kDefaultPreviewSize) {
+    return Fail("--preview_size: only `scatter run` draws a preview");
+  }
   if (!absl::GetFlag(FLAGS_local)) {
     const absl::Status tiles_local =
         CheckTilesLocalFlags(/*against_server=*/true);
     if (!tiles_local.ok()) return Fail(std::string(tiles_local.message()));
+  } else if (absl::GetFlag(FLAGS_tiles_per_call) != kDefaultTilesPerCall) {
+    return Fail(
+        "--tiles_per_call: only `scatter tiles` against a server takes it; a "
+        "--local run serves every tile in one go");
   }
   absl::StatusOr<v1::Job> job = LoadJob(job_path);
   if (!job.ok()) return Fail(std::string(job.status().message()));

@@ -547,6 +547,12 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
        "request's region"},
       {{"run", three, "--local", "--shard=0/2", "--out=/dev/null"},
        "--shard: only `scatter tiles` takes shards"},
+      // Taken and ignored: one call, and no picture to size.
+      {{"run", three, "--local", "--tiles_per_call=10", "--out=/dev/null"},
+       "--tiles_per_call: only `scatter tiles` against a server takes it; "
+       "`scatter run` makes one call"},
+      {{"run", three, "--local", "--preview_size=300", "--out=/dev/null"},
+       "--preview_size: sizes the --preview picture; give --preview too"},
       // Taken and ignored: `scatter run` has no pool and no tile cache.
       {{"run", three, "--local", "--threads=8", "--out=/dev/null"},
        "--threads: only `scatter tiles --local` takes it; `scatter run` has "

@@ -325,6 +325,15 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
       {{"tiles", world, "--tiles=0:1,0:1", "--local",
         "--preview=" + Temp("tiles_preview.png"), out},
        "--preview: only `scatter run` draws a preview"},
+      // Taken and ignored: a --local run makes no calls, and tiles draw
+      // no picture.
+      {{"tiles", world, "--tiles=0:1,0:1", "--local", "--tiles_per_call=10",
+        out},
+       "--tiles_per_call: only `scatter tiles` against a server takes it; a "
+       "--local run serves every tile in one go"},
+      {{"tiles", world, "--tiles=0:1,0:1", "--local", "--preview_size=300",
+        out},
+       "--preview_size: only `scatter run` draws a preview"},
       // Flags of a --local run: against a server they did nothing, while
       // scatterd has flags of the same names that size its own.
       {{"tiles", world, "--tiles=0:1,0:1", "--server=127.0.0.1:1",
