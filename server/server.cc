@@ -176,11 +176,18 @@ absl::Status CheckAddressPort(absl::string_view what, absl::string_view address,
   const bool out_of_range =
       digits &&
       (port.size() > 5 || !absl::SimpleAtoi(port, &value) || value > 65535);
-  if (out_of_range || (port_required && port.empty())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " must be host:port with a port in [0, 65535]",
-                     port_required ? " (0 picks a free port)" : "",
-                     " or unix:PATH, got ", address));
+  // Where a port may be left out, gRPC (1.51) dials an IPv6 host in
+  // brackets without one on port 0, not 443 as other hosts, and an empty
+  // target fails with a log of its own and "Failed to create secure client
+  // channel".
+  const bool bracketed = absl::EndsWith(address, "]");
+  if (out_of_range || address.empty() ||
+      ((port_required || bracketed) && port.empty())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " must be host:port with a port in [0, 65535]",
+        port_required ? " (0 picks a free port)" : "", " or unix:PATH, got ",
+        address.empty() ? "\"\"" : address,
+        !port_required && bracketed ? ", which gRPC dials on port 0" : ""));
   }
   return absl::OkStatus();
 }

@@ -64,10 +64,11 @@ absl::Status CheckOptions(const ServerOptions& options);
 // InvalidArgument naming `what` when `address` (not unix: or
 // unix-abstract:) ends in a port of digits past 65535, which gRPC would
 // read modulo 2^16 (99999 is port 34463); with `port_required`, also when
-// it has no port, which gRPC would read as 443; and when it is an IPv6
-// address without brackets ("::1", "fe80::1:50051"), which gRPC reads as
-// a host with no port, whatever follows its last colon. Other forms
-// (schemes such as dns:///) are left to gRPC.
+// it has no port, which gRPC would read as 443 (without, only when it is
+// empty, or an IPv6 host in brackets, which gRPC dials on port 0); and
+// when it is an IPv6 address without brackets ("::1", "fe80::1:50051"),
+// which gRPC reads as a host with no port, whatever follows its last
+// colon. Other forms (schemes such as dns:///) are left to gRPC.
 absl::Status CheckAddressPort(absl::string_view what, absl::string_view address,
                               bool port_required);
 

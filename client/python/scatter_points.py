@@ -125,6 +125,12 @@ def main():
         parser.error("--address must be host:port with an IPv6 host in brackets, "
                      "as [%s]:PORT, got %r, which gRPC reads as a host without a port"
                      % (args.address, args.address))
+    # gRPC dials an IPv6 host in brackets without a port on port 0, and
+    # fails on an empty target with a log of its own.
+    if not args.address or args.address.endswith("]"):
+        parser.error("--address must be host:port with a port in [0, 65535] "
+                     "or unix:PATH, got %r%s" %
+                     (args.address, ", which gRPC dials on port 0" if args.address else ""))
     # gRPC reads a port past 65535 modulo 2^16: 99999 would dial 34463.
     port = "" if args.address.endswith("]") else args.address.rpartition(":")[2]
     if (not args.address.startswith(("unix:", "unix-abstract:")) and port and

@@ -574,6 +574,16 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
        "got 127.0.0.1:99999"},
       {{"run", three, "--server=[::1]:100000"},
        "--server must be host:port with a port in [0, 65535]"},
+      // gRPC dialled port 0, and an empty target failed with two lines of
+      // gRPC's log and "UNKNOWN: Failed to create secure client channel".
+      {{"health", "--server=[::1]"},
+       "--server must be host:port with a port in [0, 65535] or unix:PATH, "
+       "got [::1], which gRPC dials on port 0"},
+      {{"health", "--server=dns:///[::1]"},
+       "got dns:///[::1], which gRPC dials on port 0"},
+      {{"health", "--server="},
+       "--server must be host:port with a port in [0, 65535] or unix:PATH, "
+       "got \"\""},
       // gRPC reads an IPv6 address without brackets as a host with no port.
       {{"health", "--server=::1"},
        "--server must be host:port with an IPv6 host in brackets, as "

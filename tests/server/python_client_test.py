@@ -106,6 +106,13 @@ def check_points_script(port):
                                # gRPC would dial 99999 modulo 2^16, port 34463.
                                (["--address=127.0.0.1:99999"],
                                 "--address must be host:port with a port in [0, 65535]"),
+                               # gRPC dialled port 0.
+                               (["--address=[::1]"],
+                                "--address must be host:port with a port in [0, 65535] "
+                                "or unix:PATH, got '[::1]', which gRPC dials on port 0"),
+                               (["--address="],
+                                "--address must be host:port with a port in [0, 65535] "
+                                "or unix:PATH, got ''"),
                                # gRPC would read it as a host with no port.
                                (["--address=::1"],
                                 "--address must be host:port with an IPv6 host in "
