@@ -39,7 +39,9 @@
 #include "server/command_line.h"
 #include "server/server.h"
 
-ABSL_FLAG(std::string, server, "127.0.0.1:50051", "scatterd address, host:port");
+ABSL_FLAG(std::string, server, "127.0.0.1:50051",
+          "scatterd address, host:port (an IPv6 host in brackets, "
+          "[::1]:50051), or unix:PATH");
 ABSL_FLAG(bool, local, false, "run the sampler in this process, with no server");
 ABSL_FLAG(std::string, format, "csv", "output format: csv, jsonl, ply or raw");
 ABSL_FLAG(std::string, out, "-",

@@ -25,8 +25,8 @@
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, address, "127.0.0.1:50051",
-          "host:port to serve gRPC on, port 0 picks a free port; or a unix "
-          "socket, unix:PATH");
+          "host:port to serve gRPC on, port 0 picks a free port, an IPv6 "
+          "host in brackets ([::1]:50051); or a unix socket, unix:PATH");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
           "host:port of the Prometheus /metrics endpoint (0.0.0.0:PORT for "
           "every interface); empty turns it off");
