@@ -141,7 +141,14 @@ int main(int argc, char** argv) {
   options.grace_period = absl::GetFlag(FLAGS_grace_period);
   options.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
   options.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
-  const absl::Status checked = scatter::server::CheckOptions(options);
+  // ServerOptions reads an empty address as "in-process channels only":
+  // scatterd started, said "listening on  (plaintext)" and "port 0", and
+  // served nobody (an unset variable in --address=$(ADDRESS) does that).
+  const absl::Status checked =
+      options.address.empty()
+          ? scatter::server::CheckAddressPort("address", options.address,
+                                              /*port_required=*/true)
+          : scatter::server::CheckOptions(options);
   if (!checked.ok()) {
     // The option names are the flag names.
     spdlog::error("--{}", std::string(checked.message()));

@@ -190,7 +190,9 @@ TEST(ScatterdTest, OutOfRangeLimitFlagsAreRefusedNamingTheFlag) {
 TEST(ScatterdTest, AnAddressWithoutAPortInRangeIsRefusedNamingTheFlag) {
   for (const std::string address :
        {"127.0.0.1:99999", "[::1]:70000", "127.0.0.1:0065536", "127.0.0.1",
-        "127.0.0.1:", "[::1]"}) {
+        "127.0.0.1:", "[::1]",
+        // Empty: scatterd listened nowhere and said "port 0".
+        ""}) {
     SCOPED_TRACE(address);
     const CommandResult got = RunScatterd({"--address=" + address});
     EXPECT_EQ(got.exit_code, 2) << got.err;
