@@ -1,6 +1,7 @@
 // Point-in-region cost: the inside test a region adds to every candidate.
 //   ./build/release/bench/region_bench
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -173,9 +174,10 @@ double RingArea(const Ring& ring) {
 // Dense Poisson sampling at r = 2.75 (~300 000 points) in the polygon and
 // in a box of the same area: the per-point time ratio is what a region
 // costs. Reported per point produced.
-void SampleIn(benchmark::State& state, const Region& region) {
+void SampleIn(benchmark::State& state, const Region& region,
+              double radius = 2.75) {
   SamplerOptions options;
-  options.radius = 2.75;
+  options.radius = radius;
   absl::StatusOr<Sampler> sampler = Sampler::Create(region, options);
   if (!sampler.ok()) {
     state.SkipWithError(sampler.status().ToString().c_str());
@@ -221,6 +223,35 @@ void BM_SampleBoxOfTheSameArea(benchmark::State& state) {
   SampleBoxOfTheArea(state, Coast());
 }
 BENCHMARK(BM_SampleBoxOfTheSameArea)->Unit(benchmark::kMillisecond);
+
+// The coast shrunk 1e5 times (0.02 across) and sampled at 2.75e-5, around
+// the origin (Arg 0) and moved to (10^Arg, 10^Arg): about as many points
+// as BM_SampleCoastPolygon, at about its cost a point wherever it lies.
+// (The index's edge test once kept a margin of 2^-40 of the coordinates
+// for rounding, half a cell at 1e7, where this took 100 times longer.)
+void BM_SampleSmallCoastFarAway(benchmark::State& state) {
+  const double offset =
+      state.range(0) == 0 ? 0
+                          : std::pow(10.0, static_cast<double>(state.range(0)));
+  std::vector<Ring> rings = Coast();
+  for (Ring& ring : rings) {
+    for (std::array<double, 2>& v : ring) {
+      v = {offset + 1e-5 * v[0], offset + 1e-5 * v[1]};
+    }
+  }
+  absl::StatusOr<Region> region = Region::Polygons(rings);
+  if (!region.ok()) {
+    state.SkipWithError(region.status().ToString().c_str());
+    return;
+  }
+  SampleIn(state, *region, 2.75e-5);
+}
+BENCHMARK(BM_SampleSmallCoastFarAway)
+    ->Arg(0)
+    ->Arg(5)
+    ->Arg(6)
+    ->Arg(7)
+    ->Unit(benchmark::kMillisecond);
 
 void BM_SampleFractalCoastPolygon(benchmark::State& state) {
   SamplePolygon(state, FractalCoast());
