@@ -7,8 +7,10 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sampler/quality.h"
 #include "sampler/raster.h"
@@ -26,6 +28,7 @@ using test::Collect;
 using test::Digest;
 using test::PointSet;
 using test::Square;
+using test::Star;
 
 struct RegionCase {
   std::string name;
@@ -126,6 +129,51 @@ TEST(SamplerRegionTest, BothIslandsGetTheirShare) {
   ASSERT_GT(first, 0u);
   const double ratio = static_cast<double>(second) / static_cast<double>(first);
   EXPECT_NEAR(ratio, 1.44, 0.15) << first << " and " << second;
+}
+
+// An island of 2 000 vertices with a lake of 200, 0.9 across, sampled at
+// r = 0.01 around the origin and moved out to 1e9, where steps of the
+// doubles are 1.2e-7 (the radius allows coordinates up to 2^43 r, 8.8e10).
+// The polygon index's margin for rounding is a few of those steps there
+// (it was half an index cell), and the runs must stay exact with it:
+// every point inside and apart, the island covered (probe density 1.2e6
+// over the bounds), and the count within 2 % of the one at the origin.
+TEST(SamplerRegionTest, AFarPolygonIsFilledAsNearTheOrigin) {
+  for (Method method : {Method::kPoissonDense, Method::kPoissonClassic}) {
+    SamplerOptions options;
+    options.method = method;
+    options.radius = 0.01;
+    options.seed = 11;
+    std::size_t near = 0;
+    for (const auto& [x, y] : {std::pair{0.0, 0.0}, std::pair{1e5, 1e5},
+                               std::pair{-1e7, 1e7}, std::pair{1e9, -1e9}}) {
+      const Region island = *Region::Polygons(
+          {Star(x, y, 0.3, 0.45, 2000, 3), Star(x, y, 0.1, 0.15, 200, 4,
+                                                /*clockwise=*/true)});
+      const PointSet points = RunIn(island, options);
+      const std::string where =
+          absl::StrCat(MethodName(method), " at (", x, ", ", y, ")");
+      ASSERT_GT(points.size(), 1000u) << where;
+      if (near == 0) near = points.size();
+      EXPECT_NEAR(static_cast<double>(points.size()), static_cast<double>(near),
+                  0.02 * static_cast<double>(near))
+          << where;
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        ASSERT_TRUE(island.Contains(&points.coords[2 * i]))
+            << where << ": point " << i;
+      }
+      absl::StatusOr<MinDistanceReport> spacing =
+          CheckMinDistance(points.coords, 2, options.radius);
+      ASSERT_TRUE(spacing.ok());
+      EXPECT_EQ(spacing->violations, 0u) << where;
+      absl::StatusOr<CoverageReport> coverage =
+          MeasureCoverage(points.coords, island, options.radius, 1000000, 77);
+      ASSERT_TRUE(coverage.ok());
+      EXPECT_GT(coverage->probes, 300000u) << where;
+      EXPECT_LE(coverage->uncovered_fraction(), 1e-5)
+          << where << ": " << coverage->uncovered << " of " << coverage->probes;
+    }
+  }
 }
 
 TEST(SamplerRegionTest, UniformAndJitteredStayInside) {
