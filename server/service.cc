@@ -461,8 +461,9 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
       memory_held_gauge_(NewGauge(
           registry, "scatter_memory_held_bytes",
           "Memory running calls hold against memory_budget_bytes: sampling "
-          "memory by their estimates, and the tile generators ScatterTiles "
-          "calls keep alive by their bytes")) {}
+          "memory by their estimates, the tile generators ScatterTiles "
+          "calls keep alive and the buffers of PutRaster uploads, by their "
+          "bytes")) {}
 
 grpc::Status ScatterServiceImpl::HoldMemory(double bytes, const char* what,
                                             MemoryHold* hold) {
@@ -925,28 +926,49 @@ grpc::Status ScatterServiceImpl::Upload(
     }
     const std::size_t need = pixels.size() + chunk.pixels().size();
     if (need > pixels.capacity()) {
-      // Doubled as append would, within the upload limit: what is
-      // reserved is what is held.
-      const std::size_t grown =
+      // The bytes move to a new buffer of exactly the size held: doubled
+      // as append would, within the upload limit, or only what they need
+      // when the doubling does not fit the budget. (A fresh string's
+      // reserve allocates what it is asked; reserve on a full one may
+      // round up to twice its capacity, past what was held.) While they
+      // move, the old buffer and the new are both held.
+      // (The empty string's buffer is inside it, no allocation.)
+      const std::size_t old_capacity = pixels.empty() ? 0 : pixels.capacity();
+      std::size_t grown =
           std::min(std::max(need, 2 * pixels.capacity()),
                    std::max(need, options_.max_upload_bytes));
       double others = 0;
-      if (!ResizeMemory(static_cast<double>(grown), &memory, &others)) {
+      bool held = ResizeMemory(static_cast<double>(old_capacity + grown),
+                               &memory, &others);
+      if (!held && grown > need) {
+        grown = need;
+        held = ResizeMemory(static_cast<double>(old_capacity + grown),
+                            &memory, &others);
+      }
+      if (!held) {
+        const std::size_t hold = old_capacity + grown;
         status = grpc::Status(
             grpc::StatusCode::RESOURCE_EXHAUSTED,
             absl::StrCat(
-                "chunks[", index, "].pixels: the upload would hold ", grown,
-                " bytes",
-                grown > options_.memory_budget_bytes
+                "chunks[", index, "].pixels: the upload would hold ", hold,
+                " bytes while its buffer grows to ", grown,
+                hold > options_.memory_budget_bytes
                     ? absl::StrCat(", over the limit memory_budget_bytes = ",
                                    options_.memory_budget_bytes)
                     : absl::StrCat(
-                          " and running calls hold ", WholeFigure(others),
+                          ", and running calls hold ", WholeFigure(others),
                           " of memory_budget_bytes = ",
                           options_.memory_budget_bytes, "; retry later")));
         break;
       }
-      pixels.reserve(grown);
+      {
+        std::string bigger;
+        bigger.reserve(grown);
+        bigger.append(pixels);
+        pixels.swap(bigger);
+      }
+      // Less than is held: always granted.
+      ResizeMemory(static_cast<double>(pixels.capacity()), &memory, &others);
     }
     ++index;
     pixels.append(chunk.pixels());

@@ -196,18 +196,34 @@ TEST(RasterTest, AnUploadHoldsItsBytesAgainstTheMemoryBudget) {
   const std::string pixels(std::size_t{1448} * 1448, 'x');
   Upload(*stub, v1::RASTER_FORMAT_U8, 1448, 1448, pixels, &status);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  // At least the 2096704 bytes received, as the buffer grows.
+  // The first chunk's buffer and the new one for both chunks' 2096704
+  // bytes, while the first moves.
   EXPECT_THAT(status.error_message(),
-              HasSubstr("chunks[1].pixels: the upload would hold 209"));
-  EXPECT_THAT(
-      status.error_message(),
-      HasSubstr(" bytes, over the limit memory_budget_bytes = 1048576"));
+              HasSubstr("chunks[1].pixels: the upload would hold 3145280 "
+                        "bytes while its buffer grows to 2096704, over the "
+                        "limit memory_budget_bytes = 1048576"));
   // What it held is given back.
   const v1::RasterRef small =
       Upload(*stub, v1::RASTER_FORMAT_U8, 1000, 1000,
              std::string(std::size_t{1000} * 1000, 'x'), &status);
   EXPECT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(small.pixel_bytes(), 1000000u);
+}
+
+// An upload whose buffer cannot double within the budget grows it to
+// what its bytes need: 1 MiB held, then 1 MiB + 2096704 bytes while they
+// move (doubling would hold 1 MiB + 2 MiB, 3145728 bytes).
+TEST(RasterTest, AnUploadThatCannotDoubleItsBufferGrowsItToFit) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.memory_budget_bytes = 3145500;
+  LoopbackServer server(options);
+  auto stub = server.InProcessStub();
+  grpc::Status status;
+  const v1::RasterRef ref =
+      Upload(*stub, v1::RASTER_FORMAT_U8, 1448, 1448,
+             std::string(std::size_t{1448} * 1448, 'x'), &status);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(ref.pixel_bytes(), std::uint64_t{1448} * 1448);
 }
 
 TEST(RasterTest, UploadsWhileDrainingAreTurnedAway) {
