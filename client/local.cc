@@ -162,9 +162,10 @@ absl::StatusOr<v1::TilesSummary> RunTilesLocal(
   sampler::GeneratorCache cache(options.cache_bytes);
   sampler::ThreadPool pool(options.threads);
   if (!pool.status().ok()) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("--threads=", options.threads, ": ",
-                     pool.status().message(), "; ask for fewer"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "--threads=", options.threads,
+        options.threads <= 0 ? " (one a hardware thread)" : "", ": ",
+        pool.status().message(), "; ask for fewer with --threads"));
   }
 
   const std::vector<std::uint32_t>& order = (*world)->layer_order();

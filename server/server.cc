@@ -342,8 +342,10 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
   // start would pass for one it could.
   if (!self->service_->pool().status().ok()) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "threads = ", options.service.threads, ": ",
-        self->service_->pool().status().message(), "; ask for fewer"));
+        "--threads=", options.service.threads,
+        options.service.threads <= 0 ? " (one a hardware thread)" : "", ": ",
+        self->service_->pool().status().message(),
+        "; ask for fewer with --threads"));
   }
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -183,11 +183,11 @@ grpc::Status StartThread(const ServiceOptions& options, const char* what,
   } catch (const std::system_error& e) {
     return grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat(
-            "threads: cannot start the call's ", what, " thread (", e.what(),
-            "); the process is at a system limit of threads "
-            "(max_streams = ",
-            options.max_streams, " calls run up to three each); retry later"));
+        absl::StrCat("the call's ", what, " thread cannot start (", e.what(),
+                     "); the process is at a system limit of threads "
+                     "(max_streams = ",
+                     options.max_streams,
+                     " calls run up to three each); retry later"));
   }
   return grpc::Status::OK;
 }
@@ -934,16 +934,15 @@ grpc::Status ScatterServiceImpl::Upload(
       // move, the old buffer and the new are both held.
       // (The empty string's buffer is inside it, no allocation.)
       const std::size_t old_capacity = pixels.empty() ? 0 : pixels.capacity();
-      std::size_t grown =
-          std::min(std::max(need, 2 * pixels.capacity()),
-                   std::max(need, options_.max_upload_bytes));
+      std::size_t grown = std::min(std::max(need, 2 * pixels.capacity()),
+                                   std::max(need, options_.max_upload_bytes));
       double others = 0;
       bool held = ResizeMemory(static_cast<double>(old_capacity + grown),
                                &memory, &others);
       if (!held && grown > need) {
         grown = need;
-        held = ResizeMemory(static_cast<double>(old_capacity + grown),
-                            &memory, &others);
+        held = ResizeMemory(static_cast<double>(old_capacity + grown), &memory,
+                            &others);
       }
       if (!held) {
         const std::size_t hold = old_capacity + grown;

@@ -383,9 +383,11 @@ TEST(TilesCliTest, ThreadsTheSystemCannotStartAreRefusedNamingTheFlag) {
 #endif
   // 1 GiB of address space: 1023 stacks of 8 MiB do not fit.
   const CommandResult got = server::testing::RunCommand(
-      {"/bin/sh", "-c", "ulimit -v 1048576 && exec \"$0\" \"$@\"", SCATTER_PATH,
-       "tiles", WorldJob(), "--tiles=0:1,0:1", "--local", "--threads=1024",
-       "--out=" + Temp("no_threads")});
+      {"/bin/sh", "-c",
+       "ulimit -s 8192 && ulimit -v 1048576 && "
+       "exec \"$0\" \"$@\"",
+       SCATTER_PATH, "tiles", WorldJob(), "--tiles=0:1,0:1", "--local",
+       "--threads=1024", "--out=" + Temp("no_threads")});
   EXPECT_EQ(got.exit_code, 1) << got.err;
   EXPECT_THAT(got.err, HasSubstr("RESOURCE_EXHAUSTED: --threads=1024: cannot "
                                  "start 1023 worker threads ("));

@@ -243,12 +243,14 @@ TEST(ScatterdTest, TileThreadsTheSystemCannotStartAreRefusedNamingTheFlag) {
 #endif
   // 1 GiB of address space: 1023 stacks of 8 MiB do not fit.
   const CommandResult got =
-      RunCommand({"/bin/sh", "-c", "ulimit -v 1048576 && exec \"$0\" \"$@\"",
+      RunCommand({"/bin/sh", "-c",
+                  "ulimit -s 8192 && ulimit -v 1048576 && "
+                  "exec \"$0\" \"$@\"",
                   SCATTERD_PATH, "--address=127.0.0.1:0",
                   "--metrics_address=", "--threads=1024"},
                  absl::Seconds(10));
   EXPECT_EQ(got.exit_code, 1) << got.err;
-  EXPECT_THAT(got.err, HasSubstr("RESOURCE_EXHAUSTED: threads = 1024: cannot "
+  EXPECT_THAT(got.err, HasSubstr("RESOURCE_EXHAUSTED: --threads=1024: cannot "
                                  "start 1023 worker threads ("));
   EXPECT_THAT(got.err, HasSubstr("; ask for fewer"));
   EXPECT_EQ(got.out, "");

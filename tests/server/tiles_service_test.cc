@@ -343,7 +343,7 @@ TEST(TilesServiceTest, ACallThatCannotStartItsProducerIsRefused) {
       CollectTiles(*server.InProcessStub(), Rect(World(), 0, 1, 0, 1));
   EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(refused.status.error_message(),
-              HasSubstr("threads: cannot start the call's producer thread ("));
+              HasSubstr("the call's producer thread cannot start ("));
   EXPECT_TRUE(refused.tiles.empty());
   starts->store(-1);
   const TilesReceived served =
