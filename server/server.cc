@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "sampler/raster.h"
@@ -181,13 +182,25 @@ absl::Status CheckAddressPort(absl::string_view what, absl::string_view address,
   // target fails with a log of its own and "Failed to create secure client
   // channel".
   const bool bracketed = absl::EndsWith(address, "]");
-  if (out_of_range || address.empty() ||
+  // So is an IPv4 address without one (a hostname gets 443), also after
+  // a scheme ("dns:///127.0.0.1", whose last colon is the scheme's).
+  absl::string_view host = address;
+  for (absl::string_view scheme : {"dns:///", "ipv4:"}) {
+    if (absl::ConsumePrefix(&host, scheme)) break;
+  }
+  in_addr ipv4{};
+  const bool bare_ipv4 =
+      host.find(':') == absl::string_view::npos &&
+      inet_pton(AF_INET, std::string(host).c_str(), &ipv4) == 1;
+  if (out_of_range || address.empty() || bare_ipv4 ||
       ((port_required || bracketed) && port.empty())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " must be host:port with a port in [0, 65535]",
-        port_required ? " (0 picks a free port)" : "", " or unix:PATH, got ",
-        address.empty() ? "\"\"" : address,
-        !port_required && bracketed ? ", which gRPC dials on port 0" : ""));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be host:port with a port in [0, 65535]",
+                     port_required ? " (0 picks a free port)" : "",
+                     " or unix:PATH, got ", address.empty() ? "\"\"" : address,
+                     !port_required && (bracketed || bare_ipv4)
+                         ? ", which gRPC dials on port 0"
+                         : ""));
   }
   return absl::OkStatus();
 }

@@ -13,6 +13,7 @@ prints "x,y,layer,id" lines (x,y,z,... for a 3D box) and a summary on stderr.
 import argparse
 import os
 import signal
+import socket
 import string
 import sys
 import tempfile
@@ -125,9 +126,20 @@ def main():
         parser.error("--address must be host:port with an IPv6 host in brackets, "
                      "as [%s]:PORT, got %r, which gRPC reads as a host without a port"
                      % (args.address, args.address))
-    # gRPC dials an IPv6 host in brackets without a port on port 0, and
-    # fails on an empty target with a log of its own.
-    if not args.address or args.address.endswith("]"):
+    # gRPC dials an IPv6 host in brackets or an IPv4 address without a
+    # port on port 0 (a hostname on 443), and fails on an empty target with
+    # a log of its own.
+    host = args.address
+    for scheme in ("dns:///", "ipv4:"):
+        if host.startswith(scheme):
+            host = host[len(scheme):]
+            break
+    try:
+        socket.inet_pton(socket.AF_INET, host)
+        bare_ipv4 = True
+    except OSError:
+        bare_ipv4 = False
+    if not args.address or args.address.endswith("]") or bare_ipv4:
         parser.error("--address must be host:port with a port in [0, 65535] "
                      "or unix:PATH, got %r%s" %
                      (args.address, ", which gRPC dials on port 0" if args.address else ""))

@@ -581,6 +581,12 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
        "got [::1], which gRPC dials on port 0"},
       {{"health", "--server=dns:///[::1]"},
        "got dns:///[::1], which gRPC dials on port 0"},
+      // So was an IPv4 address without a port (a hostname gets 443).
+      {{"health", "--server=127.0.0.1"},
+       "--server must be host:port with a port in [0, 65535] or unix:PATH, "
+       "got 127.0.0.1, which gRPC dials on port 0"},
+      {{"health", "--server=dns:///10.0.0.1"},
+       "got dns:///10.0.0.1, which gRPC dials on port 0"},
       {{"health", "--server="},
        "--server must be host:port with a port in [0, 65535] or unix:PATH, "
        "got \"\""},

@@ -110,6 +110,9 @@ def check_points_script(port):
                                (["--address=[::1]"],
                                 "--address must be host:port with a port in [0, 65535] "
                                 "or unix:PATH, got '[::1]', which gRPC dials on port 0"),
+                               (["--address=127.0.0.1"],
+                                "--address must be host:port with a port in [0, 65535] "
+                                "or unix:PATH, got '127.0.0.1', which gRPC dials on port 0"),
                                (["--address="],
                                 "--address must be host:port with a port in [0, 65535] "
                                 "or unix:PATH, got ''"),
