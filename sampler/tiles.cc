@@ -489,8 +489,28 @@ bool operator<(GeneratorKey a, GeneratorKey b) {
   return a.tile < b.tile;
 }
 
+bool TileWorld::GrownArea(TileCoord t, std::array<double, 4>* area) const {
+  const double g = kGrow * r_max_;
+  const double x0 = static_cast<double>(t.x) * tile_;
+  const double y0 = static_cast<double>(t.y) * tile_;
+  std::array<double, 4>& a = *area;
+  a = {x0 - g, y0 - g, x0 + tile_ + g, y0 + tile_ + g};
+  if (!spec_.region.has_value()) return true;
+  // As Region::Clipped bounds Generate's first area.
+  const Box& b = spec_.region->bounds();
+  a = {std::max(a[0], b.min(0)), std::max(a[1], b.min(1)),
+       std::min(a[2], b.max(0)), std::min(a[3], b.max(1))};
+  return a[0] < a[2] && a[1] < a[3];
+}
+
 std::vector<GeneratorKey> TileWorld::Dependencies(GeneratorKey key) const {
   std::vector<GeneratorKey> deps;
+  // Generate makes nothing there and reads nothing: without this, a tile
+  // far outside a small region planned a full closure of empty generators
+  // (about 12 L^3 for L layers), which the plan's point limit no longer
+  // bounds once empty generators count as the nothing they make.
+  std::array<double, 4> area;
+  if (!GrownArea(key.tile, &area)) return deps;
   for (TileCoord n : LowerNeighbours(key.tile)) deps.push_back({n, key.layer});
   // Every earlier layer, not only the one before: a plan that stops at a
   // cached generator of the layer before must still find (or make) the
@@ -512,8 +532,17 @@ double TileWorld::EstimatedGeneratorPoints(GeneratorKey key) const {
   const double x0 = static_cast<double>(key.tile.x) * tile_ - g;
   const double y0 = static_cast<double>(key.tile.y) * tile_ - g;
   const double side = tile_ + 2 * g;
-  return DensestPackingPoints({side, side, z_hi_ - z_lo_}, dims_,
-                              LeastRadiusIn(o, x0, y0, x0 + side, y0 + side));
+  if (!spec_.region.has_value()) {
+    return DensestPackingPoints({side, side, z_hi_ - z_lo_}, dims_,
+                                LeastRadiusIn(o, x0, y0, x0 + side, y0 + side));
+  }
+  // Only what the region's bounds hold is sampled: a tile of a small
+  // region was refused for the room its neighbours' grown tiles have
+  // outside it, and a tile the region misses for a full plan of them.
+  std::array<double, 4> a;
+  if (!GrownArea(key.tile, &a)) return 0;
+  return DensestPackingPoints({a[2] - a[0], a[3] - a[1], z_hi_ - z_lo_}, dims_,
+                              LeastRadiusIn(o, a[0], a[1], a[2], a[3]));
 }
 
 std::vector<GeneratorKey> TileWorld::Readers(TileCoord t) const {

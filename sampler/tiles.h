@@ -289,7 +289,9 @@ class TileWorld {
 
   // The generators `key` reads directly, as Generate takes them: its layer
   // of the lower-colour neighbours (in the order LowerNeighbours lists
-  // them), then every earlier layer of the 3 x 3 tiles around it.
+  // them), then every earlier layer of the 3 x 3 tiles around it. None
+  // when its grown tile misses the bounds of the world's region: it makes
+  // nothing then.
   std::vector<GeneratorKey> Dependencies(GeneratorKey key) const;
 
   // The lower-colour tiles among t's 8 neighbours, in a fixed order.
@@ -297,7 +299,8 @@ class TileWorld {
 
   // The most points generator `key` can make: the densest packing
   // (2 / (sqrt(3) r^2) per unit area, sqrt(2) / r^3 per unit volume) over
-  // its grown tile, at the least radius the layer's raster allows there.
+  // its grown tile within the bounds of the world's region (0 where they
+  // miss), at the least radius the layer's raster allows there.
   double EstimatedGeneratorPoints(GeneratorKey key) const;
 
   // Serves `tiles` in the order given (repeats allowed): computes the
@@ -407,6 +410,10 @@ class TileWorld {
                      std::vector<const GeneratedPoints*> sources) const;
   // The generators of every layer of the 3 x 3 tiles around t.
   std::vector<GeneratorKey> Readers(TileCoord t) const;
+  // Sets *area to the x-y box {x0, y0, x1, y1} of tile t grown by 5 R
+  // within the bounds of the world's region, where a generator of t
+  // samples first. False when they miss: the generator makes nothing.
+  bool GrownArea(TileCoord t, std::array<double, 4>* area) const;
 
   WorldSpec spec_;  // Layers sorted into placement order, options resolved.
   // Per layer: the key of its generators in a GeneratorCache.

@@ -988,6 +988,55 @@ TEST(TilesTest, GeneratorEstimateIsTheDensestPackingOverTheGrownTile) {
                    400 * 2 / std::sqrt(3.0));
 }
 
+// A generator samples only where its grown tile meets the world's region,
+// so the plan counts only that: a small region's tile is not refused for
+// the points its neighbours' empty margins could hold, and a tile the
+// region misses plans nothing.
+TEST(TilesTest, PlansCountOnlyTheWorldRegion) {
+  // R = 1, T = 10: the region is tile (0, 0) alone, whose densest packing
+  // is 100 * 2 / sqrt(3) = 115 points; the 9 grown tiles around it would
+  // be 9 * 462.
+  WorldSpec spec = OneLayer(1, 10, 8);
+  spec.region = Region::FromBox(XYBox(0, 0, 10, 10));
+  spec.max_planned_points = 1000;
+  std::shared_ptr<const TileWorld> world = MakeWorld(spec);
+  EXPECT_DOUBLE_EQ(world->EstimatedGeneratorPoints({{0, 0}, 0}),
+                   100 * 2 / std::sqrt(3.0));
+  EXPECT_DOUBLE_EQ(world->EstimatedGeneratorPoints({{1, 0}, 0}),
+                   50 * 2 / std::sqrt(3.0));
+  EXPECT_EQ(world->EstimatedGeneratorPoints({{2, 0}, 0}), 0);
+  EXPECT_EQ(world->EstimatedGeneratorPoints({{-40, 70}, 0}), 0);
+
+  GeneratorCache cache(std::size_t{1} << 30);
+  ThreadPool pool(1);
+  std::size_t points = 0;
+  const absl::Status status = world->Serve(
+      {{0, 0}, {-40, 70}}, &cache, &pool,
+      [&](const TilePoints& t) {
+        points += t.points.size();
+        return true;
+      },
+      [] { return false; });
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_GT(points, 50u);
+
+  // Three layers: a tile the region misses needs its own 3 x 3 tiles'
+  // generators of each layer (Collect reads them; they are empty) and
+  // nothing they would read.
+  WorldSpec layered = ThreeLayers();
+  layered.region = Region::FromBox(XYBox(0, 0, 20, 20));
+  std::shared_ptr<const TileWorld> far = MakeWorld(layered);
+  EXPECT_TRUE(far->Dependencies({{-40, 70}, 2}).empty());
+  EXPECT_FALSE(far->Dependencies({{1, 0}, 2}).empty());
+  GeneratorCache far_cache(std::size_t{1} << 30);
+  const absl::Status far_status = far->Serve(
+      {{-40, 70}}, &far_cache, &pool,
+      [&](const TilePoints& t) { return t.points.size() == 0; },
+      [] { return false; });
+  EXPECT_TRUE(far_status.ok()) << far_status;
+  EXPECT_EQ(far->generated(), 27u);
+}
+
 TEST(TilesTest, PlansOverTheLimitAreRefusedBeforeAnyWork) {
   WorldSpec spec = ThreeLayers();
   std::shared_ptr<const TileWorld> probe = MakeWorld(spec);
