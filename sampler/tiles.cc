@@ -402,6 +402,11 @@ absl::StatusOr<std::shared_ptr<const TileWorld>> TileWorld::Create(
           MethodName(o.method)));
     }
   }
+  if (!(spec.max_planned_points >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_planned_points must be >= 0 (0: no limit), got ",
+                     spec.max_planned_points));
+  }
   // Each layer's options are checked (and resolved) as LayeredSampler does;
   // a box as wide as the finest spacing stands in for the area, whose
   // limits each generator's runs check for themselves. (A unit box refused

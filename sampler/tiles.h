@@ -127,7 +127,8 @@ struct WorldSpec {
   // the lower-colour neighbours, so a tile not cached needs about 12 L^3
   // generators for L layers (6 680 for 8, 3 million for 64), the first
   // layer's over about (6L)^2 tiles. Past the limit Serve gives
-  // ResourceExhausted before making any. 0: no limit.
+  // ResourceExhausted before making any. 0: no limit; below 0 or NaN is
+  // InvalidArgument.
   double max_planned_points = 0;
 };
 
@@ -250,9 +251,9 @@ class TileWorld {
  public:
   // InvalidArgument naming the field and the rule for a bad layer (as
   // LayeredSampler says it, "layers[i]: ..."), a non-Poisson method, a 3D
-  // world without a region, or a tile_size that is not finite or outside
+  // world without a region, a tile_size that is not finite or outside
   // [10 R, 1e150] ("tile_size must be finite and in [10 * r_max, 1e+150]
-  // = ...").
+  // = ...") or a max_planned_points below 0 or NaN.
   static absl::StatusOr<std::shared_ptr<const TileWorld>> Create(
       WorldSpec spec);
 

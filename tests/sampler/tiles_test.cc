@@ -163,6 +163,28 @@ TEST(TileWorldTest, DefaultTileIs64RAndSmallTilesAreRefused) {
   EXPECT_NE(w.status().message().find("= [30, 1e+150]"), std::string::npos) << w.status();
 }
 
+// max_planned_points: 0 is no limit; a negative or NaN one was taken as
+// none too, silently.
+TEST(TileWorldTest, APlannedPointLimitBelowZeroOrNaNIsRefused) {
+  for (double limit :
+       {-1.0, static_cast<double>(NAN), -static_cast<double>(INFINITY)}) {
+    WorldSpec spec = OneLayer(1, 10, 1);
+    spec.max_planned_points = limit;
+    absl::StatusOr<std::shared_ptr<const TileWorld>> world =
+        TileWorld::Create(spec);
+    ASSERT_FALSE(world.ok()) << limit;
+    EXPECT_EQ(world.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(world.status().message().find("max_planned_points must be >= 0"),
+              std::string::npos)
+        << world.status();
+  }
+  for (double limit : {0.0, 1.0, static_cast<double>(INFINITY)}) {
+    WorldSpec spec = OneLayer(1, 10, 1);
+    spec.max_planned_points = limit;
+    EXPECT_TRUE(TileWorld::Create(spec).ok()) << limit;
+  }
+}
+
 // The layers' limits are judged by each generator's runs, over its own
 // grown tile: a fine spacing is no reason to refuse a world. (Create once
 // judged them on a unit box, and refused spacing 1e-4 in 2D and 1e-3 in a
