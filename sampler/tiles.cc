@@ -508,6 +508,33 @@ bool TileWorld::GrownArea(TileCoord t, std::array<double, 4>* area) const {
   return a[0] < a[2] && a[1] < a[3];
 }
 
+absl::Status TileWorld::CheckCoordinateSteps(GeneratorKey key) const {
+  std::array<double, 4> a;
+  if (!GrownArea(key.tile, &a)) return absl::OkStatus();
+  // The bounds of Generate's first area, which hold its border area.
+  absl::StatusOr<Box> box =
+      Box::Create(dims_, {a[0], a[1], z_lo_}, {a[2], a[3], z_hi_});
+  assert(box.ok());
+  const SamplerOptions& o =
+      spec_.layers[static_cast<std::size_t>(key.layer)].options;
+  const bool density = o.density != nullptr;
+  const double r = density ? o.radius_min : o.radius;
+  const double smallest = SmallestRadiusIn(*box);
+  if (r >= smallest) return absl::OkStatus();
+  double m = 0;
+  for (int i = 0; i < dims_; ++i) {
+    m = std::max({m, std::abs(box->min(i)), std::abs(box->max(i))});
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "it needs tile (", key.tile.x, ", ", key.tile.y, ") of layer ", o.layer,
+      ", which samples coordinates up to ", m, ", where doubles are ",
+      smallest / 1024, " apart, over ", density ? "radius_min" : "radius",
+      " / 1024 = ", r / 1024,
+      ": ask for tiles nearer the origin or use a smaller tile_size",
+      spec_.region.has_value() ? ", or move the region nearer the origin"
+                               : ""));
+}
+
 std::vector<GeneratorKey> TileWorld::Dependencies(GeneratorKey key) const {
   std::vector<GeneratorKey> deps;
   // Generate makes nothing there and reads nothing: without this, a tile
@@ -1204,6 +1231,10 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
     // the loop polls `stop`.
     double planned = 0;
     const double limit = spec_.max_planned_points;
+    // A generator too far out for its spacing, found before any is made:
+    // its run would fail in the middle of the round, naming a tile deep in
+    // the plan.
+    absl::Status coarse;
     std::size_t since_poll = 0;
     while (!pending.empty()) {
       if (++since_poll == 1024) {
@@ -1219,11 +1250,22 @@ absl::Status TileWorld::Serve(absl::Span<const TileCoord> tiles,
         continue;
       }
       todo.insert(u);
+      coarse = CheckCoordinateSteps(u);
+      if (!coarse.ok()) break;
       if (limit > 0) {
         planned += EstimatedGeneratorPoints(u);
         if (!(planned <= limit)) break;
       }
       for (GeneratorKey v : Dependencies(u)) pending.push_back(v);
+    }
+    if (!coarse.ok()) {
+      if (end - begin > 1) {
+        chunk = 1;  // The tiles before it are served.
+        continue;
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat("tiles[", begin, "] = (", tiles[begin].x, ", ",
+                       tiles[begin].y, "): ", coarse.message()));
     }
     if (limit > 0 && !(planned <= limit)) {
       if (end - begin > 1) {

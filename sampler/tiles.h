@@ -312,6 +312,9 @@ class TileWorld {
   // the pool goes on with the later tiles' generators. Tile indices must be
   // in [-2^31, 2^31) (else InvalidArgument naming the tile): every
   // coordinate stays within 2^31 T, where a double still resolves T / 2^21.
+  // A tile that needs a generator where doubles are coarser than its
+  // layer's radius (radius_min) / 1024 is InvalidArgument naming the tile,
+  // before any of its generators is made (the tiles before it are sent).
   // Tiles are computed in rounds of at most 64, so finished tiles
   // waiting for a slow sink stay bounded; a sink returning false stops the work
   // (Cancelled). `stop` is polled by every thread in every long loop (it must
@@ -415,6 +418,10 @@ class TileWorld {
   // within the bounds of the world's region, where a generator of t
   // samples first. False when they miss: the generator makes nothing.
   bool GrownArea(TileCoord t, std::array<double, 4>* area) const;
+  // InvalidArgument when the doubles where generator `key` samples are too
+  // coarse for its layer's radius (its runs would be refused), saying what
+  // to change; else OK.
+  absl::Status CheckCoordinateSteps(GeneratorKey key) const;
 
   WorldSpec spec_;  // Layers sorted into placement order, options resolved.
   // Per layer: the key of its generators in a GeneratorCache.

@@ -248,6 +248,54 @@ TEST(TileWorldTest, ServeRefusesTileIndicesPast2To31NamingTheTile) {
   EXPECT_EQ(served, 0);
 }
 
+// Far from the origin doubles are too coarse for a fine spacing, and a
+// generator's run refuses them. Serve says so before any work, naming the
+// tile asked for and what to change; it named a generator's tile deep in
+// the plan and "the region" of a world that has none, and told the caller
+// to move it.
+TEST(TileWorldTest, TilesTooFarForTheSpacingAreRefusedNamingTheTile) {
+  struct Case {
+    double tile_size;
+    std::optional<Region> region;
+    std::vector<TileCoord> tiles;
+    std::size_t bad;  // The index of the tile refused.
+  };
+  // At T = 1e4 R, tile x = 2^31 - 1 reaches 2.1e13, past 2^43 R (a thin
+  // region keeps tile (0, 0) quick); at T = 1e13 R even tile (0, 0) does.
+  const Region strip = Region::FromBox(XYBox(-1e4, 0, 2.2e13, 2));
+  for (const Case& c : {Case{1e4, strip, {{0, 0}, {2147483647, 0}}, 1},
+                        Case{1e13, std::nullopt, {{0, 0}}, 0}}) {
+    WorldSpec spec = OneLayer(1, c.tile_size, 1);
+    spec.region = c.region;
+    std::shared_ptr<const TileWorld> world = MakeWorld(spec);
+    GeneratorCache cache(std::size_t{1} << 30);
+    ThreadPool pool(1);
+    std::size_t sent = 0;
+    const absl::Status status = world->Serve(
+        c.tiles, &cache, &pool,
+        [&](const TilePoints&) {
+          ++sent;
+          return true;
+        },
+        [] { return false; });
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    const TileCoord t = c.tiles[c.bad];
+    EXPECT_NE(status.message().find(absl::StrCat("tiles[", c.bad, "] = (", t.x,
+                                                 ", ", t.y, "): ")),
+              std::string::npos)
+        << status;
+    EXPECT_NE(status.message().find("use a smaller tile_size"),
+              std::string::npos)
+        << status;
+    EXPECT_EQ(status.message().find("region") == std::string::npos,
+              !c.region.has_value())
+        << status;
+    // The tiles before it are served; none of its generators is made.
+    EXPECT_EQ(sent, c.bad);
+    EXPECT_EQ(cache.Find(world->layer_cache_key(0), t), nullptr);
+  }
+}
+
 TEST(TileWorldTest, BadLayersAreInvalidArgumentNamingTheLayer) {
   absl::StatusOr<std::shared_ptr<const TileWorld>> jitter =
       TileWorld::Create(OneLayer(1, 20, 1, Method::kJitteredGrid));
