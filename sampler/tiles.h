@@ -173,7 +173,9 @@ struct TilePoints {
 };
 
 // Finished generators, shared by requests (and threads): least recently
-// used first out, bounded in bytes. Thread-safe.
+// used first out, bounded in bytes (each entry's GeneratedPoints::bytes()
+// and what holding it costs: its key, stored twice, and the links).
+// Thread-safe.
 class GeneratorCache {
  public:
   explicit GeneratorCache(std::size_t budget_bytes) : budget_(budget_bytes) {}
@@ -202,6 +204,7 @@ class GeneratorCache {
   struct Entry {
     std::shared_ptr<const GeneratedPoints> points;
     std::list<Key>::iterator lru;
+    std::size_t bytes = 0;  // As counted in stats_.bytes.
   };
 
   const std::size_t budget_;

@@ -951,6 +951,23 @@ TEST(TilesTest,
   EXPECT_LE(frontier.stats().bytes, frontier.budget_bytes());
 }
 
+// The cache's budget counts what holding an entry costs, its key too: it
+// counted GeneratedPoints::bytes() alone, so with long keys and small
+// generators the keys alone could pass the budget many times over.
+TEST(GeneratorCacheTest, TheBudgetCountsTheKeys) {
+  const std::size_t budget = 100'000;
+  GeneratorCache cache(budget);
+  const std::string world(1000, 'w');
+  auto empty = std::make_shared<const GeneratedPoints>();
+  for (std::int64_t x = 0; x < 1000; ++x) cache.Insert(world, {x, 0}, empty);
+  const GeneratorCache::Stats stats = cache.stats();
+  EXPECT_GT(stats.evictions, 0u);
+  EXPECT_GE(stats.bytes, stats.entries * (empty->bytes() + 2 * world.size()));
+  EXPECT_LE(stats.bytes, budget);
+  EXPECT_NE(cache.Find(world, {999, 0}), nullptr);
+  EXPECT_EQ(cache.Find(world, {0, 0}), nullptr);
+}
+
 TEST(TilesTest, EachTileIsSentAsSoonAsItsGeneratorsAreDone) {
   for (int threads : {1, 2}) {
     // What the first tile needs alone: its 3 x 3 generators and what they
