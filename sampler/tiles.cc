@@ -408,6 +408,13 @@ absl::StatusOr<std::shared_ptr<const TileWorld>> TileWorld::Create(
           "world, got ",
           MethodName(o.method)));
     }
+    // Generators always fill their gaps: a tile not maximal would leave
+    // holes its neighbours never fill. (It was set on, silently.)
+    if (!o.fill_gaps) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layers[", i,
+          "].fill_gaps must be true in a tiled world (its tiles are maximal)"));
+    }
   }
   if (!(spec.max_planned_points >= 0)) {
     return absl::InvalidArgumentError(

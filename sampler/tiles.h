@@ -253,7 +253,8 @@ class ThreadPool {
 class TileWorld {
  public:
   // InvalidArgument naming the field and the rule for a bad layer (as
-  // LayeredSampler says it, "layers[i]: ..."), a non-Poisson method, a 3D
+  // LayeredSampler says it, "layers[i]: ..."), a non-Poisson method or
+  // fill_gaps off ("layers[i].method ...", "layers[i].fill_gaps ..."), a 3D
   // world without a region, a tile_size that is not finite or outside
   // [10 R, 1e150] ("tile_size must be finite and in [10 * r_max, 1e+150]
   // = ...") or a max_planned_points below 0 or NaN.

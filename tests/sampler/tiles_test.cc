@@ -309,6 +309,16 @@ TEST(TileWorldTest, BadLayersAreInvalidArgumentNamingTheLayer) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("layers[0]: radius"), std::string::npos)
       << bad.status();
+  // Generators fill their gaps whatever the layer says: off was ignored.
+  WorldSpec unfilled = OneLayer(1, 20, 1);
+  unfilled.layers[0].options.fill_gaps = false;
+  absl::StatusOr<std::shared_ptr<const TileWorld>> no_fill =
+      TileWorld::Create(unfilled);
+  ASSERT_FALSE(no_fill.ok());
+  EXPECT_EQ(no_fill.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(no_fill.status().message().find("layers[0].fill_gaps"),
+            std::string::npos)
+      << no_fill.status();
   WorldSpec none = OneLayer(1, 20, 1);
   none.layers.clear();
   EXPECT_EQ(TileWorld::Create(none).status().code(),
