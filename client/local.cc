@@ -161,12 +161,9 @@ absl::StatusOr<v1::TilesSummary> RunTilesLocal(
   if (!world.ok()) return world.status();
   sampler::GeneratorCache cache(options.cache_bytes);
   sampler::ThreadPool pool(options.threads);
-  if (!pool.status().ok()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "--threads=", options.threads,
-        options.threads <= 0 ? " (one a hardware thread)" : "", ": ",
-        pool.status().message(), "; ask for fewer with --threads"));
-  }
+  const absl::Status started =
+      server::CheckThreadsStarted(pool, options.threads);
+  if (!started.ok()) return started;
 
   const std::vector<std::uint32_t>& order = (*world)->layer_order();
   std::vector<std::uint64_t> per_layer(order.size(), 0);

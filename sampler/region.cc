@@ -8,6 +8,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "sampler/box_distance.h"
+#include "sampler/sampler.h"
 
 namespace scatter::sampler {
 namespace internal {
@@ -419,15 +420,6 @@ class PolygonIndex {
 
 }  // namespace internal
 
-namespace {
-
-// The radii a circle or sphere may have: those of the sampler (kMinRadius,
-// kMaxRadius in sampler.h), whose squares are normal doubles.
-constexpr double kMinBallRadius = 1e-150;
-constexpr double kMaxBallRadius = 1e150;
-
-}  // namespace
-
 Region Region::FromBox(const Box& box) { return Region(Kind::kBox, box); }
 
 absl::StatusOr<Region> Region::Circle(double cx, double cy, double radius) {
@@ -459,10 +451,10 @@ absl::StatusOr<Region> Region::Sphere(const Vec& center, double radius) {
   // normal doubles: at 1e155 the radius and every distance past 1.3e154
   // squared to inf, and the ball held only the points within 1.3e154 of
   // its centre; at 1e-170 the square was 0 and it held nothing.
-  if (!(radius >= kMinBallRadius && radius <= kMaxBallRadius)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "radius must be in [", kMinBallRadius, ", ", kMaxBallRadius,
-        "] (its square a normal double), got ", radius));
+  if (!(radius >= kMinRadius && radius <= kMaxRadius)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("radius must be in [", kMinRadius, ", ", kMaxRadius,
+                     "] (its square a normal double), got ", radius));
   }
   absl::StatusOr<Box> bounds = Box::Create(
       3, {center[0] - radius, center[1] - radius, center[2] - radius},

@@ -574,16 +574,8 @@ std::vector<GeneratorKey> TileWorld::Dependencies(GeneratorKey key) const {
 double TileWorld::EstimatedGeneratorPoints(GeneratorKey key) const {
   const SamplerOptions& o =
       spec_.layers[static_cast<std::size_t>(key.layer)].options;
-  const double g = kGrow * r_max_;
-  const double x0 = static_cast<double>(key.tile.x) * tile_ - g;
-  const double y0 = static_cast<double>(key.tile.y) * tile_ - g;
-  const double side = tile_ + 2 * g;
-  if (!spec_.region.has_value()) {
-    return DensestPackingPoints({side, side, z_hi_ - z_lo_}, dims_,
-                                LeastRadiusIn(o, x0, y0, x0 + side, y0 + side));
-  }
-  // Only what the region's bounds hold is sampled: a tile of a small
-  // region was refused for the room its neighbours' grown tiles have
+  // Only what the region's bounds hold is sampled (GrownArea): a tile of a
+  // small region was refused for the room its neighbours' grown tiles have
   // outside it, and a tile the region misses for a full plan of them.
   std::array<double, 4> a;
   if (!GrownArea(key.tile, &a)) return 0;

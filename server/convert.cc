@@ -908,6 +908,13 @@ absl::Status CheckTilesEstimate(const TilesJob& job,
   return absl::OkStatus();
 }
 
+absl::Status CheckThreadsStarted(const sampler::ThreadPool& pool, int threads) {
+  if (pool.status().ok()) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "--threads=", threads, threads <= 0 ? " (one a hardware thread)" : "",
+      ": ", pool.status().message(), "; ask for fewer with --threads"));
+}
+
 // Past 2^64 converting to an integer is undefined, so large figures are
 // given in floating point.
 std::string WholeFigure(double n) {

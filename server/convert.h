@@ -120,6 +120,11 @@ absl::Status CheckTilesEstimate(const TilesJob& job,
 // side (in 3D, over the world's height), as a generator samples it.
 double GeneratorBytes(const TilesJob& job, const sampler::TileWorld& world);
 
+// ResourceExhausted naming --threads when `pool` (sized by --threads =
+// `threads`, scatterd's or `scatter tiles --local`'s) could not start its
+// workers; OK when it did.
+absl::Status CheckThreadsStarted(const sampler::ThreadPool& pool, int threads);
+
 // An estimate (points, bytes) for a message: the integer, or past 2^64 the
 // floating-point figure.
 std::string WholeFigure(double n);

@@ -21,6 +21,7 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "sampler/raster.h"
+#include "server/convert.h"
 #include "spdlog/spdlog.h"
 
 namespace scatter::server {
@@ -103,6 +104,15 @@ bool IsBareIpv6(absl::string_view address) {
          std::all_of(first.begin(), first.end(), absl::ascii_isxdigit);
 }
 
+// Whether `port` is a TCP port: digits, at most 65535 (gRPC reads a larger
+// one modulo 2^16, 99999 as 34463).
+bool IsPort(absl::string_view port) {
+  std::uint32_t value = 0;
+  return !port.empty() && port.size() <= 5 &&
+         std::all_of(port.begin(), port.end(), absl::ascii_isdigit) &&
+         absl::SimpleAtoi(port, &value) && value <= 65535;
+}
+
 bool IsIpv6(absl::string_view host) {
   // A zone ("fe80::1%eth0") is gRPC's to check.
   const std::string address(host.substr(0, host.find('%')));
@@ -135,11 +145,8 @@ absl::Status CheckMetricsAddress(absl::string_view address) {
   const absl::string_view port = colon == absl::string_view::npos
                                      ? absl::string_view()
                                      : address.substr(colon + 1);
-  std::uint32_t value = 0;
   if (colon != absl::string_view::npos && colon > 0 && !IsBareIpv6(address) &&
-      !port.empty() && port.size() <= 5 &&
-      std::all_of(port.begin(), port.end(), absl::ascii_isdigit) &&
-      absl::SimpleAtoi(port, &value) && value <= 65535) {
+      IsPort(port)) {
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat(
@@ -170,13 +177,11 @@ absl::Status CheckAddressPort(absl::string_view what, absl::string_view address,
       colon == absl::string_view::npos || absl::EndsWith(address, "]")
           ? absl::string_view()
           : address.substr(colon + 1);
-  const bool digits =
-      !port.empty() && std::all_of(port.begin(), port.end(),
-                                   [](char c) { return c >= '0' && c <= '9'; });
-  std::uint32_t value = 0;
+  // A port of digits past 65535; other forms are left to gRPC.
   const bool out_of_range =
-      digits &&
-      (port.size() > 5 || !absl::SimpleAtoi(port, &value) || value > 65535);
+      !port.empty() &&
+      std::all_of(port.begin(), port.end(), absl::ascii_isdigit) &&
+      !IsPort(port);
   // Where a port may be left out, gRPC (1.51) dials an IPv6 host in
   // brackets without one on port 0, not 443 as other hosts, and an empty
   // target fails with a log of its own and "Failed to create secure client
@@ -353,13 +358,9 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
       options.service, options.logger, *self->registry_);
   // Served by the handler threads alone, a --threads the system cannot
   // start would pass for one it could.
-  if (!self->service_->pool().status().ok()) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "--threads=", options.service.threads,
-        options.service.threads <= 0 ? " (one a hardware thread)" : "", ": ",
-        self->service_->pool().status().message(),
-        "; ask for fewer with --threads"));
-  }
+  const absl::Status started =
+      CheckThreadsStarted(self->service_->pool(), options.service.threads);
+  if (!started.ok()) return started;
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
