@@ -18,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "civetweb.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "sampler/raster.h"
@@ -135,6 +136,9 @@ std::string Bracketed(absl::string_view address) {
   return "[HOST]:PORT";
 }
 
+// mg_check_feature's bit for IPv6 (civetweb.h: "8  support IPv6").
+constexpr unsigned kCivetwebIpv6 = 8;
+
 // The metrics endpoint is HTTP on TCP (civetweb's listening_ports):
 // host:port with a port of digits. civetweb refused anything else only
 // once the gRPC server was up, saying "null context when constructing
@@ -147,6 +151,16 @@ absl::Status CheckMetricsAddress(absl::string_view address) {
                                      : address.substr(colon + 1);
   if (colon != absl::string_view::npos && colon > 0 && !IsBareIpv6(address) &&
       IsPort(port)) {
+    // civetweb serves IPv6 only when built with it, and Debian's is not:
+    // such an address passed here and failed once gRPC was up, with
+    // "null context ... Possible problem binding to port".
+    if (absl::StartsWith(address, "[") &&
+        mg_check_feature(kCivetwebIpv6) == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "metrics_address: this build's HTTP server (civetweb) has no IPv6; "
+          "give an IPv4 host (0.0.0.0:PORT serves every interface), got ",
+          address));
+    }
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat(
@@ -418,7 +432,7 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
   if (self->server_ == nullptr ||
       (!options.address.empty() && selected_port == 0)) {
     return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.address,
+        absl::StrCat("address: cannot listen on ", options.address,
                      " (address in use, or not host:port?)"));
   }
   // gRPC reports a bound unix socket as port 1: it has no port, and its
@@ -442,7 +456,8 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
     } catch (const std::exception& e) {
       self->server_->Shutdown();
       return absl::UnavailableError(absl::StrCat(
-          "cannot serve metrics on ", options.metrics_address, ": ", e.what()));
+          "metrics_address: cannot serve metrics on ", options.metrics_address,
+          " (address in use?): ", e.what()));
     }
     self->exposer_->RegisterCollectable(self->registry_);
     const std::vector<int> ports = self->exposer_->GetListeningPorts();

@@ -1,5 +1,7 @@
 // scatterd as a process: the port line, SIGTERM with a stream in flight.
 
+#include "tests/server/scatterd_process.h"
+
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -14,10 +16,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "civetweb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sampler/version.h"
-#include "tests/server/scatterd_process.h"
 
 namespace scatter::server::testing {
 namespace {
@@ -283,6 +285,31 @@ TEST(ScatterdTest, AMetricsAddressThatIsNotHostPortIsRefusedNamingTheFlag) {
     options.metrics_address = good;
     EXPECT_TRUE(CheckOptions(options).ok()) << good;
   }
+}
+
+// civetweb serves IPv6 only when built with it, and Debian's is not: a
+// bracketed host passed the check and failed once gRPC was up, with "null
+// context when constructing CivetServer".
+TEST(ScatterdTest, AnIpv6MetricsAddressIsRefusedWhenCivetwebHasNoIpv6) {
+  ServerOptions options;
+  options.metrics_address = "[::1]:0";
+  const absl::Status checked = CheckOptions(options);
+  if (mg_check_feature(8) != 0) {
+    EXPECT_TRUE(checked.ok()) << checked;
+    GTEST_SKIP() << "this civetweb serves IPv6";
+  }
+  EXPECT_EQ(checked.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(checked.message()),
+              HasSubstr("metrics_address: this build's HTTP server (civetweb) "
+                        "has no IPv6; give an IPv4 host (0.0.0.0:PORT serves "
+                        "every interface), got [::1]:0"));
+  const CommandResult got = RunCommand(
+      {SCATTERD_PATH, "--address=127.0.0.1:0", "--metrics_address=[::1]:0"},
+      absl::Seconds(3));
+  EXPECT_EQ(got.exit_code, 2) << got.err;
+  EXPECT_THAT(got.err,
+              HasSubstr("--metrics_address: this build's HTTP server"));
+  EXPECT_EQ(got.out, "");
 }
 
 TEST(ScatterdTest, TlsFilesThatAreNotPemAreNamed) {
