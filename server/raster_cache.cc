@@ -138,22 +138,68 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
   std::string digest = RasterDigest(format, width, height, pixels);
   if (auto known = Get(digest)) return Entry{std::move(digest), known};
 
+  // The room is taken before decoding, not after: calls that each sent a
+  // big raster inline decoded them all at once, past raster_cache_bytes,
+  // and only then learned that most would not fit (16 calls with a 5 600 x
+  // 5 600 U16 mask held 1.2 GB beside a 256 MB cache). The decoded size
+  // is the header's (a PNG's request says 0 x 0); a size past
+  // max_raster_bytes takes no room, as DecodeRaster refuses it unread.
+  std::uint32_t decoded_width = width, decoded_height = height;
+  if (format == v1::RASTER_FORMAT_PNG &&
+      !PngSize(pixels, &decoded_width, &decoded_height)) {
+    decoded_width = decoded_height = 0;  // Not a PNG: FromPng says so.
+  }
+  std::size_t reserved = 0;
+  if (static_cast<std::uint64_t>(decoded_width) * decoded_height <=
+      max_raster_bytes / 4) {
+    reserved = DecodedBytes(decoded_width, decoded_height);
+    absl::MutexLock lock(&mu_);
+    absl::Status room = TakeRoomLocked(field, reserved);
+    if (!room.ok()) return room;
+  }
+  // Gives the room back unless the raster takes it.
+  struct Reservation {
+    RasterCache* cache;
+    std::size_t bytes;
+    ~Reservation() {
+      if (bytes == 0) return;
+      absl::MutexLock lock(&cache->mu_);
+      cache->bytes_ -= bytes;
+    }
+  } reservation{this, reserved};
+
   absl::StatusOr<sampler::Raster> raster =
       DecodeRaster(field, format, width, height, pixels, max_raster_bytes);
   if (!raster.ok()) return raster.status();
   auto shared = std::make_shared<const sampler::Raster>(*std::move(raster));
-  // The pixels, and the block levels a variable-radius run builds once
-  // and keeps with them (Raster::BlockLevels). The decoded size: a PNG's
-  // request says 0 x 0.
-  const std::size_t bytes =
-      shared->decoded_bytes() +
-      sampler::Raster::BlockLevelsBytes(shared->width(), shared->height());
+  const std::size_t bytes = DecodedBytes(shared->width(), shared->height());
 
   absl::MutexLock lock(&mu_);
+  // What the header said is what decoding made; should a file disagree,
+  // the room is taken again for what it made.
+  bytes_ -= reservation.bytes;
+  reservation.bytes = 0;
   if (auto it = slots_.find(digest); it != slots_.end()) {
     // Another upload of the same content won the race.
     return Entry{std::move(digest), it->second.raster};
   }
+  absl::Status room = TakeRoomLocked(field, bytes);
+  if (!room.ok()) return room;
+  lru_.push_front(digest);
+  slots_.emplace(digest, Slot{shared, bytes, lru_.begin()});
+  return Entry{std::move(digest), std::move(shared)};
+}
+
+std::size_t RasterCache::DecodedBytes(std::uint32_t width,
+                                      std::uint32_t height) {
+  // The pixels, 4 bytes each, and the block levels a variable-radius run
+  // builds once and keeps with them (Raster::BlockLevels).
+  return std::size_t{4} * width * height +
+         sampler::Raster::BlockLevelsBytes(width, height);
+}
+
+absl::Status RasterCache::TakeRoomLocked(absl::string_view field,
+                                         std::size_t bytes) {
   if (bytes > max_bytes_) {
     // No eviction could make room: the cache is smaller than this raster.
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -163,17 +209,17 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
         max_bytes_, ")"));
   }
   if (!MakeRoomLocked(bytes)) {
-    // Every idle raster was evicted; what is left, running calls hold.
+    // Every idle raster was evicted; what is left, running calls hold or
+    // are decoding.
     return absl::ResourceExhaustedError(absl::StrCat(
         field, ": a raster of ", bytes,
         " bytes (decoded pixels and their block bounds) does not fit the "
         "raster cache (raster_cache_bytes = ",
-        max_bytes_, ", ", bytes_, " held by running requests)"));
+        max_bytes_, ", ", bytes_,
+        " held by running requests and rasters being decoded)"));
   }
-  lru_.push_front(digest);
-  slots_.emplace(digest, Slot{shared, bytes, lru_.begin()});
   bytes_ += bytes;
-  return Entry{std::move(digest), std::move(shared)};
+  return absl::OkStatus();
 }
 
 std::shared_ptr<const sampler::Raster> RasterCache::Get(

@@ -76,6 +76,13 @@ class RasterCache {
   };
   // Drops unpinned entries, oldest first, until `incoming` more bytes fit.
   bool MakeRoomLocked(std::size_t incoming) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts `bytes` in the cache, evicting idle rasters to make room;
+  // ResourceExhausted naming `field` and raster_cache_bytes when they
+  // cannot fit.
+  absl::Status TakeRoomLocked(absl::string_view field, std::size_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What a decoded raster of width x height holds: pixels and block bounds.
+  static std::size_t DecodedBytes(std::uint32_t width, std::uint32_t height);
 
   const std::size_t max_bytes_;
   mutable absl::Mutex mu_;

@@ -165,6 +165,9 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   grpc::Status Upload(grpc::ServerContext* context,
                       grpc::ServerReader<v1::RasterChunk>* reader,
                       v1::RasterRef* response, std::size_t* bytes);
+  // Adds the generators `world` computed since the tally last counted
+  // them to the metric, and sets the tile cache's gauge.
+  void CountGenerators(const sampler::TileWorld& world, TilesTally* tally);
   void Record(const char* method, const grpc::Status& status,
               absl::Duration elapsed);
 
@@ -182,9 +185,16 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
     ScatterServiceImpl* service_ = nullptr;
     double bytes_ = 0;
   };
-  // Takes `bytes` (what `what` needs, for the message) from the budget
-  // into *hold, or says RESOURCE_EXHAUSTED naming memory_budget_bytes.
-  grpc::Status HoldMemory(double bytes, const char* what, MemoryHold* hold);
+  // Takes `bytes` (what `what` needs, for the message: bytes of `kind`)
+  // from the budget into *hold, or says RESOURCE_EXHAUSTED naming
+  // memory_budget_bytes.
+  grpc::Status HoldMemory(double bytes, const char* what, MemoryHold* hold,
+                          const char* kind = "sampling memory");
+  // Holds the bytes of a call's request message (its inline rasters, rings
+  // and all) for the call, as HoldMemory does, before anything is made of
+  // it.
+  grpc::Status HoldMessage(const google::protobuf::Message& request,
+                           MemoryHold* hold);
   // Sets *hold, which HoldMemory took, to `bytes`: at once when that is
   // less; when more, only if the budget has room, else returns false with
   // the hold as it was and *others set to what the other running calls

@@ -660,5 +660,94 @@ TEST(MetricsTest, EndpointReportsCallsAndPoints) {
   EXPECT_THAT(text, HasSubstr("scatter_request_duration_seconds_count 4"));
 }
 
+// The tile metrics move while a ScatterTiles call runs: they were only
+// set when a call ended, so a scrape during a long call read 0 generators
+// and an empty tile cache. The client reads one tile of a call too big for
+// the connection's buffers and scrapes while the server waits to write.
+TEST(MetricsTest, TileMetricsMoveWhileACallRuns) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.metrics_address = "127.0.0.1:0";
+  LoopbackServer server(options);
+  ASSERT_GT(server.server().metrics_port(), 0);
+  auto stub = server.TcpStub();
+  v1::ScatterTilesRequest tiles;
+  tiles.set_tile_size(20);
+  tiles.add_layers()->set_spacing(0.25);  // About 5 000 points a tile.
+  tiles.mutable_rect()->set_x1(20);
+  tiles.mutable_rect()->set_y1(20);
+  grpc::ClientContext context;
+  auto reader = stub->ScatterTiles(&context, tiles);
+  v1::TileResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  // The server counts a tile once its write returns, which may be after
+  // the client has it: scrape until the counts show, or 10 s.
+  std::string text;
+  for (const absl::Time end = absl::Now() + absl::Seconds(10);
+       absl::Now() < end; absl::SleepFor(absl::Milliseconds(20))) {
+    text = HttpGet(server.server().metrics_port(), "/metrics");
+    if (MetricValue(text, "scatter_tile_generators_computed_total") > 0 &&
+        MetricValue(text, "scatter_tile_cache_bytes") > 0) {
+      break;
+    }
+  }
+  EXPECT_THAT(text, HasSubstr("scatter_streams_in_flight 1"));
+  EXPECT_GT(MetricValue(text, "scatter_tile_generators_computed_total"), 0);
+  EXPECT_GT(MetricValue(text, "scatter_tile_cache_bytes"), 0);
+  context.TryCancel();
+  while (reader->Read(&response)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+// A call holds its request message against memory_budget_bytes: calls
+// that each sent a big raster inline went on to decode and sample beside
+// the others' messages, none of which the budget counted.
+TEST(LimitsTest, TheRequestMessageIsHeldAgainstTheMemoryBudget) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.memory_budget_bytes = 1 << 20;
+  LoopbackServer server(options);
+  v1::ScatterRequest request = BoxRequest(1, 0.1);
+  v1::RasterInput* mask = request.mutable_region()->mutable_mask();
+  SetU8Raster(mask, 2000, 1000, std::string(2'000'000, '\xff'), 1, 1);
+  const std::size_t bytes = request.ByteSizeLong();
+  ASSERT_GT(bytes, 2'000'000u);
+  const Received got = Collect(*server.TcpStub(), request);
+  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(
+      got.status.error_message(),
+      HasSubstr(absl::StrCat("the request message would hold about ", bytes,
+                             " bytes of memory, over the limit "
+                             "memory_budget_bytes = 1048576")));
+  EXPECT_EQ(got.size(), 0u);
+  // A small message fits, and nothing stays held after either call.
+  EXPECT_TRUE(Collect(*server.TcpStub(), BoxRequest(1, 0.1)).status.ok());
+}
+
+// The cache takes a raster's room before decoding it: calls that each sent
+// a big raster inline decoded them all at once, past raster_cache_bytes,
+// and only then learned they did not fit. Here the pixels are too few for
+// the size, which decoding would have said (InvalidArgument); the size
+// alone does not fit, so that is what is said, unread.
+TEST(RasterCacheTest, ARasterThatCannotFitIsRefusedBeforeItIsDecoded) {
+  RasterCache cache(1 << 20);
+  auto big = cache.Put("r", v1::RASTER_FORMAT_U8, 1000, 1000,
+                       std::string(1, 'x'), std::size_t{64} << 20);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(big.status().message()),
+              HasSubstr("larger than the whole raster cache "
+                        "(raster_cache_bytes = 1048576)"));
+  // One that fits but does not decode gives its room back.
+  auto bad = cache.Put("r", v1::RASTER_FORMAT_U8, 100, 100, std::string(1, 'x'),
+                       std::size_t{64} << 20);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cache.bytes(), 0u);
+  // And one that decodes is counted once, at its decoded size.
+  auto good = cache.Put("r", v1::RASTER_FORMAT_U8, 100, 100,
+                        std::string(10'000, 'x'), std::size_t{64} << 20);
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(cache.bytes(),
+            4u * 100 * 100 + sampler::Raster::BlockLevelsBytes(100, 100));
+}
+
 }  // namespace
 }  // namespace scatter::server::testing
