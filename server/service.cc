@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <exception>
+#include <new>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -322,6 +324,63 @@ class CallControl {
   std::atomic<bool> cut_off_{false};
   bool finished_ ABSL_GUARDED_BY(stopping_.mu) = false;
   std::thread watchdog_;  // Started by Start(), once the rest is built.
+};
+
+// A producer's work (sampling, or serving tiles, and packing messages),
+// with an exception out of it made its status: out of a thread's body it
+// would end the process (std::terminate). The sampler and the packing
+// allocate as they go, so std::bad_alloc is the one to expect.
+absl::Status Guarded(absl::FunctionRef<absl::Status()> work) {
+  try {
+    return work();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        "out of memory (std::bad_alloc): the process could not allocate what "
+        "the call needed (memory_budget_bytes counts estimates, not what the "
+        "system has left); retry later or ask for less");
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat("the call's producer threw an exception: ", e.what()));
+  } catch (...) {
+    return absl::InternalError(
+        "the call's producer threw an exception that is not a std::exception");
+  }
+}
+
+// A call's producer thread, joined on every way out of the handler: a
+// std::thread destroyed while joinable ends the process (std::terminate).
+// Leaving before Join() (an exception between the start and the join),
+// the producer is told to stop first, so the join does not wait out its
+// run. Declared after everything the producer's body reads, so it is
+// joined before those go.
+template <typename Response>
+class ProducerThread {
+ public:
+  ProducerThread(BatchQueue<Response>& queue, CallControl& control)
+      : queue_(queue), control_(control) {}
+  ProducerThread(const ProducerThread&) = delete;
+  ProducerThread& operator=(const ProducerThread&) = delete;
+  ~ProducerThread() {
+    if (!thread_.joinable()) return;
+    control_.ClientGone();
+    queue_.ConsumerGone();
+    thread_.join();
+  }
+
+  // RESOURCE_EXHAUSTED when no thread can be started (StartThread).
+  grpc::Status Start(const ServiceOptions& options,
+                     std::function<void()> body) {
+    return StartThread(options, "producer", std::move(body), &thread_);
+  }
+  // Waits for the producer, which has called ProducerDone().
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  BatchQueue<Response>& queue_;
+  CallControl& control_;
+  std::thread thread_;
 };
 
 // Writes queued messages until the producer is done. When the call is
@@ -652,32 +711,33 @@ grpc::Status ScatterServiceImpl::Stream(
   const v1::Fields fields = request.fields();
 
   auto produce = [&] {
-    sampled = run->Run(
-        [&](const sampler::PointBatch& batch) {
-          std::size_t n = batch.size();
-          if (queued_points + n > cap) {
-            n = static_cast<std::size_t>(cap - queued_points);
-            cap_hit = true;
-          }
-          if (n > 0) {
-            // A batch comes from one layer's run.
-            const auto at =
-                std::find(order.begin(), order.end(), batch.layer[0]);
-            per_layer[static_cast<std::size_t>(at - order.begin())] += n;
-            queued_points += n;
-            if (!queue.Push(Pack(batch, n, fields, queue.Take()),
-                            should_stop)) {
-              return false;
+    sampled = Guarded([&] {
+      return run->Run(
+          [&](const sampler::PointBatch& batch) {
+            std::size_t n = batch.size();
+            if (queued_points + n > cap) {
+              n = static_cast<std::size_t>(cap - queued_points);
+              cap_hit = true;
             }
-          }
-          return !cap_hit;
-        },
-        should_stop);
+            if (n > 0) {
+              // A batch comes from one layer's run.
+              const auto at =
+                  std::find(order.begin(), order.end(), batch.layer[0]);
+              per_layer[static_cast<std::size_t>(at - order.begin())] += n;
+              queued_points += n;
+              if (!queue.Push(Pack(batch, n, fields, queue.Take()),
+                              should_stop)) {
+                return false;
+              }
+            }
+            return !cap_hit;
+          },
+          should_stop);
+    });
     queue.ProducerDone();
   };
-  std::thread producer;
-  const grpc::Status producing =
-      StartThread(options_, "producer", produce, &producer);
+  ProducerThread<v1::ScatterResponse> producer(queue, control);
+  const grpc::Status producing = producer.Start(options_, produce);
   if (!producing.ok()) return producing;
   const bool client_gone =
       WriteQueued(context, writer, queue, control, stats_.max_backlog,
@@ -687,7 +747,7 @@ grpc::Status ScatterServiceImpl::Stream(
                     points_.Increment(static_cast<double>(n));
                     stats_.points_sent.fetch_add(n);
                   });
-  producer.join();
+  producer.Join();
 
   const grpc::Status interrupted =
       Interrupted(control, client_gone, context, options_.max_call_duration,
@@ -815,34 +875,35 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   absl::Status served;
 
   auto produce = [&] {
-    served = (*world)->Serve(
-        job->tiles, &tile_cache_, &pool_,
-        [&](const sampler::TilePoints& tile) {
-          // Tiles are never cut: the cap ends the stream between tiles.
-          const std::size_t n = tile.points.size();
-          if (queued_points + n > cap) {
-            cap_hit = true;
-            return false;
-          }
-          queued_points += n;
-          for (std::uint32_t layer : tile.points.layer) {
-            const auto at = std::find(order.begin(), order.end(), layer);
-            ++per_layer[static_cast<std::size_t>(at - order.begin())];
-          }
-          const std::size_t parts = TileParts(n, job->batch_size);
-          for (std::size_t part = 0; part < parts; ++part) {
-            auto message = queue.Take();
-            PackTilePart(tile, part, job->batch_size, fields, message.get());
-            if (!queue.Push(std::move(message), should_stop)) return false;
-          }
-          return true;
-        },
-        should_stop, hold_generators);
+    served = Guarded([&] {
+      return (*world)->Serve(
+          job->tiles, &tile_cache_, &pool_,
+          [&](const sampler::TilePoints& tile) {
+            // Tiles are never cut: the cap ends the stream between tiles.
+            const std::size_t n = tile.points.size();
+            if (queued_points + n > cap) {
+              cap_hit = true;
+              return false;
+            }
+            queued_points += n;
+            for (std::uint32_t layer : tile.points.layer) {
+              const auto at = std::find(order.begin(), order.end(), layer);
+              ++per_layer[static_cast<std::size_t>(at - order.begin())];
+            }
+            const std::size_t parts = TileParts(n, job->batch_size);
+            for (std::size_t part = 0; part < parts; ++part) {
+              auto message = queue.Take();
+              PackTilePart(tile, part, job->batch_size, fields, message.get());
+              if (!queue.Push(std::move(message), should_stop)) return false;
+            }
+            return true;
+          },
+          should_stop, hold_generators);
+    });
     queue.ProducerDone();
   };
-  std::thread producer;
-  const grpc::Status producing =
-      StartThread(options_, "producer", produce, &producer);
+  ProducerThread<v1::TileResponse> producer(queue, control);
+  const grpc::Status producing = producer.Start(options_, produce);
   if (!producing.ok()) return producing;
   const bool client_gone =
       WriteQueued(context, writer, queue, control, stats_.max_backlog,
@@ -860,7 +921,7 @@ grpc::Status ScatterServiceImpl::StreamTiles(
                       CountGenerators(**world, tally);
                     }
                   });
-  producer.join();
+  producer.Join();
   CountGenerators(**world, tally);
   tally->generators_held = (*world)->peak_held_bytes();
 

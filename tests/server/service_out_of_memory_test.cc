@@ -1,0 +1,155 @@
+// A call's producer thread running out of memory: std::bad_alloc out of
+// the sampler or the tile server must end that call with a status, not the
+// process. This binary replaces the global operator new so that a test can
+// make one allocation on one thread fail, as it would in a process at its
+// memory limit; its own binary, so no other test runs with it.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <new>
+#include <thread>
+#include <utility>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/service_test_util.h"
+
+namespace {
+
+// Allocations on this thread before one fails: 0 fails the next, a
+// negative count none.
+thread_local long allocations_before_failure = -1;
+
+}  // namespace
+
+void* operator new(std::size_t size) {
+  if (allocations_before_failure == 0) {
+    allocations_before_failure = -1;
+    throw std::bad_alloc();
+  }
+  if (allocations_before_failure > 0) --allocations_before_failure;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) { return ::operator new(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return ::operator new(size);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  return ::operator new(size, std::nothrow);
+}
+// All of them, so that a sanitizer's own never frees what malloc gave.
+// GCC sees free() inlined where a `new` result is deleted and warns of a
+// mismatch: here operator new is malloc.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+#pragma GCC diagnostic pop
+
+namespace scatter::server::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A ServiceOptions::start_thread whose producer threads, while `*armed`,
+// fail their first allocation. Each Scatter and ScatterTiles call starts
+// its watchdog and then its producer, so every second thread is a
+// producer (the tests make no uploads, which start a watchdog alone).
+std::function<std::thread(std::function<void()>)> ProducersOutOfMemory(
+    std::shared_ptr<std::atomic<bool>> armed) {
+  auto started = std::make_shared<std::atomic<int>>(0);
+  return [armed, started](std::function<void()> body) {
+    const bool producer = started->fetch_add(1) % 2 == 1;
+    const bool fail = producer && armed->load();
+    return std::thread([fail, body = std::move(body)] {
+      if (fail) allocations_before_failure = 0;
+      body();
+    });
+  };
+}
+
+// One tile of a two-layer world on the unbounded plane.
+v1::ScatterTilesRequest OneTile() {
+  v1::ScatterTilesRequest request;
+  request.set_seed(17);
+  request.set_tile_size(16);
+  v1::Layer* layer = request.add_layers();
+  layer->set_id(1);
+  layer->set_spacing(1);
+  v1::TileCoord* tile = request.add_tiles();
+  tile->set_x(0);
+  tile->set_y(0);
+  return request;
+}
+
+// The status of a ScatterTiles call and the points it sent.
+std::pair<grpc::Status, std::size_t> CollectTilesStatus(
+    v1::ScatterService::Stub& stub, const v1::ScatterTilesRequest& request) {
+  grpc::ClientContext context;
+  auto reader = stub.ScatterTiles(&context, request);
+  v1::TileResponse response;
+  std::size_t points = 0;
+  while (reader->Read(&response)) {
+    points += static_cast<std::size_t>(response.points().id_size());
+  }
+  return {reader->Finish(), points};
+}
+
+// std::bad_alloc out of a producer's body ended scatterd: an exception
+// leaving a std::thread's function calls std::terminate. The call ends
+// with RESOURCE_EXHAUSTED saying so, its slot and memory come back, and
+// the server serves on.
+TEST(ServiceOutOfMemoryTest, AProducerOutOfMemoryEndsItsCallNotTheServer) {
+  auto armed = std::make_shared<std::atomic<bool>>(true);
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.max_streams = 1;
+  options.service.start_thread = ProducersOutOfMemory(armed);
+  LoopbackServer server(options);
+  auto stub = server.InProcessStub();
+
+  const Received scattered = Collect(*stub, BoxRequest(10, 0.5));
+  EXPECT_EQ(scattered.status.error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(scattered.status.error_message(),
+              HasSubstr("out of memory (std::bad_alloc): the process could "
+                        "not allocate what the call needed"));
+  EXPECT_THAT(scattered.status.error_message(),
+              HasSubstr("(after 0 points sent)"));
+  EXPECT_FALSE(scattered.has_summary);
+
+  const auto [tiles_status, tiles_points] =
+      CollectTilesStatus(*stub, OneTile());
+  EXPECT_EQ(tiles_status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(tiles_status.error_message(),
+              HasSubstr("out of memory (std::bad_alloc)"));
+  EXPECT_EQ(tiles_points, 0u);
+
+  armed->store(false);
+  WaitIdle(server.server(), absl::Seconds(5));
+  EXPECT_EQ(server.server().stats().in_flight.load(), 0);
+  const Received served = Collect(*stub, BoxRequest(10, 0.5));
+  EXPECT_TRUE(served.status.ok()) << served.status.error_message();
+  EXPECT_GT(served.size(), 0u);
+  const auto [tiled, points] = CollectTilesStatus(*stub, OneTile());
+  EXPECT_TRUE(tiled.ok()) << tiled.error_message();
+  EXPECT_GT(points, 0u);
+  EXPECT_THAT(server.log(),
+              HasSubstr("message=out of memory (std::bad_alloc)"));
+}
+
+}  // namespace
+}  // namespace scatter::server::testing
