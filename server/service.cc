@@ -1100,14 +1100,27 @@ grpc::Status ScatterServiceImpl::PutRaster(
   // An upload holds a handler thread and up to max_upload_bytes while it
   // runs, so it counts against max_streams like a stream.
   const grpc::Status status = Admit([&] {
-    {
-      absl::MutexLock lock(&uploads_mu_);
-      ++uploads_;
-    }
-    const grpc::Status uploaded = Upload(context, reader, response, &bytes);
-    absl::MutexLock lock(&uploads_mu_);
-    --uploads_;
-    return uploaded;
+    // Counted while it runs, for StopInFlight to wait on, and given back
+    // however Upload ends: gRPC answers an exception out of it with
+    // UNKNOWN and serves on, and an upload left counted made every
+    // shutdown wait its full second.
+    class Running {
+     public:
+      explicit Running(ScatterServiceImpl* s) : service_(s) {
+        absl::MutexLock lock(&service_->uploads_mu_);
+        ++service_->uploads_;
+      }
+      Running(const Running&) = delete;
+      Running& operator=(const Running&) = delete;
+      ~Running() {
+        absl::MutexLock lock(&service_->uploads_mu_);
+        --service_->uploads_;
+      }
+
+     private:
+      ScatterServiceImpl* const service_;
+    } running(this);
+    return Upload(context, reader, response, &bytes);
   });
   const absl::Duration elapsed = absl::Now() - start;
   Record("PutRaster", status, elapsed);

@@ -7,10 +7,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
+#include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -19,9 +25,9 @@
 #include "gtest/gtest.h"
 #include "sampler/raster.h"
 #include "server/raster_cache.h"
+#include "tests/sampler/png_encode.h"
 #include "tests/server/service_test_util.h"
 #include "tests/server/tls_util.h"
-#include "tests/sampler/png_encode.h"
 
 namespace scatter::server::testing {
 namespace {
@@ -316,6 +322,34 @@ TEST(RasterTest, ConcurrentUploadsCountAgainstMaxStreams) {
   WaitIdle(server.server(), absl::Seconds(5));
   Upload(*stub, v1::RASTER_FORMAT_U8, 8, 8, std::string(64, 'v'), &status);
   EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+// The uploads running, which StopInFlight waits for (a second at most),
+// were counted up and down by hand: an exception out of an upload's
+// handler (gRPC answers UNKNOWN and serves on) left each counted for good,
+// and every shutdown after it waited its full second for uploads that had
+// ended.
+TEST(RasterTest, AnUploadThatThrowsIsNoLongerCountedAsRunning) {
+  auto throws = std::make_shared<std::atomic<bool>>(true);
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.start_thread = [throws](std::function<void()> body) {
+    if (throws->load()) throw std::runtime_error("not a thread limit");
+    return std::thread(std::move(body));
+  };
+  LoopbackServer server(options);
+  auto stub = server.TcpStub();
+  grpc::Status status;
+  for (int call = 0; call < 5; ++call) {
+    Upload(*stub, v1::RASTER_FORMAT_U8, 8, 8, std::string(64, 'v'), &status);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNKNOWN);
+  }
+  throws->store(false);
+  Upload(*stub, v1::RASTER_FORMAT_U8, 8, 8, std::string(64, 'v'), &status);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  WaitIdle(server.server(), absl::Seconds(5));
+  const absl::Time start = absl::Now();
+  server.server().service().StopInFlight();
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(500));
 }
 
 // A gray PNG of `width` x `height` at `depth` bits, every pixel mid-gray.
