@@ -14,6 +14,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
+#include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -203,6 +204,13 @@ int main(int argc, char** argv) {
 
   auto server = scatter::server::ScatterServer::Start(options);
   if (!server.ok()) {
+    // Start is ResourceExhausted only for a --threads the system cannot
+    // start: a flag refused, as those above are (exit 2, the message
+    // naming it). It exited 1, as for a port that cannot be bound.
+    if (absl::IsResourceExhausted(server.status())) {
+      spdlog::error("{}", std::string(server.status().message()));
+      return 2;
+    }
     spdlog::error("{}", server.status().ToString());
     return 1;
   }
