@@ -674,6 +674,34 @@ int Tiles(const std::string& job_path) {
 }
 
 int Health() {
+  // Flags of `scatter run` and `scatter tiles`: taken silently, a health
+  // check with --local asked the server anyway, and one with --out wrote
+  // nothing there.
+  for (const auto& [flag, given] : {
+           std::pair{"local", absl::GetFlag(FLAGS_local)},
+           std::pair{"format", absl::GetFlag(FLAGS_format) != "csv"},
+           std::pair{"out", absl::GetFlag(FLAGS_out) != "-"},
+           std::pair{"tiles", !absl::GetFlag(FLAGS_tiles).empty()},
+           std::pair{"shard", !absl::GetFlag(FLAGS_shard).empty()},
+           std::pair{"threads", absl::GetFlag(FLAGS_threads) != 0},
+           std::pair{
+               "tile_cache_bytes",
+               absl::GetFlag(FLAGS_tile_cache_bytes) != kDefaultTileCacheBytes},
+           std::pair{"tiles_per_call", absl::GetFlag(FLAGS_tiles_per_call) !=
+                                           kDefaultTilesPerCall},
+           std::pair{"seed", !absl::GetFlag(FLAGS_seed).empty()},
+           std::pair{"report", absl::GetFlag(FLAGS_report)},
+           std::pair{"preview", !absl::GetFlag(FLAGS_preview).empty()},
+           std::pair{"preview_size",
+                     absl::GetFlag(FLAGS_preview_size) != kDefaultPreviewSize},
+       }) {
+    if (given) {
+      return Fail(absl::StrCat(
+          "--", flag,
+          ": `scatter health` has no use for it; it takes --server, "
+          "--timeout and the --tls_ flags"));
+    }
+  }
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectFromFlags();
   if (!client.ok()) return FailConnect(client.status());
   const absl::Duration timeout = absl::GetFlag(FLAGS_timeout);

@@ -481,6 +481,43 @@ TEST(CliTest, HealthTellsALiveServerFromADeadOne) {
   EXPECT_THAT(dead.err, HasSubstr("cannot reach scatterd at " + address));
 }
 
+// Flags of `scatter run` and `scatter tiles` did nothing for health, which
+// answered SERVING (exit 0) as if they had been used: --local asked the
+// server anyway, --out wrote nothing. They are refused, as `scatter run`
+// and `scatter tiles` refuse each other's.
+TEST(CliTest, HealthRefusesTheFlagsItHasNoUseFor) {
+  Scatterd scatterd({});
+  const std::string server =
+      absl::StrCat("--server=127.0.0.1:", scatterd.port());
+  for (const auto& [flag, name] : {
+           std::pair{"--local", "local"},
+           std::pair{"--format=jsonl", "format"},
+           std::pair{"--out=health.csv", "out"},
+           std::pair{"--tiles=0:1,0:1", "tiles"},
+           std::pair{"--shard=0/2", "shard"},
+           std::pair{"--threads=2", "threads"},
+           std::pair{"--tile_cache_bytes=1000000", "tile_cache_bytes"},
+           std::pair{"--tiles_per_call=10", "tiles_per_call"},
+           std::pair{"--seed=3", "seed"},
+           std::pair{"--report", "report"},
+           std::pair{"--preview=health.png", "preview"},
+           std::pair{"--preview_size=300", "preview_size"},
+       }) {
+    SCOPED_TRACE(flag);
+    const CommandResult got = Scatter({"health", server, flag});
+    EXPECT_EQ(got.exit_code, 1) << got.err;
+    EXPECT_EQ(got.err, absl::StrCat("scatter: --", name,
+                                    ": `scatter health` has no use for it; it "
+                                    "takes --server, --timeout and the --tls_ "
+                                    "flags\n"));
+    EXPECT_EQ(got.out, "");
+  }
+  // The flags it takes still work.
+  const CommandResult live = Scatter({"health", server, "--timeout=5s"});
+  EXPECT_EQ(live.exit_code, 0) << live.err;
+  EXPECT_EQ(live.out, "SERVING\n");
+}
+
 TEST(CliTest, ErrorsAreOneLineAndNonZero) {
   Scatterd scatterd({});
   const std::string server = absl::StrCat("--server=127.0.0.1:", scatterd.port());
