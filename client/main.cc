@@ -603,6 +603,18 @@ int Tiles(const std::string& job_path) {
                              absl::GetFlag(FLAGS_threads)));
   }
 
+  // As scatterd's --tile_cache_bytes: the run keeps the generators it
+  // reads within the cache, so 0 (or a few bytes) failed on every tile,
+  // after the output directory was made.
+  if (absl::GetFlag(FLAGS_local) &&
+      absl::GetFlag(FLAGS_tile_cache_bytes) < server::kMinTileCacheBytes) {
+    return Fail(absl::StrCat(
+        "--tile_cache_bytes: must be >= ", server::kMinTileCacheBytes,
+        " (the run keeps the tile generators it reads within it; there is "
+        "no running without it), got ",
+        absl::GetFlag(FLAGS_tile_cache_bytes)));
+  }
+
   const bool local = absl::GetFlag(FLAGS_local);
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectUnlessLocal(local);
   if (!client.ok()) return FailConnect(client.status());

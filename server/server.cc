@@ -255,7 +255,7 @@ absl::Status CheckOptions(const ServerOptions& options) {
            // floors above, 1024 only rules out the absurd: what one tile
            // needs depends on the request, which says so.
            AtLeast<std::size_t>("tile_cache_bytes", service.tile_cache_bytes,
-                                1024,
+                                kMinTileCacheBytes,
                                 " (ScatterTiles calls keep the tile "
                                 "generators they read within it; there is "
                                 "no running without it)"),

@@ -28,6 +28,12 @@
 
 namespace scatter::server {
 
+// The least tile_cache_bytes CheckOptions takes, and `scatter tiles
+// --local` its --tile_cache_bytes: a call keeps the generators it reads
+// within that budget, so 0 does not turn the cache off. 1024 only rules out
+// the absurd; what one tile needs depends on the request, which says so.
+inline constexpr std::size_t kMinTileCacheBytes = 1024;
+
 struct ServiceOptions {
   Limits limits;
   // Scatter, ScatterTiles and PutRaster calls running at once; more get
@@ -51,7 +57,7 @@ struct ServiceOptions {
   // keeps alive at once (sampler::TileWorld::Serve): a call serves fewer
   // tiles a round where they would pass it, and a tile whose generators
   // would, alone, is refused naming it. So 0 does not turn the cache off
-  // (CheckOptions asks for at least 1024).
+  // (CheckOptions asks for at least kMinTileCacheBytes).
   std::size_t tile_cache_bytes = std::size_t{512} << 20;
   // ScatterTiles: threads computing generators, shared by every request
   // (each request's handler thread works too). 0 means one per core.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -353,12 +354,13 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
       // A tile whose generators pass the budget names the flag, as
       // scatterd's error names its own; --local said only "the tile cache
       // budget of 1000 bytes".
-      {{"tiles", world, "--tiles=0:1,0:1", "--local", "--tile_cache_bytes=1000",
+      // (2000: under 1024 is refused before any tile.)
+      {{"tiles", world, "--tiles=0:1,0:1", "--local", "--tile_cache_bytes=2000",
         out},
        "RESOURCE_EXHAUSTED: tile (0, 0): the generators it needs"},
-      {{"tiles", world, "--tiles=0:1,0:1", "--local", "--tile_cache_bytes=1000",
+      {{"tiles", world, "--tiles=0:1,0:1", "--local", "--tile_cache_bytes=2000",
         out},
-       "over the tile cache budget (--tile_cache_bytes) of 1000 bytes"},
+       "over the tile cache budget (--tile_cache_bytes) of 2000 bytes"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(absl::StrCat(c.args[0], " ", c.args[1], " ",
@@ -392,6 +394,33 @@ TEST(TilesCliTest, ThreadsTheSystemCannotStartAreRefusedNamingTheFlag) {
   EXPECT_THAT(got.err, HasSubstr("RESOURCE_EXHAUSTED: --threads=1024: cannot "
                                  "start 1023 worker threads ("));
   EXPECT_EQ(std::count(got.err.begin(), got.err.end(), '\n'), 1) << got.err;
+}
+
+// scatterd refuses a --tile_cache_bytes under 1024 at start; a --local
+// run took it, made the output directory and failed on the first tile
+// ("RESOURCE_EXHAUSTED: tile (0, 0): ... over the tile cache budget
+// (--tile_cache_bytes) of 0 bytes").
+TEST(TilesCliTest, ATileCacheUnder1024IsRefusedAtTheStartNamingTheFlag) {
+  for (const std::string bytes : {"0", "1023"}) {
+    SCOPED_TRACE(bytes);
+    const std::string out = Temp("no_cache_" + bytes);
+    const CommandResult got =
+        Scatter({"tiles", WorldJob(), "--tiles=0:1,0:1", "--local",
+                 "--tile_cache_bytes=" + bytes, "--out=" + out});
+    EXPECT_EQ(got.exit_code, 1) << got.err;
+    EXPECT_EQ(got.err,
+              "scatter: --tile_cache_bytes: must be >= 1024 (the run keeps "
+              "the tile generators it reads within it; there is no running "
+              "without it), got " +
+                  bytes + "\n");
+    EXPECT_FALSE(std::filesystem::exists(out)) << out;
+  }
+  // The least it takes runs (and refuses the tile for its budget).
+  const CommandResult least =
+      Scatter({"tiles", WorldJob(), "--tiles=0:1,0:1", "--local",
+               "--tile_cache_bytes=1024", "--out=" + Temp("least_cache")});
+  EXPECT_THAT(least.err, HasSubstr("over the tile cache budget "
+                                   "(--tile_cache_bytes) of 1024 bytes"));
 }
 
 TEST(TilesCliTest, AnEmptyRectangleIsRefusedBeforeAnythingIsMade) {
