@@ -22,6 +22,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO_ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "proto"))
 
 
+def is_ipv6(host):
+    """Whether host is an IPv6 address; a zone ("%eth0") is gRPC's to check,
+    but has no colon (in "fe80::1%eth0:50051" the port follows it)."""
+    address, _, zone = host.partition("%")
+    if ":" in zone:
+        return False
+    try:
+        socket.inet_pton(socket.AF_INET6, address)
+        return True
+    except OSError:
+        return False
+
+
+def bracketed(address):
+    """What a bare IPv6 address likely meant, as scatterd suggests it:
+    "[::1]:PORT" for "::1", "[::1]:50051" for "::1:50051" (not an address:
+    50051 is more than a group of four hex digits)."""
+    if is_ipv6(address):
+        return "[%s]:PORT" % address
+    host, _, port = address.rpartition(":")
+    if port.isdigit() and port.isascii() and is_ipv6(host):
+        return "[%s]:%s" % (host, port)
+    return "[HOST]:PORT"
+
+
 def load_stubs(proto_root=PROTO_ROOT):
     """Compiles scatter.proto with grpc_tools and imports the modules.
 
@@ -124,8 +149,8 @@ def main():
     if (args.address.count(":") >= 2 and not set("[]/") & set(args.address) and
             len(first) <= 4 and all(c in string.hexdigits for c in first)):
         parser.error("--address must be host:port with an IPv6 host in brackets, "
-                     "as [%s]:PORT, got %r, which gRPC reads as a host without a port"
-                     % (args.address, args.address))
+                     "as %s, got %r, which gRPC reads as a host without a port"
+                     % (bracketed(args.address), args.address))
     # gRPC dials an IPv6 host in brackets or an IPv4 address without a
     # port on port 0 (a hostname on 443), and fails on an empty target with
     # a log of its own.

@@ -119,7 +119,16 @@ def check_points_script(port):
                                # gRPC would read it as a host with no port.
                                (["--address=::1"],
                                 "--address must be host:port with an IPv6 host in "
-                                "brackets, as [::1]:PORT, got '::1'")):
+                                "brackets, as [::1]:PORT, got '::1'"),
+                               # The port after the last colon, as scatterd
+                               # splits it; the hint said [::1:50051]:PORT.
+                               (["--address=::1:50051"],
+                                "--address must be host:port with an IPv6 host in "
+                                "brackets, as [::1]:50051, got '::1:50051'"),
+                               (["--address=fe80::1%eth0"],
+                                "as [fe80::1%eth0]:PORT, got 'fe80::1%eth0'"),
+                               (["--address=fe80::1%eth0:50051"],
+                                "as [fe80::1%eth0]:50051, got 'fe80::1%eth0:50051'")):
             bad = subprocess.run(["/usr/bin/python3", script] + flags, env=env,
                                  capture_output=True, text=True, timeout=60)
             assert bad.returncode == 2 and message in bad.stderr, (flags, bad.stderr)
