@@ -115,8 +115,14 @@ bool IsPort(absl::string_view port) {
 }
 
 bool IsIpv6(absl::string_view host) {
-  // A zone ("fe80::1%eth0") is gRPC's to check.
-  const std::string address(host.substr(0, host.find('%')));
+  // A zone ("fe80::1%eth0") is gRPC's to check, but holds no colon: in
+  // "fe80::1%eth0:50051" a port follows it.
+  const std::size_t zone = host.find('%');
+  if (zone != absl::string_view::npos &&
+      host.find(':', zone) != absl::string_view::npos) {
+    return false;
+  }
+  const std::string address(host.substr(0, zone));
   in6_addr parsed;
   return inet_pton(AF_INET6, address.c_str(), &parsed) == 1;
 }

@@ -216,6 +216,8 @@ TEST(ScatterdTest, ABareIpv6AddressIsRefusedSuggestingBrackets) {
            std::pair{"fe80::1%eth0", "[fe80::1%eth0]:PORT"},
            // Not an address: 50051 is more than a group.
            std::pair{"::1:50051", "[::1]:50051"},
+           // The port after a zone: it was "[fe80::1%eth0:50051]:PORT".
+           std::pair{"fe80::1%eth0:50051", "[fe80::1%eth0]:50051"},
        }) {
     SCOPED_TRACE(address);
     const CommandResult got =
