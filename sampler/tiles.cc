@@ -583,6 +583,54 @@ double TileWorld::EstimatedGeneratorPoints(GeneratorKey key) const {
                               LeastRadiusIn(o, a[0], a[1], a[2], a[3]));
 }
 
+double TileWorld::MostServedPoints(TileCoord t) const {
+  // Served points lie in the tile and in the region. The whole tile was
+  // counted once: a request over a small region was refused for the room
+  // of every tile outside it.
+  const Box tile = TileBounds(t);
+  double lo[3], hi[3];
+  for (int a = 0; a < dims_; ++a) {
+    lo[a] = tile.min(a);
+    hi[a] = tile.max(a);
+    if (!spec_.region.has_value()) continue;
+    const Box& b = spec_.region->bounds();
+    lo[a] = std::max(lo[a], b.min(a));
+    hi[a] = std::min(hi[a], b.max(a));
+    if (!(lo[a] < hi[a])) return 0;
+  }
+  if (spec_.region.has_value() &&
+      spec_.region->Classify(lo, hi) == Region::Overlap::kOutside) {
+    return 0;
+  }
+  double points = 0;
+  for (const LayerSpec& layer : spec_.layers) {
+    const double r = LeastRadiusIn(layer.options, lo[0], lo[1], hi[0], hi[1]);
+    points += DensestPackingPoints({hi[0] - lo[0] + r, hi[1] - lo[1] + r,
+                                    dims_ == 3 ? hi[2] - lo[2] + r : 0},
+                                   dims_, r);
+  }
+  return points;
+}
+
+Box TileWorld::WidestGeneratorArea() const {
+  const double g = kGrow * r_max_;
+  std::array<double, 3> lo = {-g, -g, z_lo_},
+                        hi = {tile_ + g, tile_ + g, z_hi_};
+  if (spec_.region.has_value()) {
+    const Box& b = spec_.region->bounds();
+    for (int a = 0; a < 2; ++a) {
+      const auto i = static_cast<std::size_t>(a);
+      if (b.extent(a) < hi[i] - lo[i]) {
+        lo[i] = b.min(a);
+        hi[i] = b.max(a);
+      }
+    }
+  }
+  absl::StatusOr<Box> box = Box::Create(dims_, lo, hi);
+  assert(box.ok());
+  return *box;
+}
+
 std::vector<GeneratorKey> TileWorld::Readers(TileCoord t) const {
   std::vector<GeneratorKey> keys;
   for (int l = 0; l < static_cast<int>(spec_.layers.size()); ++l) {

@@ -308,6 +308,25 @@ class TileWorld {
   // miss), at the least radius the layer's raster allows there.
   double EstimatedGeneratorPoints(GeneratorKey key) const;
 
+  // The most points tile t can serve, summed over layers: per layer, the
+  // densest packing at the least radius r the layer can have there, over
+  // the tile within the bounds of the world's region (in 3D, over the
+  // world's height) with r / 2 more on each side. 0 when the region misses
+  // the tile (its bounds, or as Region::Classify can tell). The margin
+  // makes it a bound however thin that part is (a strip narrower than r
+  // still holds a row of points): in 2D, Oler's inequality (at most
+  // 2 A / (sqrt(3) r^2) + P / (2 r) + 1 points r apart in a convex set of
+  // area A and perimeter P) is below it.
+  double MostServedPoints(TileCoord t) const;
+
+  // A box holding, axis by axis, as wide a span as any generator samples
+  // (its tile grown by 5 R within the bounds of the world's region): the
+  // region's bounds along an axis where they are narrower than a grown
+  // tile, the grown tile (0, 0) elsewhere. With a density raster the
+  // raster over it is that of one place, not the brightest any generator
+  // sees.
+  Box WidestGeneratorArea() const;
+
   // Serves `tiles` in the order given (repeats allowed): computes the
   // generators each needs that `cache` does not hold, in parallel on `pool`
   // (each as soon as its lower neighbours are done, those of earlier tiles

@@ -883,18 +883,9 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
 absl::Status CheckTilesEstimate(const TilesJob& job,
                                 const sampler::TileWorld& world,
                                 const Limits& limits) {
-  const double t = world.tile_size();
-  const std::array<double, 3> sides = {
-      t, t, job.dims == 3 ? job.world.region->bounds().extent(2) : 0};
   double estimate = 0;
   for (const sampler::TileCoord& tile : job.tiles) {
-    const sampler::Box bounds = world.TileBounds(tile);
-    for (const sampler::LayerSpec& layer : job.world.layers) {
-      const double r =
-          sampler::LeastRadiusIn(layer.options, bounds.min(0), bounds.min(1),
-                                 bounds.max(0), bounds.max(1));
-      estimate += sampler::DensestPackingPoints(sides, job.dims, r);
-    }
+    estimate += world.MostServedPoints(tile);
     if (!(estimate <= static_cast<double>(limits.max_points))) break;
   }
   if (!(estimate <= static_cast<double>(limits.max_points))) {
@@ -902,7 +893,10 @@ absl::Status CheckTilesEstimate(const TilesJob& job,
         "the tiles could hold ", WholeFigure(estimate), " points (",
         job.dims == 2 ? "2 / (sqrt(3) r^2) per unit area"
                       : "sqrt(2) / r^3 per unit volume",
-        " over each tile, per layer), over the limit max_points = ",
+        " over each tile",
+        job.world.region.has_value() ? " within the region's bounds" : "",
+        ", with r / 2 more on each side, per layer), over the limit "
+        "max_points = ",
         limits.max_points));
   }
   return absl::OkStatus();
@@ -926,21 +920,12 @@ std::string WholeFigure(double n) {
 }
 
 double GeneratorBytes(const TilesJob& job, const sampler::TileWorld& world) {
-  const sampler::Box tile = world.TileBounds(sampler::TileCoord{});
-  const double margin = 5 * world.r_max();
-  std::array<double, 3> lo{}, hi{};
-  for (int a = 0; a < job.dims; ++a) {
-    // In 3D, columns keep the world's height.
-    hi[static_cast<std::size_t>(a)] =
-        tile.extent(a) + (a == 2 ? 0 : 2 * margin);
-  }
-  const absl::StatusOr<sampler::Box> grown =
-      sampler::Box::Create(job.dims, lo, hi);
-  // A grown tile too wide for a double: no budget holds it.
-  if (!grown.ok()) return std::numeric_limits<double>::infinity();
+  // Over a small region a generator samples only the region's bounds; the
+  // whole grown tile reserved many times what it used.
+  const sampler::Box area = world.WidestGeneratorArea();
   double bytes = 0;
   for (const sampler::LayerSpec& layer : job.world.layers) {
-    bytes += sampler::EstimatedRunBytes(*grown, layer.options);
+    bytes += sampler::EstimatedRunBytes(area, layer.options);
   }
   return bytes;
 }

@@ -107,17 +107,20 @@ inline absl::StatusOr<TilesJob> ToTilesJob(
 }
 
 // ResourceExhausted naming max_points when the tiles could hold more points
-// than the limit, before any is sampled: per tile and layer, the tile's
-// measure (T^2, in 3D times the world's height) times the densest packing
-// (2 / (sqrt(3) r^2) in 2D) at the smallest radius the layer can have in
-// that tile (with a density raster, at its brightest value over the tile).
+// than the limit, before any is sampled: the sum of
+// sampler::TileWorld::MostServedPoints over the tiles (per tile and layer,
+// the densest packing (2 / (sqrt(3) r^2) in 2D) at the least radius the
+// layer can have there, over the tile within the bounds of the region with
+// r / 2 more on each side).
 absl::Status CheckTilesEstimate(const TilesJob& job,
                                 const sampler::TileWorld& world,
                                 const Limits& limits);
 
 // Estimated sampling bytes of one tile generator of the world: every
-// layer's sampler::EstimatedRunBytes over a tile grown by 5 r_max on each
-// side (in 3D, over the world's height), as a generator samples it.
+// layer's sampler::EstimatedRunBytes over
+// sampler::TileWorld::WidestGeneratorArea (a tile grown by 5 r_max on each
+// side, narrowed to the region's bounds where they are narrower; in 3D over
+// the world's height), as wide as any generator samples.
 double GeneratorBytes(const TilesJob& job, const sampler::TileWorld& world);
 
 // ResourceExhausted naming --threads when `pool` (sized by --threads =

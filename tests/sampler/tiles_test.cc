@@ -1134,6 +1134,80 @@ TEST(TilesTest, PlansCountOnlyTheWorldRegion) {
   EXPECT_EQ(far->generated(), 27u);
 }
 
+// MostServedPoints bounds what a tile serves, counting only the part of
+// the tile within the region's bounds: the whole tile was counted once,
+// so a request over a small region was refused for the room outside it.
+// With r / 2 more on each side it holds for a part thinner than r too,
+// where the area alone fell below the points served.
+TEST(TilesTest, TheTileBoundIsNeverBelowThePointsServed) {
+  const double hex = 2 / std::sqrt(3.0);
+  struct Case {
+    std::string name;
+    WorldSpec spec;
+    std::vector<TileCoord> tiles;
+  };
+  std::vector<Case> cases;
+  // R = 1, T = 10, no region: (10 + 1)^2 per tile.
+  cases.push_back({"no region", OneLayer(1, 10, 8), Block(-1, -1, 3, 3)});
+  {
+    WorldSpec spec = ThreeLayers();
+    absl::StatusOr<Region> triangle =
+        Region::Polygons({Ring{{3, 4}, {31, 9}, {12, 26}}});
+    ASSERT_TRUE(triangle.ok()) << triangle.status();
+    spec.region = *triangle;
+    cases.push_back({"a triangle, three layers", spec, Block(-1, -1, 3, 3)});
+  }
+  {
+    // 0.4 wide, across four tiles of side 10: a row of points each.
+    WorldSpec spec = OneLayer(1, 10, 5);
+    spec.region = Region::FromBox(XYBox(14.3, -12, 14.7, 28));
+    cases.push_back({"a strip thinner than r", spec, Block(0, -2, 3, 5)});
+  }
+  {
+    absl::StatusOr<Box> slab = Box::Create(3, {-7, -9, 0}, {13, 4, 0.5});
+    ASSERT_TRUE(slab.ok());
+    WorldSpec spec = OneLayer(1, 12, 9);
+    spec.region = Region::FromBox(*slab);
+    cases.push_back({"a slab thinner than r in 3D", spec, Block(-1, -1, 3, 2)});
+  }
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::shared_ptr<const TileWorld> world = MakeWorld(c.spec);
+    const Served served = ServeFresh(c.spec, c.tiles);
+    std::size_t total = 0;
+    for (const auto& [tile, points] : served) {
+      SCOPED_TRACE(absl::StrCat("tile ", tile.x, ", ", tile.y));
+      EXPECT_GE(world->MostServedPoints(tile),
+                static_cast<double>(points.size()));
+      total += points.size();
+    }
+    EXPECT_GT(total, 0u);
+  }
+  std::shared_ptr<const TileWorld> plain = MakeWorld(OneLayer(1, 10, 8));
+  EXPECT_DOUBLE_EQ(plain->MostServedPoints({-4, 7}), 11 * 11 * hex);
+  // The strip: 0.4 x 10 of each tile it crosses, grown by r / 2 a side,
+  // where the area alone (4.6) is below the row of points it holds.
+  WorldSpec strip = OneLayer(1, 10, 5);
+  strip.region = Region::FromBox(XYBox(14.3, -12, 14.7, 28));
+  std::shared_ptr<const TileWorld> thin = MakeWorld(strip);
+  EXPECT_NEAR(thin->MostServedPoints({1, 0}), (0.4 + 1) * (10 + 1) * hex, 1e-9);
+  const Served strip_served = ServeFresh(strip, {{1, 0}});
+  EXPECT_GT(static_cast<double>(strip_served.at({1, 0}).size()),
+            0.4 * 10 * hex);
+  // Tiles the region's bounds miss serve nothing and count nothing.
+  EXPECT_EQ(thin->MostServedPoints({0, 0}), 0);
+  EXPECT_EQ(thin->MostServedPoints({1, 4}), 0);
+  // Within the bounds but outside the shape, as Region::Classify tells.
+  WorldSpec ring = OneLayer(1, 10, 5);
+  absl::StatusOr<Region> corners = Region::Polygons(
+      {Ring{{0, 0}, {5, 0}, {0, 5}}, Ring{{40, 40}, {35, 40}, {40, 35}}});
+  ASSERT_TRUE(corners.ok()) << corners.status();
+  ring.region = *corners;
+  std::shared_ptr<const TileWorld> two = MakeWorld(ring);
+  EXPECT_EQ(two->MostServedPoints({2, 2}), 0);
+  EXPECT_DOUBLE_EQ(two->MostServedPoints({0, 0}), 11 * 11 * hex);
+}
+
 TEST(TilesTest, PlansOverTheLimitAreRefusedBeforeAnyWork) {
   WorldSpec spec = ThreeLayers();
   std::shared_ptr<const TileWorld> probe = MakeWorld(spec);

@@ -352,6 +352,74 @@ TEST(TilesServiceTest, ACallThatCannotStartItsProducerIsRefused) {
   EXPECT_EQ(served.tiles.size(), 1u);
 }
 
+// A world over a small polygon: the point limit and the memory held are
+// judged by what the region covers of each tile, not by whole tiles. The
+// nine tiles here count 13 302 points whole (and were refused over
+// max_points = 2000), and each generator was held at the bytes of a whole
+// grown tile (refused within 1.5 times that); the triangle's share is a
+// few hundred points. A region as large as the tiles is still refused.
+TEST(TilesServiceTest, ASmallRegionIsJudgedByItsShareOfEachTile) {
+  v1::ScatterTilesRequest request = Rect(World(), 0, 3, 0, 3);
+  v1::Ring* ring = request.mutable_region()->mutable_polygons()->add_rings();
+  for (double v : {12.0, 13.0, 21.0, 15.0, 15.0, 22.0}) ring->add_xy(v);
+
+  RasterCache rasters(1 << 20);
+  absl::StatusOr<TilesJob> job = ToTilesJob(request, Limits(), rasters);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto world = sampler::TileWorld::Create(job->world);
+  ASSERT_TRUE(world.ok()) << world.status();
+  double bound = 0;
+  for (const sampler::TileCoord& t : job->tiles) {
+    bound += (*world)->MostServedPoints(t);
+  }
+  EXPECT_LT(bound, 1000);
+  absl::StatusOr<TilesJob> plain_job =
+      ToTilesJob(Rect(World(), 0, 3, 0, 3), Limits(), rasters);
+  ASSERT_TRUE(plain_job.ok()) << plain_job.status();
+  auto plain = sampler::TileWorld::Create(plain_job->world);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const double whole = GeneratorBytes(*plain_job, **plain);
+  const double small = GeneratorBytes(*job, **world);
+  EXPECT_LT(small, whole / 4);
+
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.limits.max_points = 2000;
+  options.service.threads = 2;
+  options.service.memory_budget_bytes = static_cast<std::uint64_t>(1.5 * whole);
+  LoopbackServer server(options);
+  const TilesReceived got = CollectTiles(*server.InProcessStub(), request);
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  ASSERT_EQ(got.tiles.size(), 9u);
+  absl::StatusOr<sampler::Region> triangle =
+      sampler::Region::Polygons({sampler::Ring{{12, 13}, {21, 15}, {15, 22}}});
+  ASSERT_TRUE(triangle.ok()) << triangle.status();
+  std::size_t total = 0;
+  for (const Tile& tile : got.tiles) {
+    const std::size_t n = tile.id.size();
+    EXPECT_LE(static_cast<double>(n), (*world)->MostServedPoints(tile.coord));
+    for (std::size_t i = 0; i < n; ++i) {
+      EXPECT_TRUE(triangle->Contains(&tile.coords[2 * i]));
+    }
+    total += n;
+  }
+  EXPECT_GT(total, 50u);
+  EXPECT_EQ(got.summary.total_points(), total);
+
+  // The region as large as the tiles: refused, before any work.
+  v1::ScatterTilesRequest big = Rect(World(), 0, 3, 0, 3);
+  v1::Box* box = big.mutable_region()->mutable_box();
+  for (double v : {0.0, 0.0}) box->add_min(v);
+  for (double v : {48.0, 48.0}) box->add_max(v);
+  const TilesReceived refused = CollectTiles(*server.InProcessStub(), big);
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.status.error_message(),
+              HasSubstr("points (2 / (sqrt(3) r^2) per unit area over each "
+                        "tile within the region's bounds, with r / 2 more on "
+                        "each side, per layer), over the limit max_points = "
+                        "2000"));
+  EXPECT_EQ(refused.messages, 0u);
+}
+
 TEST(TilesServiceTest, EmptyTileStillSendsOnePart) {
   LoopbackServer server;
   v1::ScatterTilesRequest request = World();
