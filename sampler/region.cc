@@ -199,14 +199,23 @@ class PolygonIndex {
     return static_cast<std::int64_t>(f < last ? f : last);
   }
 
+  // Where Contains and Classify place a point among the cells, (x - x0) *
+  // inv_cw and the cell's corner x0 + i * cw round by up to about 4 parts
+  // in 2^53 of x - x0: 1.9e-9 of a cell in a grid kMaxCells = 2^22 cells
+  // wide. A cell lists the edges within this much of a cell of it (beyond
+  // the hair), so a point placed in a cell it lies just outside still
+  // finds every edge between it and the cell. (With 1e-9, enough under a
+  // million cells, a point 1.4e-10 of a cell left of a cell of a grid 2^22
+  // wide was placed in it and missed the edge between: outside, it was
+  // inside.)
+  static constexpr double kPlaceSlack = 8e-9;
+
   // The hair SegmentTouchesRect grows [lo, hi] by along one axis, for a
-  // segment whose ends lie at a and b on that axis. It must exceed three
-  // roundings. Where Contains and Classify place a point among the cells:
-  // parts in 2^53 of the grid's extent, under 1e-9 of a cell while the
-  // grid is under a million cells wide. The rectangle's bounds: a step of
-  // the doubles at its coordinates each. The corner signs, which subtract
-  // coordinates before they multiply: parts in 2^53 of hi - lo and of
-  // |b - a|, wherever they lie. 2^-48 of the coordinates is 16 steps or
+  // segment whose ends lie at a and b on that axis. It must exceed two
+  // roundings (where points are placed among the cells, kPlaceSlack).
+  // The rectangle's bounds: a step of the doubles at its coordinates
+  // each. The corner signs, which subtract coordinates before they
+  // multiply: parts in 2^53 of hi - lo and of |b - a|, wherever they lie. 2^-48 of the coordinates is 16 steps or
   // more, and 32 parts in 2^53 of |b - a| <= |a| + |b|. (At 2^-40 of them
   // a polygon 0.02 wide at 1e7 had a hair of half a cell: every cell
   // listed its neighbours' edges, and sampling it ran over 100 times
@@ -248,12 +257,15 @@ class PolygonIndex {
     return !all_above && !all_below;
   }
 
+  // Whether edge e belongs in cell (i, j)'s list: it meets the cell grown
+  // by kPlaceSlack of a cell on each side (and a hair).
   bool SegmentTouchesCell(const std::array<double, 4>& e, std::int64_t i,
                           std::int64_t j) const {
-    return SegmentTouchesRect(e, x0_ + static_cast<double>(i) * cw_,
-                              x0_ + static_cast<double>(i + 1) * cw_,
-                              y0_ + static_cast<double>(j) * ch_,
-                              y0_ + static_cast<double>(j + 1) * ch_);
+    const double mx = kPlaceSlack * cw_, my = kPlaceSlack * ch_;
+    return SegmentTouchesRect(e, x0_ + static_cast<double>(i) * cw_ - mx,
+                              x0_ + static_cast<double>(i + 1) * cw_ + mx,
+                              y0_ + static_cast<double>(j) * ch_ - my,
+                              y0_ + static_cast<double>(j + 1) * ch_ + my);
   }
 
   // About `target` cells over `bounds`, square where the bounds allow.
@@ -282,14 +294,17 @@ class PolygonIndex {
     pairs.reserve(std::min(edges_.size() * 3, cap));
     for (std::size_t k = 0; k < edges_.size(); ++k) {
       const std::array<double, 4>& e = edges_[k];
+      // Cells as far as kPlaceSlack and a hair beyond the edge's ends, and
+      // the rounding of the quotients.
+      constexpr double kReach = 2 * kPlaceSlack;
       const std::int64_t i0 =
-          Clamp((std::min(e[0], e[2]) - x0_) / cw_ - 1e-9, gx_);
+          Clamp((std::min(e[0], e[2]) - x0_) / cw_ - kReach, gx_);
       const std::int64_t i1 =
-          Clamp((std::max(e[0], e[2]) - x0_) / cw_ + 1e-9, gx_);
+          Clamp((std::max(e[0], e[2]) - x0_) / cw_ + kReach, gx_);
       const std::int64_t j0 =
-          Clamp((std::min(e[1], e[3]) - y0_) / ch_ - 1e-9, gy_);
+          Clamp((std::min(e[1], e[3]) - y0_) / ch_ - kReach, gy_);
       const std::int64_t j1 =
-          Clamp((std::max(e[1], e[3]) - y0_) / ch_ + 1e-9, gy_);
+          Clamp((std::max(e[1], e[3]) - y0_) / ch_ + kReach, gy_);
       // The cells of the edge's box bound those it is tested against.
       if (poll((i1 - i0 + 1) * (j1 - j0 + 1))) return false;
       const double dx = e[2] - e[0];
@@ -303,8 +318,11 @@ class PolygonIndex {
         // near-diameters made the index quadratic in edges.
         std::int64_t r0 = i0, r1 = i1;
         if (dy != 0) {
-          const double ymin = y0_ + static_cast<double>(j) * ch_;
-          const double ymax = y0_ + static_cast<double>(j + 1) * ch_;
+          // The row as SegmentTouchesCell grows it.
+          const double ymin =
+              y0_ + static_cast<double>(j) * ch_ - kPlaceSlack * ch_;
+          const double ymax =
+              y0_ + static_cast<double>(j + 1) * ch_ + kPlaceSlack * ch_;
           const double my = Hair(ymin, ymax, e[1], e[3]);
           const double t0 = std::clamp((ymin - my - e[1]) / dy, 0.0, 1.0);
           const double t1 = std::clamp((ymax + my - e[1]) / dy, 0.0, 1.0);

@@ -415,6 +415,67 @@ TEST(RegionTest, EdgesThroughTheMiddlesOfCellsAreCounted) {
                           FillRule::kNonZero, 4000);
 }
 
+// The index at its widest, 2^22 cells in a row (a row of rings 9e6 wide
+// and 3e-5 tall). Contains finds a point's cell as floor((x - x0) / cw)
+// with a rounded reciprocal: up to about 4 parts in 2^53 of x - x0, which
+// here is 1.3e-9 of a cell, and cells listed only the edges within 1e-9
+// of a cell of them (enough below a million cells). So a point just left
+// of a cell, placed in it, missed an edge between: beside the vertical
+// edge of a step at x = xe, a point 3e-10 left of it and above the step
+// (outside) was inside.
+TEST(RegionTest, AGridFourMillionCellsWidePlacesPointsBesideEdgesRight) {
+  // Bounds found by search, where the rounding is near its worst.
+  const double x0 = -8559728.068368614, x_max = 575404.2690686919;
+  const double h = 0x1p-15;
+  const double cw = (x_max - x0) / 4194304.0, inv = 1 / cw;
+  auto cell = [&](double x) { return std::floor((x - x0) * inv); };
+  // A cell near x = 0 with a place left of it, by more than the margin
+  // the cells once had, that Contains puts in it.
+  double left = 0, edge = 0;
+  for (double i = std::floor(-x0 / cw) - 400; i < -x0 / cw + 400; ++i) {
+    const double lo = x0 + i * cw;
+    const double margin = 1e-9 * cw + 4 * std::abs(lo) * 0x1p-48;
+    double out = lo - 1e-6 * cw, in = lo + cw / 2;  // The first in the cell.
+    while (true) {
+      const double mid = (out + in) / 2;
+      if (mid <= out || mid >= in) break;
+      (cell(mid) >= i ? in : out) = mid;
+    }
+    if (in < lo - margin) {
+      left = in;
+      edge = (in + lo - margin) / 2;
+      break;
+    }
+  }
+  ASSERT_LT(left, edge) << "no such place: the search above needs updating";
+  // A step: full height right of the edge, the lower half left of it; two
+  // small rings at the ends set the bounds.
+  const std::vector<Ring> rings = {{{x0, 0}, {x0 + 1, 0}, {x0, h}},
+                                   {{std::nextafter(x_max, 0.0), 0},
+                                    {std::nextafter(x_max, 0.0), h},
+                                    {x_max - 1, h}},
+                                   {{edge - 3 * cw, 0},
+                                    {edge + 3 * cw, 0},
+                                    {edge + 3 * cw, h},
+                                    {edge, h},
+                                    {edge, h / 2},
+                                    {edge - 3 * cw, h / 2}}};
+  absl::StatusOr<Region> region = Region::Polygons(rings);
+  ASSERT_TRUE(region.ok()) << region.status();
+  ASSERT_EQ(region->bounds().min(0), x0);
+  ASSERT_EQ(region->bounds().max(0), x_max);
+  // Its index is 2^22 cells wide.
+  EXPECT_GT(region->IndexBytes(), std::size_t{9} << 22);
+  const double outside[2] = {left, 0.75 * h};
+  ASSERT_FALSE(BruteInside(rings, FillRule::kEvenOdd, left, 0.75 * h));
+  EXPECT_FALSE(region->Contains(outside))
+      << (edge - left) / cw << " of a cell left of the edge";
+  const double inside[2] = {edge + 1e-6, 0.75 * h};
+  EXPECT_TRUE(region->Contains(inside));
+  const double below[2] = {left, 0.25 * h};
+  EXPECT_TRUE(region->Contains(below));
+}
+
 // The build asks the caller's predicate now and then, over the whole of
 // it (the rings' checks, the cell lists, the windings): a yes at any of
 // those asks ends it with Cancelled, and a predicate that never says yes
