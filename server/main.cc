@@ -211,6 +211,12 @@ int main(int argc, char** argv) {
       spdlog::error("{}", std::string(server.status().message()));
       return 2;
     }
+    // Unavailable: a listener could not bind; its message begins with the
+    // option's name, which is the flag's.
+    if (absl::IsUnavailable(server.status())) {
+      spdlog::error("--{}", std::string(server.status().message()));
+      return 1;
+    }
     spdlog::error("{}", server.status().ToString());
     return 1;
   }

@@ -52,6 +52,25 @@ TEST(ScatterdTest, ServesAndPrintsItsPort) {
                                      scatterd.port(), " (plaintext)")));
 }
 
+// A port in use: the line names the flag, as the README says refusals do
+// (it was "UNAVAILABLE: cannot listen on ..." after gRPC's own dump).
+TEST(ScatterdTest, AnAddressInUseIsNamedByItsFlag) {
+  const std::string log =
+      absl::StrCat(::testing::TempDir(), "/scatterd_in_use_", getpid(), ".log");
+  Scatterd first({}, log);
+  ASSERT_GT(first.port(), 0);
+  const std::string address = absl::StrCat("127.0.0.1:", first.port());
+  const CommandResult got =
+      RunCommand({SCATTERD_PATH, "--address=" + address, "--metrics_address="},
+                 absl::Seconds(10));
+  EXPECT_EQ(got.exit_code, 1) << got.err;
+  EXPECT_THAT(got.err, HasSubstr("--address: cannot listen on " + address +
+                                 " (address in use, or not host:port?)"));
+  EXPECT_EQ(got.out, "");
+  first.Signal(SIGTERM);
+  first.Wait();
+}
+
 // A unix socket has no port: gRPC reports 1 for it, which scatterd used to
 // log ("listening on unix:1") and print ("port 1").
 TEST(ScatterdTest, ServesOnAUnixSocketAndNamesIt) {
