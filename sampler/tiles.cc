@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "sampler/cpus.h"
 #include "sampler/rng.h"
 
 namespace scatter::sampler {
@@ -310,10 +311,7 @@ struct ThreadPool::Job {
 };
 
 ThreadPool::ThreadPool(int threads) {
-  if (threads <= 0) {
-    threads =
-        std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  }
+  if (threads <= 0) threads = AllowedCpus();
   // std::thread throws when no thread can be started, and the workers
   // already running would std::terminate the process as the vector let
   // them go: they are stopped instead, and the caller told.

@@ -219,10 +219,11 @@ class GeneratorCache {
 // thread has no workers.
 class ThreadPool {
  public:
-  // threads <= 0: one per hardware thread. When the process cannot start
-  // them all (a system limit of threads, or of address space for their
-  // stacks), the pool keeps none and status() says so; ParallelFor then
-  // runs on its caller alone.
+  // threads <= 0: one per CPU the process may use (AllowedCpus: its CPU
+  // affinity and its cgroup's CPU quota, rounded up). When the process
+  // cannot start them all (a system limit of threads, or of address space
+  // for their stacks), the pool keeps none and status() says so;
+  // ParallelFor then runs on its caller alone.
   explicit ThreadPool(int threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;

@@ -905,7 +905,7 @@ absl::Status CheckTilesEstimate(const TilesJob& job,
 absl::Status CheckThreadsStarted(const sampler::ThreadPool& pool, int threads) {
   if (pool.status().ok()) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
-      "--threads=", threads, threads <= 0 ? " (one a hardware thread)" : "",
+      "--threads=", threads, threads <= 0 ? " (one per CPU allowed)" : "",
       ": ", pool.status().message(), "; ask for fewer with --threads"));
 }
 

@@ -60,7 +60,8 @@ ABSL_FLAG(std::uint64_t, memory_budget_bytes, std::uint64_t{8} << 30,
           "caches are budgeted apart)");
 ABSL_FLAG(int, threads, 0,
           "threads computing tile generators, shared by all calls, 0 to 1024; "
-          "0 = one per core");
+          "0 = one per CPU the process may use (its CPU affinity and its "
+          "cgroup's CPU quota, rounded up)");
 ABSL_FLAG(int, max_request_bytes, 64 << 20, "largest request message accepted");
 ABSL_FLAG(absl::Duration, max_call_duration, absl::Minutes(30),
           "calls still running after this end with DEADLINE_EXCEEDED");

@@ -60,7 +60,8 @@ struct ServiceOptions {
   // (CheckOptions asks for at least kMinTileCacheBytes).
   std::size_t tile_cache_bytes = std::size_t{512} << 20;
   // ScatterTiles: threads computing generators, shared by every request
-  // (each request's handler thread works too). 0 means one per core.
+  // (each request's handler thread works too). 0 means one per CPU the
+  // process may use (sampler::AllowedCpus).
   int threads = 0;
   // Memory all running calls may hold at once: sampling memory by their
   // estimates (sampler::EstimatedRunBytes of each layer, and the points a
