@@ -35,6 +35,37 @@ for (const doc of parseAllDocuments(text)) {
     failures++;
   }
 }
+// The value of a container's environment variable, from `value` or a
+// rendered ConfigMap's key; undefined when it has neither.
+function envValue(container, variable) {
+  const env = (container.env ?? []).find((e) => e.name === variable);
+  const key = env?.valueFrom?.configMapKeyRef;
+  const map = objects.find((o) => o.kind === "ConfigMap" &&
+                                  o.metadata?.name === key?.name);
+  return env?.value ?? map?.data?.[key?.key];
+}
+
+// The value a container passes for --flag, in its args or command: as
+// written, or from the environment when it is $(VAR) (Kubernetes expands
+// it) or "$VAR" / $VAR (in a shell command line). undefined when the flag
+// is not passed.
+function flagValue(container, flag) {
+  const words = [...(container.command ?? []), ...(container.args ?? [])]
+    .flatMap((a) => a.split(/\s+/));
+  const word = words.find((w) => w.startsWith(`--${flag}=`));
+  if (word === undefined) return undefined;
+  const v = word.slice(flag.length + 3);
+  const ref = /^(?:\$\(([A-Za-z_][A-Za-z0-9_]*)\)|"?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?"?)$/.exec(v);
+  return ref ? envValue(container, ref[1] ?? ref[2]) : v;
+}
+
+// A Kubernetes CPU quantity ("2", "250m", "1.5") in CPUs.
+function cpusOf(quantity) {
+  const match = /^([0-9.]+)(m?)$/.exec(String(quantity));
+  if (!match) return NaN;
+  return Number(match[1]) / (match[2] ? 1000 : 1);
+}
+
 // A Kubernetes quantity ("4Gi", "512Mi", "1G", "100") in bytes.
 function bytesOf(quantity) {
   const units = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40,
@@ -53,20 +84,7 @@ for (const deployment of objects.filter((o) => o.kind === "Deployment")) {
     if (container.name !== "scatterd") continue;
     const args = container.args ?? [];
     const name = `Deployment ${deployment.metadata?.name}`;
-    const value = (flag) => {
-      const arg = args.find((a) => a.startsWith(`--${flag}=`));
-      if (!arg) return NaN;
-      let v = arg.slice(flag.length + 3);
-      const ref = /^\$\(([A-Z_]+)\)$/.exec(v);
-      if (ref) {
-        const env = (container.env ?? []).find((e) => e.name === ref[1]);
-        const key = env?.valueFrom?.configMapKeyRef;
-        const map = objects.find((o) => o.kind === "ConfigMap" &&
-                                        o.metadata?.name === key?.name);
-        v = env?.value ?? map?.data?.[key?.key];
-      }
-      return Number(v);
-    };
+    const value = (flag) => Number(flagValue(container, flag));
     const flags = ["raster_cache_bytes", "tile_cache_bytes", "memory_budget_bytes"];
     const sum = flags.map(value).reduce((a, b) => a + b, 0);
     const limit = bytesOf(container.resources?.limits?.memory);
@@ -80,6 +98,50 @@ for (const deployment of objects.filter((o) => o.kind === "Deployment")) {
     }
   }
 }
+// The workloads' pod templates and containers.
+const workloads = ["Deployment", "StatefulSet", "DaemonSet", "Job"];
+const containers = objects
+  .filter((o) => workloads.includes(o.kind))
+  .flatMap((o) => (o.spec?.template?.spec?.containers ?? []).map((container) => ({
+    name: `${o.kind} ${o.metadata?.name} container ${container.name}`,
+    kind: o.kind,
+    container,
+  })));
+
+// scatterd and `scatter tiles --local` must be told their thread count.
+// Unset, it is what the process can see: one thread per CPU of the node
+// where the cgroup's quota cannot be read (and always, in builds before
+// sampler/cpus.h), 64 on a 64-core node for a pod limited to 2 CPUs; and
+// scatterd reserves a tile generator's bytes of its sampling budget per
+// thread for every ScatterTiles call. --threads must be at least 1 and at
+// most the container's CPU limit (rounded up).
+for (const { name, kind, container } of containers) {
+  const words = [...(container.command ?? []), ...(container.args ?? [])].join(" ");
+  const scatterd = kind === "Deployment" && container.name === "scatterd";
+  const localTiles = /\bscatter tiles\b/.test(words) && /--local\b/.test(words);
+  if (!scatterd && !localTiles) continue;
+  const threads = flagValue(container, "threads");
+  const limit = cpusOf(container.resources?.limits?.cpu);
+  if (threads === undefined) {
+    console.error(`FAIL ${name}: no --threads; it would take one thread per ` +
+                  `CPU it sees, not its CPU limit`);
+    failures++;
+  } else if (!/^[0-9]+$/.test(String(threads)) || Number(threads) < 1) {
+    console.error(`FAIL ${name}: --threads=${threads}: must be a whole number >= 1`);
+    failures++;
+  } else if (!(limit > 0)) {
+    console.error(`FAIL ${name}: no CPU limit to check --threads=${threads} against`);
+    failures++;
+  } else if (Number(threads) > Math.ceil(limit)) {
+    console.error(`FAIL ${name}: --threads=${threads} is over the CPU limit ` +
+                  `${container.resources.limits.cpu}`);
+    failures++;
+  } else {
+    console.log(`ok   ${name}: --threads=${threads}, within the CPU limit ` +
+                `${container.resources.limits.cpu}`);
+  }
+}
+
 if (count === 0) {
   console.error("no manifests on input");
   process.exit(1);
