@@ -98,6 +98,24 @@ for (const deployment of objects.filter((o) => o.kind === "Deployment")) {
     }
   }
 }
+// `kubectl apply -k` on a fresh cluster creates only what the render holds:
+// every namespace the objects name must be a Namespace of the render, or
+// the apply fails with 'namespaces "..." not found'.
+{
+  const rendered = new Set(objects.filter((o) => o.kind === "Namespace")
+                                  .map((o) => o.metadata?.name));
+  const used = new Set(objects.map((o) => o.metadata?.namespace).filter(Boolean));
+  for (const namespace of used) {
+    if (rendered.has(namespace)) {
+      console.log(`ok   namespace ${namespace} is rendered`);
+    } else {
+      console.error(`FAIL namespace ${namespace}: objects are in it, but the render ` +
+                    `has no Namespace ${namespace} (apply fails on a fresh cluster)`);
+      failures++;
+    }
+  }
+}
+
 // The workloads' pod templates and containers.
 const workloads = ["Deployment", "StatefulSet", "DaemonSet", "Job"];
 const containers = objects
