@@ -3,7 +3,7 @@
 # export (deploy/batch) render with `kubectl kustomize`; the renders
 # validate against the Kubernetes schemas (kubernetes-models, pinned in
 # deploy/validate/package-lock.json) and pass deploy/validate's own checks
-# (memory flags, --threads and the CPU limit, namespaces);
+# (memory flags, --threads and the CPU limit, probe timeouts, namespaces);
 # each image they deploy is one deploy/README.md builds; and yamllint
 # passes. Skips (exit 0, saying why) when kubectl is missing.
 set -euo pipefail

@@ -160,6 +160,50 @@ for (const { name, kind, container } of containers) {
   }
 }
 
+// A Go duration as the CLI's flags take it ("4s", "500ms", "1m30s") in
+// seconds; NaN when it is not one.
+function secondsOf(duration) {
+  const units = { h: 3600, m: 60, s: 1, ms: 1e-3, us: 1e-6, ns: 1e-9 };
+  const parts = [...String(duration).matchAll(/([0-9.]+)(ms|us|ns|h|m|s)/g)];
+  if (parts.map((p) => p[0]).join("") !== String(duration) || !parts.length) return NaN;
+  return parts.reduce((sum, p) => sum + Number(p[1]) * units[p[2]], 0);
+}
+
+// Probes: scatterd has all three, and every probe sets timeoutSeconds
+// (Kubernetes' default, 1 s, is short for a pod busy to its CPU limit,
+// and for `scatter health` over TLS). An exec probe running `scatter
+// health` must give it longer than its own --timeout (5 s by default), so
+// that it reports its error instead of being killed.
+for (const { name, kind, container } of containers) {
+  const kinds = ["startupProbe", "readinessProbe", "livenessProbe"];
+  if (kind === "Deployment" && container.name === "scatterd") {
+    for (const probe of kinds.filter((k) => !container[k])) {
+      console.error(`FAIL ${name}: no ${probe}`);
+      failures++;
+    }
+  }
+  for (const probe of kinds.filter((k) => container[k])) {
+    const spec = container[probe];
+    const timeout = spec.timeoutSeconds;
+    const command = spec.exec?.command ?? [];
+    const health = command[0] === "scatter" && command[1] === "health";
+    const arg = command.find((a) => a.startsWith("--timeout="));
+    const own = health ? secondsOf(arg ? arg.slice("--timeout=".length) : "5s") : 0;
+    if (timeout === undefined) {
+      console.error(`FAIL ${name}: ${probe} sets no timeoutSeconds (the default ` +
+                    `is 1 s)`);
+      failures++;
+    } else if (health && !(timeout > own)) {
+      console.error(`FAIL ${name}: ${probe} timeoutSeconds ${timeout} is not over ` +
+                    `scatter health's own --timeout (${own} s)`);
+      failures++;
+    } else {
+      console.log(`ok   ${name}: ${probe} timeoutSeconds ${timeout}` +
+                  (health ? `, over scatter health's ${own} s` : ""));
+    }
+  }
+}
+
 if (count === 0) {
   console.error("no manifests on input");
   process.exit(1);
