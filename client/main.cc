@@ -457,6 +457,11 @@ absl::Status ApplyShard(const std::string& text, v1::ScatterTilesRequest* reques
     return absl::InvalidArgumentError(
         "--shard: needs a rectangle of tiles (--tiles=x0:x1,y0:y1 or the job's rect)");
   }
+  // The band replaces the rectangle: tiles already listed would be in
+  // every band (TilesRequest refuses a world with both).
+  if (request->tiles_size() > 0) {
+    return absl::InvalidArgumentError("--shard: give tiles or rect, not both");
+  }
   const v1::TileRange rect = request->rect();
   if (n >= 1) {
     // The largest band: the tiles over n, rounded up (no overflow near
@@ -510,6 +515,13 @@ absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(
     return absl::InvalidArgumentError(
         "--tiles: which tiles? give x0:x1,y0:y1 or x,y;..., or put them in the "
         "job's world");
+  }
+  // As the server refuses it (--tiles replaces both). Checked before
+  // --shard, which turns the rect into a list of tiles: added to the job's
+  // own, they were exported by every shard.
+  if (request->has_rect() && request->tiles_size() > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(job_path, ": world: give tiles or rect, not both"));
   }
   if (request->has_rect()) {
     const absl::Status nonempty = CheckRectNotEmpty(

@@ -472,6 +472,53 @@ TEST(TilesCliTest, TheJobsOwnTilesServeWithoutTheFlag) {
   EXPECT_EQ(Keys(Files(dir)), std::set<std::string>{"tile_2_-5.csv"});
 }
 
+// A world with both its own tiles and its own rect is refused the same
+// way however it is run. --local refused it, but --shard (and calls split
+// against a server) turned the rect into a list added to the tiles, so
+// every shard exported the listed tiles too: tiles in two shards.
+TEST(TilesCliTest, AWorldWithTilesAndARectIsRefusedShardedOrNot) {
+  Scatterd scatterd({});
+  const std::string server =
+      absl::StrCat("--server=127.0.0.1:", scatterd.port());
+  const std::string job = Temp("tiles_and_rect.json");
+  std::ofstream(job) << R"({"world": {"seed": "3", "tileSize": 12,
+      "layers": [{"id": 4, "spacing": 1}],
+      "tiles": [{"x": "2", "y": "-5"}],
+      "rect": {"x0": "0", "x1": "2", "y0": "0", "y1": "2"}}})";
+  int n = 0;
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--local"},
+        {"--local", "--shard=0/1"},
+        {"--local", "--shard=1/2"},
+        {server},
+        {server, "--shard=0/2"},
+        {server, "--tiles_per_call=1"}}) {
+    SCOPED_TRACE(absl::StrJoin(flags, " "));
+    const std::string dir = Temp(absl::StrCat("tiles_and_rect_", n++));
+    std::vector<std::string> args = {"tiles", job, "--out=" + dir};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CommandResult result = Scatter(args);
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_EQ(result.err,
+              absl::StrCat("scatter: ", job,
+                           ": world: give tiles or rect, not both\n"));
+    EXPECT_NE(access(dir.c_str(), F_OK), 0) << dir << " was made";
+  }
+  // --tiles replaces both: the shards of its rectangle are the tiles once.
+  std::set<std::string> joined;
+  for (int i = 0; i < 2; ++i) {
+    const std::string dir = Temp(absl::StrCat("tiles_and_rect_flag_", i));
+    const CommandResult shard =
+        Scatter({"tiles", job, "--tiles=0:3,0:1", "--local",
+                 absl::StrCat("--shard=", i, "/2"), "--out=" + dir});
+    ASSERT_EQ(shard.exit_code, 0) << shard.err;
+    for (const std::string& name : Keys(Files(dir))) {
+      EXPECT_TRUE(joined.insert(name).second) << name << " is in two shards";
+    }
+  }
+  EXPECT_EQ(joined, TileNames(0, 3, 0, 1));
+}
+
 TEST(TilesCliTest, WoodlandExampleExportsATileOfItsWorld) {
   const std::string dir = Temp("woodland");
   // Its own rect is 8 x 8 tiles of 96 m; one of them here, to stay quick.
