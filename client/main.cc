@@ -563,6 +563,25 @@ std::vector<v1::ScatterTilesRequest> SplitCalls(v1::ScatterTilesRequest request,
   return calls;
 }
 
+// The server refuses a call whose tiles could hold more points than its
+// max_points before serving any of them: the message says how to make the
+// calls smaller (one tile a call cannot be).
+absl::Status HintTilesPerCall(const absl::Status& status,
+                              const v1::ScatterTilesRequest& call) {
+  const std::uint64_t tiles =
+      call.has_rect() ? RectTiles(call.rect())
+                      : static_cast<std::uint64_t>(call.tiles_size());
+  if (status.code() != absl::StatusCode::kResourceExhausted ||
+      !absl::StrContains(status.message(), "the tiles could hold ") ||
+      tiles <= 1) {
+    return status;
+  }
+  return absl::Status(
+      status.code(),
+      absl::StrCat(status.message(), "; this call asked for ", tiles,
+                   " tiles: ask for fewer a call with --tiles_per_call"));
+}
+
 int Tiles(const std::string& job_path) {
   // Flags of `scatter run` alone: taken silently, they left the user
   // waiting for a report or a picture that never came.
@@ -681,7 +700,7 @@ int Tiles(const std::string& job_path) {
     const CallOptions call = CallFromFlags();
     for (const v1::ScatterTilesRequest& one : SplitCalls(*std::move(request), per_call)) {
       absl::StatusOr<v1::TilesSummary> summary = (*client)->ScatterTiles(one, handler, call);
-      status = summary.status();
+      status = HintTilesPerCall(summary.status(), one);
       if (!summary.ok()) break;
       generated += summary->generators_computed();
     }

@@ -519,6 +519,35 @@ TEST(TilesCliTest, AWorldWithTilesAndARectIsRefusedShardedOrNot) {
   EXPECT_EQ(joined, TileNames(0, 3, 0, 1));
 }
 
+// A call whose tiles could hold more points than the server's max_points
+// is refused before any tile; the message now says how to get under it.
+TEST(TilesCliTest, ACallTooBigForTheServerSaysToAskForFewerTilesPerCall) {
+  // A tile could hold about 160 points, and the generators one tile needs
+  // fewer than 40000: 256 tiles are too many for one call, 16 are not.
+  Scatterd scatterd({"--max_points=40000"});
+  ASSERT_GT(scatterd.port(), 0);
+  const std::string server =
+      absl::StrCat("--server=127.0.0.1:", scatterd.port());
+  const std::string job = Temp("one_layer.json");
+  std::ofstream(job) << R"({"world": {"seed": "5", "tileSize": 16,
+      "layers": [{"id": 1, "spacing": 1}]}})";
+  const CommandResult big = Scatter({"tiles", job, "--tiles=-8:8,-8:8", server,
+                                     "--out=" + Temp("too_big_call")});
+  EXPECT_EQ(big.exit_code, 1);
+  EXPECT_THAT(big.err, HasSubstr("RESOURCE_EXHAUSTED: the tiles could hold "));
+  EXPECT_THAT(big.err, HasSubstr("over the limit max_points = 40000"));
+  EXPECT_THAT(big.err, HasSubstr("; this call asked for 256 tiles: ask for "
+                                 "fewer a call with --tiles_per_call"));
+  EXPECT_EQ(std::count(big.err.begin(), big.err.end(), '\n'), 1) << big.err;
+
+  const std::string dir = Temp("small_calls");
+  const CommandResult small =
+      Scatter({"tiles", job, "--tiles=-8:8,-8:8", server, "--tiles_per_call=16",
+               "--out=" + dir});
+  ASSERT_EQ(small.exit_code, 0) << small.err;
+  EXPECT_EQ(Keys(Files(dir)), TileNames(-8, 8, -8, 8));
+}
+
 TEST(TilesCliTest, WoodlandExampleExportsATileOfItsWorld) {
   const std::string dir = Temp("woodland");
   // Its own rect is 8 x 8 tiles of 96 m; one of them here, to stay quick.
