@@ -80,12 +80,38 @@ absl::StatusOr<Request> ResolveInto(Request request, const v1::Job& job,
   return request;
 }
 
+// Codes about the connection or the call (the server unreachable, the
+// deadline, cancelled, credentials), not about the data it carried.
+bool IsCallError(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kCancelled:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kPermissionDenied:
+      return true;
+    default:
+      return false;
+  }
+}
+
 template <typename Request>
 absl::StatusOr<Request> UploadInto(Request request, Client& client,
                                   const CallOptions& call) {
   auto upload = [&](const std::string& field, v1::RasterInput* input) -> absl::Status {
     if (input->source_case() != v1::RasterInput::kData) return absl::OkStatus();
     absl::StatusOr<v1::RasterRef> ref = client.PutRaster(input->data(), call);
+    // A failed call is about the server; "cannot reach scatterd at ..."
+    // says so already.
+    if (!ref.ok() && ref.status().code() == absl::StatusCode::kUnavailable) {
+      return ref.status();
+    }
+    if (!ref.ok() && IsCallError(ref.status().code())) {
+      return absl::Status(
+          ref.status().code(),
+          absl::StrCat("uploading the job's rasters to scatterd at ",
+                       client.address(), ": ", ref.status().message()));
+    }
     if (!ref.ok()) {
       return absl::Status(ref.status().code(),
                           absl::StrCat(field, ": ", ref.status().message()));
@@ -155,6 +181,7 @@ absl::StatusOr<v1::ScatterTilesRequest> ResolveWorldRasters(
 
 absl::Status NameRasterFile(const v1::Job& job, const std::string& base_dir,
                             const absl::Status& status) {
+  if (IsCallError(status.code())) return status;
   const absl::string_view message = status.message();
   // The last file for a target is the one ResolveInto left in place.
   for (int i = job.raster_files_size() - 1; i >= 0; --i) {

@@ -35,14 +35,17 @@ absl::StatusOr<v1::ScatterTilesRequest> ResolveWorldRasters(
 // file" becomes "rasterFiles[0] (dir/mask.png): region.mask.data: not a PNG
 // file", as the user wrote a file, not the field. Rasters are only decoded
 // when the request runs (or is uploaded), so their errors come back by
-// field. Any other status is returned as it is.
+// field. Any other status is returned as it is, and so is any about the
+// call rather than its data (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED,
+// UNAUTHENTICATED, PERMISSION_DENIED), whatever its message.
 absl::Status NameRasterFile(const v1::Job& job, const std::string& base_dir,
                             const absl::Status& status);
 
 // The request with every inline raster uploaded with PutRaster and named
 // by the digest the server returns (the client keeps the data for its
-// inline resend). Errors name the raster's field. Each upload is one call
-// with `call`'s deadline.
+// inline resend). Errors about a raster name its field; those about the
+// call (the server unreachable, the deadline, cancelled, credentials) name
+// the server instead. Each upload is one call with `call`'s deadline.
 absl::StatusOr<v1::ScatterRequest> UploadRasters(v1::ScatterRequest request,
                                                  Client& client,
                                                  const CallOptions& call = {});

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -749,6 +750,61 @@ TEST(CliTest, TimeoutBoundsEveryCallToAServerThatNeverAnswers) {
     EXPECT_NE(result.exit_code, 0);
     EXPECT_THAT(result.err, HasSubstr("DEADLINE_EXCEEDED"));
     EXPECT_LT(absl::Now() - start, absl::Seconds(6)) << result.err;
+  }
+  close(listener);
+}
+
+// A connection that fails, or a call past --timeout, while a raster is
+// uploaded is about the server, not the raster: the message named the
+// job's raster file ("rasterFiles[0] (examples/forest_density.png):
+// layers[0].density: cannot reach scatterd ..."), as if the file were bad.
+TEST(CliTest, ConnectionErrorsDuringUploadsDoNotBlameTheRasterFile) {
+  // Accepts connections and never answers.
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 16), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string silent =
+      absl::StrCat("--server=127.0.0.1:", ntohs(addr.sin_port));
+  const std::string world = Temp("upload_world.json");
+  std::ofstream(world) << R"({"world": {"tileSize": 16,
+      "layers": [{"id": 1, "radiusMin": 0.7, "radiusMax": 1}]},
+      "rasterFiles": [{"target": "layers[0].density", "path": ")" +
+                              kExamples + R"(/forest_density.png",
+                       "x1": 16, "y1": 16}]})";
+  const std::string forest = kExamples + "/forest.json";
+  const std::string tiles_out = "--out=" + Temp("upload_tiles");
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"run", forest, "--server=127.0.0.1:1", "--out=/dev/null"},
+       "scatter: cannot reach scatterd at 127.0.0.1:1: "},
+      {{"run", forest, silent, "--timeout=100ms", "--out=/dev/null"},
+       "scatter: DEADLINE_EXCEEDED: "},
+      {{"tiles", world, "--tiles=0:1,0:1", "--server=127.0.0.1:1", tiles_out},
+       "scatter: cannot reach scatterd at 127.0.0.1:1: "},
+      {{"tiles", world, "--tiles=0:1,0:1", silent, "--timeout=100ms",
+        tiles_out},
+       "scatter: DEADLINE_EXCEEDED: "},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.args[0], " ", c.args[2], " ", c.args[3]));
+    const CommandResult result = Scatter(c.args);
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_TRUE(absl::StartsWith(result.err, c.message)) << result.err;
+    EXPECT_THAT(result.err, HasSubstr("scatterd at 127.0.0.1:"));
+    EXPECT_THAT(result.err, Not(HasSubstr("rasterFiles")));
+    EXPECT_THAT(result.err, Not(HasSubstr("forest_density.png")));
+    EXPECT_THAT(result.err, Not(HasSubstr("density:")));
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1)
+        << result.err;
   }
   close(listener);
 }

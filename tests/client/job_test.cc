@@ -92,6 +92,15 @@ TEST(JobTest, RasterErrorsNameTheFileThatFillsTheField) {
     const absl::Status status = absl::InvalidArgumentError(message);
     EXPECT_EQ(NameRasterFile(job, "jobs", status), status);
   }
+  // So are failed calls, whatever their message says: the connection or
+  // the deadline is at fault, not the file.
+  for (const absl::StatusCode code :
+       {absl::StatusCode::kUnavailable, absl::StatusCode::kDeadlineExceeded,
+        absl::StatusCode::kCancelled, absl::StatusCode::kUnauthenticated,
+        absl::StatusCode::kPermissionDenied}) {
+    const absl::Status status(code, "layers[0].density: Deadline Exceeded");
+    EXPECT_EQ(NameRasterFile(job, "jobs", status), status);
+  }
 }
 
 }  // namespace
