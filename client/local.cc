@@ -24,6 +24,20 @@ server::Limits LocalLimits() {
   return limits;
 }
 
+// When the run must stop for --timeout: never for a zero timeout.
+absl::Time Deadline(absl::Time start, absl::Duration timeout) {
+  return timeout > absl::ZeroDuration() ? start + timeout
+                                        : absl::InfiniteFuture();
+}
+
+// A run stopped by its deadline, as scatterd's "the call's deadline passed
+// after ... sent"; `done` says how far it got ("12 points").
+absl::Status PastTimeout(absl::Duration timeout, const std::string& done) {
+  return absl::DeadlineExceededError(
+      absl::StrCat("--timeout=", absl::FormatDuration(timeout),
+                   " passed in the --local run after ", done));
+}
+
 absl::Status CheckVersion(std::uint32_t asked) {
   if (asked == 0 || asked == sampler::kAlgorithmVersion) return absl::OkStatus();
   return absl::FailedPreconditionError(
@@ -72,8 +86,10 @@ absl::StatusOr<server::ScatterJob> LocalJob(const v1::ScatterRequest& request) {
 }
 
 absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
-                                     const BatchHandler& handler) {
+                                     const BatchHandler& handler,
+                                     absl::Duration timeout) {
   const absl::Time start = absl::Now();
+  const absl::Time deadline = Deadline(start, timeout);
   const absl::Status version = CheckVersion(request.algorithm_version());
   if (!version.ok()) return version;
   absl::StatusOr<server::ScatterJob> job = LocalJob(request);
@@ -87,30 +103,36 @@ absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
   std::uint64_t sent = 0;
   bool cap_hit = false, stopped = false;
   v1::PointBatch batch;
-  const absl::Status status = run->Run([&](const sampler::PointBatch& points) {
-    std::size_t n = points.size();
-    if (sent + n > job->point_cap) {
-      n = static_cast<std::size_t>(job->point_cap - sent);
-      cap_hit = true;
-    }
-    if (n > 0) {
-      batch.Clear();
-      server::PackBatch(points, n, request.fields(), &batch);
-      const auto at = std::find(order.begin(), order.end(), points.layer[0]);
-      per_layer[static_cast<std::size_t>(at - order.begin())] += n;
-      sent += n;
-      if (!handler(batch)) {
-        stopped = true;
-        return false;
-      }
-    }
-    return !cap_hit;
-  });
+  const absl::Status status = run->Run(
+      [&](const sampler::PointBatch& points) {
+        std::size_t n = points.size();
+        if (sent + n > job->point_cap) {
+          n = static_cast<std::size_t>(job->point_cap - sent);
+          cap_hit = true;
+        }
+        if (n > 0) {
+          batch.Clear();
+          server::PackBatch(points, n, request.fields(), &batch);
+          const auto at =
+              std::find(order.begin(), order.end(), points.layer[0]);
+          per_layer[static_cast<std::size_t>(at - order.begin())] += n;
+          sent += n;
+          if (!handler(batch)) {
+            stopped = true;
+            return false;
+          }
+        }
+        return !cap_hit;
+      },
+      [&] { return absl::Now() >= deadline; });
   if (stopped) return absl::CancelledError("cancelled by the caller");
   if (cap_hit) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "point cap reached: ", sent, " points sent; the limit is max_points = ",
         job->point_cap, " (the request's own)"));
+  }
+  if (absl::IsCancelled(status) && absl::Now() >= deadline) {
+    return PastTimeout(timeout, absl::StrCat(sent, " points"));
   }
   if (!status.ok()) return status;
   v1::Summary summary;
@@ -147,6 +169,7 @@ absl::StatusOr<v1::TilesSummary> RunTilesLocal(
     const v1::ScatterTilesRequest& request, const LocalTilesOptions& options,
     const TileHandler& handler) {
   const absl::Time start = absl::Now();
+  const absl::Time deadline = Deadline(start, options.timeout);
   const absl::Status version = CheckVersion(request.algorithm_version());
   if (!version.ok()) return version;
   const absl::Status inline_only =
@@ -191,8 +214,11 @@ absl::StatusOr<v1::TilesSummary> RunTilesLocal(
         points += n;
         return true;
       },
-      /*stop=*/[] { return false; });
+      /*stop=*/[&] { return absl::Now() >= deadline; });
   if (stopped) return absl::CancelledError("cancelled by the caller");
+  if (absl::IsCancelled(status) && absl::Now() >= deadline) {
+    return PastTimeout(options.timeout, absl::StrCat(tiles, " tiles"));
+  }
   if (!status.ok()) return status;
   v1::TilesSummary summary;
   summary.set_tiles(tiles);

@@ -6,6 +6,7 @@
 // for bit, in the same batches.
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "client/client.h"
 #include "scatter/v1/scatter.pb.h"
 #include "server/convert.h"
@@ -18,9 +19,11 @@ absl::StatusOr<server::ScatterJob> LocalJob(const v1::ScatterRequest& request);
 
 // Runs the request as scatterd does, with the same statuses: the
 // request's own max_points ends it with RESOURCE_EXHAUSTED (see
-// StoppedAtOwnCap()).
-absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
-                                     const BatchHandler& handler);
+// StoppedAtOwnCap()). A `timeout` above zero (the CLI's --timeout) stops
+// the run that long after it starts, DEADLINE_EXCEEDED naming the flag.
+absl::StatusOr<v1::Summary> RunLocal(
+    const v1::ScatterRequest& request, const BatchHandler& handler,
+    absl::Duration timeout = absl::ZeroDuration());
 
 // A summary for a run that sent none (it stopped at the request's own
 // max_points): the points per layer in `points`, every layer in placement
@@ -34,6 +37,9 @@ struct LocalTilesOptions {
   // --tile_cache_bytes): a sweep needs its frontier held. Also the most
   // the run keeps alive at once (sampler::TileWorld::Serve).
   std::size_t cache_bytes = std::size_t{512} << 20;
+  // Above zero (the CLI's --timeout), the run stops that long after it
+  // starts: DEADLINE_EXCEEDED naming the flag.
+  absl::Duration timeout = absl::ZeroDuration();
 };
 
 // Serves the request in this process as scatterd serves it: the same

@@ -39,7 +39,8 @@
 #include "server/command_line.h"
 #include "server/server.h"
 
-ABSL_FLAG(std::string, server, "127.0.0.1:50051",
+constexpr char kDefaultServer[] = "127.0.0.1:50051";
+ABSL_FLAG(std::string, server, kDefaultServer,
           "scatterd address, host:port (an IPv6 host in brackets, "
           "[::1]:50051), or unix:PATH");
 ABSL_FLAG(bool, local, false, "run the sampler in this process, with no server");
@@ -73,7 +74,8 @@ constexpr int kDefaultPreviewSize = 1024;
 ABSL_FLAG(int, preview_size, kDefaultPreviewSize,
           "run: pixels on the preview's longer side");
 ABSL_FLAG(absl::Duration, timeout, absl::ZeroDuration(),
-          "deadline of each call (raster uploads too); 0 = none (health: 5s)");
+          "deadline of each call (raster uploads too), or of a --local run; "
+          "0 = none (health: 5s)");
 ABSL_FLAG(std::string, tls_ca, "", "PEM CA file of the server (enables TLS)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate (mutual TLS)");
 ABSL_FLAG(std::string, tls_key, "", "PEM client key (mutual TLS)");
@@ -238,6 +240,24 @@ absl::Status CheckTilesLocalFlags(bool against_server) {
   return absl::OkStatus();
 }
 
+// A --local run makes no calls: --server and the --tls_* flags would
+// change nothing, silently.
+absl::Status CheckNoServerFlags() {
+  for (const auto& [flag, given] :
+       {std::pair{"server", absl::GetFlag(FLAGS_server) != kDefaultServer},
+        std::pair{"tls_ca", !absl::GetFlag(FLAGS_tls_ca).empty()},
+        std::pair{"tls_cert", !absl::GetFlag(FLAGS_tls_cert).empty()},
+        std::pair{"tls_key", !absl::GetFlag(FLAGS_tls_key).empty()},
+        std::pair{"tls_server_name",
+                  !absl::GetFlag(FLAGS_tls_server_name).empty()}}) {
+    if (!given) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, ": a --local run makes no calls to a server; drop --", flag,
+        " or --local"));
+  }
+  return absl::OkStatus();
+}
+
 int Run(const std::string& job_path) {
   // Flags of `scatter tiles` alone: taken silently, the whole region was
   // sampled instead of the tiles asked for.
@@ -277,6 +297,10 @@ int Run(const std::string& job_path) {
   const std::string base_dir = JobDir(job_path);
 
   const bool local = absl::GetFlag(FLAGS_local);
+  if (local) {
+    const absl::Status no_server = CheckNoServerFlags();
+    if (!no_server.ok()) return Fail(std::string(no_server.message()));
+  }
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectUnlessLocal(local);
   if (!client.ok()) return FailConnect(client.status());
   const bool report = absl::GetFlag(FLAGS_report);
@@ -337,7 +361,7 @@ int Run(const std::string& job_path) {
     return true;
   };
   absl::StatusOr<v1::Summary> summary =
-      local ? RunLocal(*request, handler)
+      local ? RunLocal(*request, handler, absl::GetFlag(FLAGS_timeout))
             : (*client)->Scatter(*request, handler, CallFromFlags());
   if (progress) std::fprintf(stderr, "\n");
   if (!write_status.ok()) return Fail(write_status);
@@ -647,6 +671,10 @@ int Tiles(const std::string& job_path) {
   }
 
   const bool local = absl::GetFlag(FLAGS_local);
+  if (local) {
+    const absl::Status no_server = CheckNoServerFlags();
+    if (!no_server.ok()) return Fail(std::string(no_server.message()));
+  }
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectUnlessLocal(local);
   if (!client.ok()) return FailConnect(client.status());
   if (!local) {
@@ -686,6 +714,7 @@ int Tiles(const std::string& job_path) {
     LocalTilesOptions options;
     options.threads = absl::GetFlag(FLAGS_threads);
     options.cache_bytes = absl::GetFlag(FLAGS_tile_cache_bytes);
+    options.timeout = absl::GetFlag(FLAGS_timeout);
     absl::StatusOr<v1::TilesSummary> summary = RunTilesLocal(*request, options, handler);
     status = summary.status();
     if (summary.ok()) generated = summary->generators_computed();

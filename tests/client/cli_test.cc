@@ -809,6 +809,63 @@ TEST(CliTest, ConnectionErrorsDuringUploadsDoNotBlameTheRasterFile) {
   close(listener);
 }
 
+// --timeout bounds a --local run too: it ran a big job to the end (8.7 s
+// at --timeout=100ms) and exited 0. A --local run makes no calls, so
+// --server and the --tls_* flags are refused, as other flags a run cannot
+// use are.
+TEST(CliTest, LocalRunsKeepTheTimeoutAndRefuseServerFlags) {
+  // About 4 million points: seconds, far past 100ms.
+  const std::string big = Temp("big.json");
+  std::ofstream(big) << R"({"request": {"seed": "1",
+      "region": {"box": {"min": [0, 0], "max": [2000, 2000]}},
+      "layers": [{"id": 0, "spacing": 1}]}})";
+  const absl::Time start = absl::Now();
+  const CommandResult run = Scatter({"run", big, "--local", "--timeout=100ms",
+                                     "--format=raw", "--out=/dev/null"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("scatter: DEADLINE_EXCEEDED: --timeout=100ms "
+                                 "passed in the --local run after "));
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << run.err;
+
+  const std::string world = Temp("timeout_world.json");
+  std::ofstream(world) << R"({"world": {"tileSize": 16,
+      "layers": [{"id": 1, "spacing": 0.5}]}})";
+  const CommandResult tiles =
+      Scatter({"tiles", world, "--tiles=-8:8,-8:8", "--local", "--timeout=1ms",
+               "--out=" + Temp("timeout_tiles")});
+  EXPECT_EQ(tiles.exit_code, 1);
+  EXPECT_THAT(tiles.err, HasSubstr("scatter: DEADLINE_EXCEEDED: --timeout=1ms "
+                                   "passed in the --local run after "));
+
+  const std::string three = kExamples + "/three_layers.json";
+  const std::string pem = Temp("local_unused.pem");
+  std::ofstream(pem) << "unused\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"run", three, "--local", "--server=10.0.0.1:5"}, "--server"},
+      {{"run", three, "--local", "--tls_ca=" + pem}, "--tls_ca"},
+      {{"run", three, "--local", "--tls_cert=" + pem}, "--tls_cert"},
+      {{"run", three, "--local", "--tls_key=" + pem}, "--tls_key"},
+      {{"run", three, "--local", "--tls_server_name=x"}, "--tls_server_name"},
+      {{"tiles", world, "--tiles=0:1,0:1", "--local", "--server=10.0.0.1:5",
+        "--out=" + Temp("local_server_tiles")},
+       "--server"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args[3]);
+    const CommandResult result = Scatter(c.args);
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_EQ(result.err,
+              absl::StrCat("scatter: ", c.message,
+                           ": a --local run makes no calls to a server; drop ",
+                           c.message, " or --local\n"));
+  }
+}
+
 // Only RESOURCE_EXHAUSTED after exactly the request's max_points points is
 // its own cap; a server's cap below it ends the stream with fewer, and its
 // other limits before any point.
