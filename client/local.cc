@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "sampler/layers.h"
 #include "sampler/tiles.h"
@@ -22,6 +23,20 @@ server::Limits LocalLimits() {
   limits.max_raster_bytes = std::size_t{1} << 34;
   limits.max_tiles_per_request = std::numeric_limits<std::size_t>::max();
   return limits;
+}
+
+// The sampler's limits in the words of a --local run. SamplerOptions
+// calls the grid limit max_memory_bytes, a name the user sets nowhere: it
+// is scatterd's --max_grid_bytes (server::ServerWords), which a --local
+// run keeps at its default.
+absl::Status LocalWords(const absl::Status& status) {
+  if (status.ok()) return status;
+  return absl::Status(
+      status.code(),
+      absl::StrReplaceAll(status.message(),
+                          {{"the limit max_memory_bytes = ",
+                            "the limit a --local run keeps, scatterd's "
+                            "default --max_grid_bytes = "}}));
 }
 
 // When the run must stop for --timeout: never for a zero timeout.
@@ -93,10 +108,10 @@ absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
   const absl::Status version = CheckVersion(request.algorithm_version());
   if (!version.ok()) return version;
   absl::StatusOr<server::ScatterJob> job = LocalJob(request);
-  if (!job.ok()) return job.status();
+  if (!job.ok()) return LocalWords(job.status());
   absl::StatusOr<sampler::LayeredSampler> run = sampler::LayeredSampler::Create(
       job->region, job->layers, job->shared, job->overrides);
-  if (!run.ok()) return run.status();
+  if (!run.ok()) return LocalWords(run.status());
 
   const std::vector<std::uint32_t> order = run->Order();
   std::vector<std::uint64_t> per_layer(order.size(), 0);
@@ -134,7 +149,7 @@ absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
   if (absl::IsCancelled(status) && absl::Now() >= deadline) {
     return PastTimeout(timeout, absl::StrCat(sent, " points"));
   }
-  if (!status.ok()) return status;
+  if (!status.ok()) return LocalWords(status);
   v1::Summary summary;
   for (std::size_t i = 0; i < order.size(); ++i) {
     v1::LayerCount* count = summary.add_layers();
@@ -178,10 +193,10 @@ absl::StatusOr<v1::TilesSummary> RunTilesLocal(
   server::RasterCache rasters(std::size_t{1} << 40);
   absl::StatusOr<server::TilesJob> job =
       server::ToTilesJob(request, LocalLimits(), rasters);
-  if (!job.ok()) return job.status();
+  if (!job.ok()) return LocalWords(job.status());
   absl::StatusOr<std::shared_ptr<const sampler::TileWorld>> world =
       sampler::TileWorld::Create(job->world);
-  if (!world.ok()) return world.status();
+  if (!world.ok()) return LocalWords(world.status());
   sampler::GeneratorCache cache(options.cache_bytes);
   sampler::ThreadPool pool(options.threads);
   const absl::Status started =
@@ -219,7 +234,7 @@ absl::StatusOr<v1::TilesSummary> RunTilesLocal(
   if (absl::IsCancelled(status) && absl::Now() >= deadline) {
     return PastTimeout(options.timeout, absl::StrCat(tiles, " tiles"));
   }
-  if (!status.ok()) return status;
+  if (!status.ok()) return LocalWords(status);
   v1::TilesSummary summary;
   summary.set_tiles(tiles);
   summary.set_total_points(points);

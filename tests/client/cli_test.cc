@@ -866,6 +866,33 @@ TEST(CliTest, LocalRunsKeepTheTimeoutAndRefuseServerFlags) {
   }
 }
 
+// A --local run over its grid limit named max_memory_bytes, a limit the
+// user can set nowhere; it is scatterd's --max_grid_bytes, whose default a
+// --local run keeps.
+TEST(CliTest, LocalLimitsNameTheRealFlag) {
+  const std::string huge = Temp("huge_grid.json");
+  std::ofstream(huge) << R"({"request": {"seed": "1",
+      "region": {"box": {"min": [0, 0], "max": [1000000, 1000000]}},
+      "layers": [{"id": 0, "spacing": 0.01}]}})";
+  const std::string huge_tiles = Temp("huge_tiles.json");
+  std::ofstream(huge_tiles) << R"({"world": {"seed": "1",
+      "tileSize": 1000000, "layers": [{"id": 1, "spacing": 0.01}]}})";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run", huge, "--local", "--out=/dev/null"},
+        {"tiles", huge_tiles, "--tiles=0,0", "--local",
+         "--out=" + Temp("huge_tiles")}}) {
+    SCOPED_TRACE(args[0]);
+    const CommandResult run = Scatter(args);
+    EXPECT_EQ(run.exit_code, 1);
+    EXPECT_THAT(run.err, HasSubstr("RESOURCE_EXHAUSTED: "));
+    EXPECT_THAT(run.err, HasSubstr(", over the limit a --local run keeps, "
+                                   "scatterd's default --max_grid_bytes = "
+                                   "8589934592"));
+    EXPECT_THAT(run.err, Not(HasSubstr("max_memory_bytes")));
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  }
+}
+
 // Only RESOURCE_EXHAUSTED after exactly the request's max_points points is
 // its own cap; a server's cap below it ends the stream with fewer, and its
 // other limits before any point.
