@@ -38,7 +38,7 @@ COPY --from=build /src/build/release/server/scatterd /src/build/release/client/s
 USER 10001
 EXPOSE 50051 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-  CMD ["scatter", "health", "--server=127.0.0.1:50051"]
+  CMD ["scatter", "health", "--server=127.0.0.1:50051", "--timeout=2s"]
 # Inside a container, listen on every interface; the grace period stays
 # under Kubernetes' default 30 s termination grace.
 ENTRYPOINT ["scatterd", "--address=0.0.0.0:50051", "--metrics_address=0.0.0.0:9464", \

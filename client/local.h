@@ -34,7 +34,7 @@ absl::StatusOr<v1::Summary> SummaryFromPoints(const v1::ScatterRequest& request,
                                               const v1::PointBatch& points);
 
 struct LocalTilesOptions {
-  int threads = 0;  // Generator threads; 0 means one per core.
+  int threads = 0;  // Generator threads; 0: one per CPU it may use.
   // Bytes of finished generators kept while serving (as scatterd's
   // --tile_cache_bytes): a sweep needs its frontier held. Also the most
   // the run keeps alive at once (sampler::TileWorld::Serve).

@@ -54,7 +54,7 @@ ABSL_FLAG(std::string, shard, "",
           "tiles: i/n exports only band i (0-based) of n contiguous bands of the "
           "rectangle");
 ABSL_FLAG(int, threads, 0,
-          "tiles --local: generator threads, 0 to 1024; 0 = one per core");
+          "tiles --local: generator threads, 0 to 1024; 0 = one per CPU the process may use");
 constexpr std::uint64_t kDefaultTileCacheBytes = std::uint64_t{512} << 20;
 ABSL_FLAG(
     std::uint64_t, tile_cache_bytes, kDefaultTileCacheBytes,
@@ -654,7 +654,7 @@ int Tiles(const std::string& job_path) {
   if (absl::GetFlag(FLAGS_threads) < 0 ||
       absl::GetFlag(FLAGS_threads) > kMostThreads) {
     return Fail(absl::StrCat("--threads: must be in [0, ", kMostThreads,
-                             "] (0 = one per core), got ",
+                             "] (0 = one per CPU the process may use), got ",
                              absl::GetFlag(FLAGS_threads)));
   }
 

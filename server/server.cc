@@ -246,7 +246,7 @@ absl::Status CheckOptions(const ServerOptions& options) {
   for (const absl::Status& status : {
            InRange("max_streams", service.max_streams, 1, kMostStreams),
            InRange("threads", service.threads, 0, kMostThreads,
-                   " (0: one per core)"),
+                   " (0: one per CPU the process may use)"),
            AtLeast<std::uint64_t>("max_points", limits.max_points, 1),
            AtLeast<std::size_t>("max_raster_bytes", limits.max_raster_bytes, 4),
            AtLeast<std::uint64_t>("max_grid_bytes", limits.max_grid_bytes,

@@ -346,11 +346,11 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
        "--tile_cache_bytes: only `scatter tiles --local` takes it; against a "
        "server, scatterd's own --tile_cache_bytes sets that"},
       {{"tiles", world, "--tiles=0:1,0:1", "--local", "--threads=-3", out},
-       "--threads: must be in [0, 1024] (0 = one per core), got -3"},
+       "--threads: must be in [0, 1024] (0 = one per CPU the process may use), got -3"},
       // Tens of thousands of threads are more than the process can start:
       // std::thread threw and the run died of std::terminate.
       {{"tiles", world, "--tiles=0:1,0:1", "--local", "--threads=40000", out},
-       "--threads: must be in [0, 1024] (0 = one per core), got 40000"},
+       "--threads: must be in [0, 1024] (0 = one per CPU the process may use), got 40000"},
       // A tile whose generators pass the budget names the flag, as
       // scatterd's error names its own; --local said only "the tile cache
       // budget of 1000 bytes".
