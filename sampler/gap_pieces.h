@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -239,14 +240,35 @@ bool ForEachPeakPlace2d(const double* sx, const double* sy, std::size_t n,
 // neighbourhood holds at most 25: one point a cell of the 5 x 5 around it).
 inline constexpr std::size_t kMaxPeakSites = 64;
 
-// The n sites (xs[i], ys[i]) less b0, into sx and sy: in a box's own frame,
-// so coordinates far from the origin lose nothing to the differences.
+// A box's own frame for the searches below: lengths from its low corner b0,
+// over `unit`, a power of two near its larger side. From the corner,
+// coordinates far from the origin lose nothing to the differences. Over
+// the unit, the circumcentre's terms, cubes of lengths, stay finite and
+// normal: in plain lengths they overflowed past r = 3e102 and underflowed
+// below r = 1e-107, and classic 2D left holes at radii the sampler accepts
+// (up to 1e150 and down to 1e-150). A power of two divides exactly, so
+// wherever nothing over- or underflowed, the places found are the same
+// bits as before.
+struct PeakFrame {
+  double unit = 1;
+  double inverse = 1;
+  explicit PeakFrame(const double* b0, const double* b1) {
+    int exponent = 0;
+    std::frexp(std::max(b1[0] - b0[0], b1[1] - b0[1]), &exponent);
+    unit = std::ldexp(1.0, exponent);
+    inverse = std::ldexp(1.0, -exponent);
+  }
+};
+
+// The n sites (xs[i], ys[i]) in the frame of the box from b0: less b0,
+// over frame.unit, into sx and sy.
 inline void SitesFrom(const double* xs, const double* ys, std::size_t n,
-                      const double* b0, double* sx, double* sy) {
+                      const double* b0, const PeakFrame& frame, double* sx,
+                      double* sy) {
   assert(n <= kMaxPeakSites);
   for (std::size_t i = 0; i < n; ++i) {
-    sx[i] = xs[i] - b0[0];
-    sy[i] = ys[i] - b0[1];
+    sx[i] = (xs[i] - b0[0]) * frame.inverse;
+    sy[i] = (ys[i] - b0[1]) * frame.inverse;
   }
 }
 
@@ -259,9 +281,12 @@ inline bool BoxMayHoldPlace2d(const double* xs, const double* ys, std::size_t n,
                               const double* b0, const double* b1,
                               double bound) {
   if (n == 0) return true;
+  const PeakFrame frame(b0, b1);
   double sx[kMaxPeakSites], sy[kMaxPeakSites];
-  SitesFrom(xs, ys, n, b0, sx, sy);
-  return ForEachPeakPlace2d(sx, sy, n, b1[0] - b0[0], b1[1] - b0[1], bound,
+  SitesFrom(xs, ys, n, b0, frame, sx, sy);
+  bound *= frame.inverse * frame.inverse;
+  return ForEachPeakPlace2d(sx, sy, n, (b1[0] - b0[0]) * frame.inverse,
+                            (b1[1] - b0[1]) * frame.inverse, bound,
                             [&](double x, double y) {
                               for (std::size_t i = 0; i < n; ++i) {
                                 const double dx = x - sx[i];
@@ -281,12 +306,15 @@ inline double FarthestPlace2d(const double* xs, const double* ys, std::size_t n,
                               const double* b0, const double* b1, double bound,
                               double* p) {
   assert(n >= 1);
+  const PeakFrame frame(b0, b1);
   double sx[kMaxPeakSites], sy[kMaxPeakSites];
-  SitesFrom(xs, ys, n, b0, sx, sy);
+  SitesFrom(xs, ys, n, b0, frame, sx, sy);
   // No place nearer than the best so far, or than `bound`, is wanted:
   // ForEachPeakPlace2d reads `need` as it rises.
-  double need = bound, best = 0, best_x = 0, best_y = 0;
-  ForEachPeakPlace2d(sx, sy, n, b1[0] - b0[0], b1[1] - b0[1], need,
+  double need = bound * frame.inverse * frame.inverse, best = 0, best_x = 0,
+         best_y = 0;
+  ForEachPeakPlace2d(sx, sy, n, (b1[0] - b0[0]) * frame.inverse,
+                     (b1[1] - b0[1]) * frame.inverse, need,
                      [&](double x, double y) {
                        double d2 = std::numeric_limits<double>::infinity();
                        for (std::size_t i = 0; i < n; ++i) {
@@ -303,10 +331,10 @@ inline double FarthestPlace2d(const double* xs, const double* ys, std::size_t n,
                      });
   if (best > 0) {
     // Back from the box's frame, which may round past its far side.
-    p[0] = std::min(b0[0] + best_x, b1[0]);
-    p[1] = std::min(b0[1] + best_y, b1[1]);
+    p[0] = std::min(b0[0] + best_x * frame.unit, b1[0]);
+    p[1] = std::min(b0[1] + best_y * frame.unit, b1[1]);
   }
-  return best;
+  return best * frame.unit * frame.unit;
 }
 
 // Disks of squared radii s2 and t2.

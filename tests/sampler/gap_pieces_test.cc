@@ -308,5 +308,46 @@ TEST(PeakPlaceTest, AmongThreeSitesTheFarthestPlaceIsTheirCircumcentre) {
   EXPECT_NEAR(NearestSite2(p[0], p[1], sx, sy, 4), best, 1e-12);
 }
 
+// Three sites around a hole, at scales from 1e-140 to 1e140: the peak
+// search multiplied three lengths, so the circumcentre overflowed past
+// 3e102 and underflowed below 1e-107, and the hole was not seen. Scaled by
+// powers of two, the answers are the same bits, scaled.
+TEST(PeakPlaceTest, TheHoleIsFoundAtEveryScale) {
+  // The box holds their circumcentre (1, 0.75), 1.25 from each: the one
+  // farthest place.
+  const double b0[2] = {0.5, 0.3}, b1[2] = {1.5, 1.2};
+  const double sx[3] = {0, 2, 1}, sy[3] = {0, 0, 2};
+  double p[2] = {};
+  const double best = FarthestPlace2d(sx, sy, 3, b0, b1, 0.5, p);
+  ASSERT_NEAR(best, 1.5625, 1e-12);
+  ASSERT_NEAR(p[0], 1, 1e-12);
+  ASSERT_NEAR(p[1], 0.75, 1e-12);
+  for (const double scale :
+       {1e-140, 1e-110, 1e-100, 1.0, 1e100, 3e102, 1e110, 1e140,
+        std::ldexp(1.0, -480), std::ldexp(1.0, 480)}) {
+    SCOPED_TRACE(scale);
+    const double c0[2] = {0.5 * scale, 0.3 * scale};
+    const double c1[2] = {1.5 * scale, 1.2 * scale};
+    const double tx[3] = {0, 2 * scale, 1 * scale};
+    const double ty[3] = {0, 0, 2 * scale};
+    const double bound = 0.5 * scale * scale;
+    EXPECT_TRUE(BoxMayHoldPlace2d(tx, ty, 3, c0, c1, bound));
+    double q[2] = {};
+    const double got = FarthestPlace2d(tx, ty, 3, c0, c1, bound, q);
+    EXPECT_NEAR(got / (scale * scale), best, 1e-12 * best);
+    EXPECT_NEAR(q[0] / scale, p[0], 1e-12);
+    EXPECT_NEAR(q[1] / scale, p[1], 1e-12);
+    // Nothing is that far past the peak.
+    EXPECT_FALSE(BoxMayHoldPlace2d(tx, ty, 3, c0, c1, got * (1 + 1e-9)));
+    int exponent = 0;
+    if (std::frexp(scale, &exponent) == 0.5) {
+      // A power of two: exactly the same answer, scaled.
+      EXPECT_EQ(got, best * scale * scale);
+      EXPECT_EQ(q[0], p[0] * scale);
+      EXPECT_EQ(q[1], p[1] * scale);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace scatter::sampler::internal
