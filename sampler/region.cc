@@ -477,7 +477,16 @@ absl::StatusOr<Region> Region::Sphere(const Vec& center, double radius) {
   absl::StatusOr<Box> bounds = Box::Create(
       3, {center[0] - radius, center[1] - radius, center[2] - radius},
       {center[0] + radius, center[1] + radius, center[2] + radius});
-  if (!bounds.ok()) return bounds.status();
+  if (!bounds.ok()) {
+    // Not the box's own words: the caller gave no box. A centre near the
+    // largest doubles overflows, or leaves no room for a radius that small
+    // (1.7e308 +- 1e150 is 1.7e308).
+    return absl::InvalidArgumentError(absl::StrCat(
+        "center +- radius must be finite and apart on every axis, got center "
+        "(",
+        center[0], ", ", center[1], ", ", center[2], ") and radius ", radius,
+        ": move the center nearer the origin or use a larger radius"));
+  }
   Region region(Kind::kBall, *bounds);
   region.center_ = center;
   region.radius2_ = radius * radius;

@@ -211,7 +211,10 @@ class Sampler {
                                         const SamplerOptions& options);
 
   // OK when the region is filled; Cancelled if the sink returned false or
-  // `stop` returned true; ResourceExhausted when max_points was reached. `stop`
+  // `stop` returned true; ResourceExhausted when max_points was reached;
+  // InvalidArgument when same-layer obstacles are closer than the radius
+  // (as points of one layer never are), or when the uniform method finds no
+  // room for `count` points in the region. `stop`
   // is polled inside every long loop: every 4096 candidates, and every few
   // thousand cells of the gap scan. Points arrive in generation order.
   absl::Status Run(BatchSink sink, absl::FunctionRef<bool()> stop) const;

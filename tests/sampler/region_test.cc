@@ -354,6 +354,25 @@ TEST(RegionTest, BadGeometryIsInvalidArgumentNamingRingAndVertex) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A centre near the largest doubles: centre +- radius overflows, or rounds
+// to the centre (1.7e308 +- 1e150 is 1.7e308). The refusal said "box.min.x
+// must be below box.max.x (empty or inverted box)", of a box the caller
+// never gave.
+TEST(RegionTest, ABallWithNoRoomAroundItsCentreSaysSoNotBox) {
+  for (const absl::StatusOr<Region>& ball :
+       {Region::Circle(1.7e308, 0, 1e150), Region::Circle(0, 1.79e308, 1e150),
+        Region::Sphere({0, 0, -1.7e308}, 1e-3)}) {
+    ASSERT_FALSE(ball.ok());
+    EXPECT_EQ(ball.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(ball.status().message().find(
+                  "center +- radius must be finite and apart on every axis"),
+              std::string::npos)
+        << ball.status();
+    EXPECT_EQ(ball.status().message().find("box"), std::string::npos)
+        << ball.status();
+  }
+}
+
 // Balls compare squared distances: a radius whose square is not a normal
 // double is refused. At 1e155 the square was inf, and so was every squared
 // distance past 1.3e154, so the circle held only the points within 1.3e154
