@@ -726,19 +726,44 @@ TEST(CliTest, HelpListsTheFlags) {
   EXPECT_THAT(help.err + help.out, Not(HasSubstr("No flags matched")));
 }
 
+// A loopback listener that accepts connections and never answers; port()
+// is 0 when it could not listen.
+class SilentListener {
+ public:
+  SilentListener() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ >= 0 &&
+        bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+        listen(fd_, 16) == 0 &&
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port_ = ntohs(addr.sin_port);
+    }
+  }
+  ~SilentListener() {
+    if (fd_ >= 0) close(fd_);
+  }
+  SilentListener(const SilentListener&) = delete;
+  SilentListener& operator=(const SilentListener&) = delete;
+
+  int port() const { return port_; }
+  std::string ServerFlag() const {
+    return absl::StrCat("--server=127.0.0.1:", port_);
+  }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
 // A listener that accepts connections and never answers: every call must
 // end at --timeout, raster uploads included.
 TEST(CliTest, TimeoutBoundsEveryCallToAServerThatNeverAnswers) {
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(listener, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(listener, 16), 0);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string server = absl::StrCat("--server=127.0.0.1:", ntohs(addr.sin_port));
+  SilentListener listener;
+  ASSERT_GT(listener.port(), 0);
+  const std::string server = listener.ServerFlag();
   // forest.json uploads a density raster before it scatters.
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"run", kExamples + "/forest.json", server,
@@ -751,7 +776,6 @@ TEST(CliTest, TimeoutBoundsEveryCallToAServerThatNeverAnswers) {
     EXPECT_THAT(result.err, HasSubstr("DEADLINE_EXCEEDED"));
     EXPECT_LT(absl::Now() - start, absl::Seconds(6)) << result.err;
   }
-  close(listener);
 }
 
 // A connection that fails, or a call past --timeout, while a raster is
@@ -759,18 +783,9 @@ TEST(CliTest, TimeoutBoundsEveryCallToAServerThatNeverAnswers) {
 // job's raster file ("rasterFiles[0] (examples/forest_density.png):
 // layers[0].density: cannot reach scatterd ..."), as if the file were bad.
 TEST(CliTest, ConnectionErrorsDuringUploadsDoNotBlameTheRasterFile) {
-  // Accepts connections and never answers.
-  const int listener = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(listener, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(listener, 16), 0);
-  socklen_t len = sizeof addr;
-  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string silent =
-      absl::StrCat("--server=127.0.0.1:", ntohs(addr.sin_port));
+  SilentListener listener;
+  ASSERT_GT(listener.port(), 0);
+  const std::string silent = listener.ServerFlag();
   const std::string world = Temp("upload_world.json");
   std::ofstream(world) << R"({"world": {"tileSize": 16,
       "layers": [{"id": 1, "radiusMin": 0.7, "radiusMax": 1}]},
@@ -806,7 +821,6 @@ TEST(CliTest, ConnectionErrorsDuringUploadsDoNotBlameTheRasterFile) {
     EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1)
         << result.err;
   }
-  close(listener);
 }
 
 // --timeout bounds a --local run too: it ran a big job to the end (8.7 s
