@@ -122,16 +122,20 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
     absl::string_view field, v1::RasterFormat format, std::uint32_t width,
     std::uint32_t height, absl::string_view pixels,
     std::size_t max_raster_bytes) {
-  if (format == v1::RASTER_FORMAT_PNG && (width != 0 || height != 0)) {
+  // The decoded size: a PNG's is in its header (0 x 0 when the bytes are
+  // not a PNG, which FromPng says).
+  std::uint32_t decoded_width = width, decoded_height = height;
+  if (format == v1::RASTER_FORMAT_PNG) {
+    const bool png = PngSize(pixels, &decoded_width, &decoded_height);
+    if (!png) decoded_width = decoded_height = 0;
     // The file says its size. One the client gives must be the file's, and
     // the digest is the same either way (a PNG's canonical size is 0 x 0).
-    std::uint32_t file_width = 0, file_height = 0;
-    if (PngSize(pixels, &file_width, &file_height) &&
-        (width != file_width || height != file_height)) {
+    if (png && (width != 0 || height != 0) &&
+        (width != decoded_width || height != decoded_height)) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, ": width and height ", width, " x ", height,
-                       " are not the PNG's own ", file_width, " x ",
-                       file_height, " (give 0 x 0: the file says)"));
+                       " are not the PNG's own ", decoded_width, " x ",
+                       decoded_height, " (give 0 x 0: the file says)"));
     }
     width = height = 0;
   }
@@ -142,13 +146,8 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
   // big raster inline decoded them all at once, past raster_cache_bytes,
   // and only then learned that most would not fit (16 calls with a 5 600 x
   // 5 600 U16 mask held 1.2 GB beside a 256 MB cache). The decoded size
-  // is the header's (a PNG's request says 0 x 0); a size past
-  // max_raster_bytes takes no room, as DecodeRaster refuses it unread.
-  std::uint32_t decoded_width = width, decoded_height = height;
-  if (format == v1::RASTER_FORMAT_PNG &&
-      !PngSize(pixels, &decoded_width, &decoded_height)) {
-    decoded_width = decoded_height = 0;  // Not a PNG: FromPng says so.
-  }
+  // is the header's; a size past max_raster_bytes takes no room, as
+  // DecodeRaster refuses it unread.
   std::size_t reserved = 0;
   if (static_cast<std::uint64_t>(decoded_width) * decoded_height <=
       max_raster_bytes / 4) {

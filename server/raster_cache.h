@@ -68,6 +68,10 @@ class RasterCache {
   std::size_t bytes() const;
   std::size_t size() const;
 
+  // What a decoded raster of width x height holds in the cache: its
+  // pixels, 4 bytes each, and their block bounds.
+  static std::size_t DecodedBytes(std::uint32_t width, std::uint32_t height);
+
  private:
   struct Slot {
     std::shared_ptr<const sampler::Raster> raster;
@@ -81,8 +85,6 @@ class RasterCache {
   // cannot fit.
   absl::Status TakeRoomLocked(absl::string_view field, std::size_t bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What a decoded raster of width x height holds: pixels and block bounds.
-  static std::size_t DecodedBytes(std::uint32_t width, std::uint32_t height);
 
   const std::size_t max_bytes_;
   mutable absl::Mutex mu_;

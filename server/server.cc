@@ -21,8 +21,8 @@
 #include "civetweb.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "sampler/raster.h"
 #include "server/convert.h"
+#include "server/raster_cache.h"
 #include "spdlog/spdlog.h"
 
 namespace scatter::server {
@@ -290,10 +290,8 @@ absl::Status CheckOptions(const ServerOptions& options) {
       static_cast<std::uint64_t>(std::sqrt(static_cast<double>(pixels))),
       std::uint64_t{1} << 30);
   while (side * side > pixels) --side;
-  const std::uint64_t square =
-      4 * side * side +
-      sampler::Raster::BlockLevelsBytes(static_cast<std::uint32_t>(side),
-                                        static_cast<std::uint32_t>(side));
+  const std::uint64_t square = RasterCache::DecodedBytes(
+      static_cast<std::uint32_t>(side), static_cast<std::uint32_t>(side));
   const std::uint64_t need =
       std::max<std::uint64_t>(square, limits.max_raster_bytes);
   if (service.raster_cache_bytes < need) {
