@@ -29,14 +29,19 @@ server::Limits LocalLimits() {
 // calls the grid limit max_memory_bytes, a name the user sets nowhere: it
 // is scatterd's --max_grid_bytes (server::ServerWords), which a --local
 // run keeps at its default.
+// Its point limit is no setting either, only the most a run counts.
 absl::Status LocalWords(const absl::Status& status) {
   if (status.ok()) return status;
   return absl::Status(
       status.code(),
-      absl::StrReplaceAll(status.message(),
-                          {{"the limit max_memory_bytes = ",
-                            "the limit a --local run keeps, scatterd's "
-                            "default --max_grid_bytes = "}}));
+      absl::StrReplaceAll(
+          status.message(),
+          {{"the limit max_memory_bytes = ",
+            "the limit a --local run keeps, scatterd's "
+            "default --max_grid_bytes = "},
+           {absl::StrCat("the limit max_points = ", LocalLimits().max_points),
+            absl::StrCat("the most points a --local run counts, ",
+                         LocalLimits().max_points)}}));
 }
 
 // When the run must stop for --timeout: never for a zero timeout.

@@ -905,6 +905,20 @@ TEST(CliTest, LocalLimitsNameTheRealFlag) {
     EXPECT_THAT(run.err, Not(HasSubstr("max_memory_bytes")));
     EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
   }
+  // Nor is its point limit a setting: the most a run counts, not a
+  // max_points the job could raise.
+  const std::string countless = Temp("countless.json");
+  std::ofstream(countless) << R"({"request": {"seed": "1",
+      "region": {"box": {"min": [0, 0], "max": [1e9, 1e9]}},
+      "layers": [{"id": 0, "spacing": 0.001}]}})";
+  const CommandResult run =
+      Scatter({"run", countless, "--local", "--out=/dev/null"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("RESOURCE_EXHAUSTED: the request could make "
+                                 "1.1547e+24 points"));
+  EXPECT_THAT(run.err, HasSubstr(", over the most points a --local run "
+                                 "counts, 9223372036854775807"));
+  EXPECT_THAT(run.err, Not(HasSubstr("max_points")));
 }
 
 // Only RESOURCE_EXHAUSTED after exactly the request's max_points points is
