@@ -77,8 +77,10 @@ function bytesOf(quantity) {
 
 // scatterd's memory flags must fit its container's memory limit: the
 // raster and tile caches and the sampling budget are each filled in turn
-// under load, so their sum, with a tenth to spare for the rest of the
-// process, is what a pod can come to hold.
+// under load, and gRPC reads each request whole before scatterd counts it
+// against the budget (max_streams calls' worth, of max_request_bytes at
+// most each, unset: scatterd's default 64 MiB), so their sum, with a tenth
+// to spare for the rest of the process, is what a pod can come to hold.
 for (const deployment of objects.filter((o) => o.kind === "Deployment")) {
   for (const container of deployment.spec?.template?.spec?.containers ?? []) {
     if (container.name !== "scatterd") continue;
@@ -86,15 +88,20 @@ for (const deployment of objects.filter((o) => o.kind === "Deployment")) {
     const name = `Deployment ${deployment.metadata?.name}`;
     const value = (flag) => Number(flagValue(container, flag));
     const flags = ["raster_cache_bytes", "tile_cache_bytes", "memory_budget_bytes"];
-    const sum = flags.map(value).reduce((a, b) => a + b, 0);
+    const requests = (flagValue(container, "max_streams") === undefined
+                        ? 16 : value("max_streams")) *
+                     (flagValue(container, "max_request_bytes") === undefined
+                        ? 64 * 2 ** 20 : value("max_request_bytes"));
+    const sum = flags.map(value).reduce((a, b) => a + b, 0) + requests;
     const limit = bytesOf(container.resources?.limits?.memory);
+    const terms = `${flags.join(" + ")} + max_streams x max_request_bytes`;
     if (!(sum <= 0.9 * limit)) {
-      console.error(`FAIL ${name}: ${flags.join(" + ")} = ${sum} bytes, over 90 % ` +
+      console.error(`FAIL ${name}: ${terms} = ${sum} bytes, over 90 % ` +
                     `of the memory limit ${container.resources?.limits?.memory}`);
       failures++;
     } else {
-      console.log(`ok   ${name}: caches and sampling budget ${sum} bytes, ` +
-                  `within 90 % of ${container.resources.limits.memory}`);
+      console.log(`ok   ${name}: caches, sampling budget and arriving requests ` +
+                  `${sum} bytes, within 90 % of ${container.resources.limits.memory}`);
     }
   }
 }
