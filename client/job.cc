@@ -1,24 +1,15 @@
 #include "client/job.h"
 
-#include <fstream>
-#include <iterator>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "google/protobuf/util/json_util.h"
+#include "server/command_line.h"
 
 namespace scatter::client {
 namespace {
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  return std::string(std::istreambuf_iterator<char>(in),
-                     std::istreambuf_iterator<char>());
-}
 
 // The RasterInput a target names: "region.mask" or "layers[i].density".
 // Request is a ScatterRequest or a ScatterTilesRequest.
@@ -59,10 +50,14 @@ absl::StatusOr<Request> ResolveInto(Request request, const v1::Job& job,
           absl::StrCat(field, ".", input.status().message()));
     }
     const std::string path = RasterPath(file, base_dir);
-    absl::StatusOr<std::string> bytes = ReadFile(path);
+    absl::StatusOr<std::string> bytes = server::ReadWholeFile(path);
     if (!bytes.ok()) {
-      return absl::NotFoundError(absl::StrCat(field, ".path: raster file ", path,
-                                              " cannot be read"));
+      // "cannot read PATH: why" as "raster file PATH cannot be read: why".
+      const absl::string_view message = bytes.status().message();
+      const std::size_t why = message.find(": ", 12 + path.size());
+      return absl::NotFoundError(absl::StrCat(
+          field, ".path: raster file ", path, " cannot be read",
+          why == absl::string_view::npos ? "" : message.substr(why)));
     }
     v1::RasterData data;
     data.set_format(file.format() == v1::RASTER_FORMAT_UNSPECIFIED
@@ -144,7 +139,7 @@ std::string JobDir(const std::string& job_path) {
 }
 
 absl::StatusOr<v1::Job> LoadJob(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = server::ReadWholeFile(path);
   if (!text.ok()) return text.status();
   v1::Job job;
   google::protobuf::util::JsonParseOptions options;

@@ -12,8 +12,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -104,17 +102,10 @@ int FailConnect(const absl::Status& status) {
              : Fail(status);
 }
 
-absl::StatusOr<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  return std::string(std::istreambuf_iterator<char>(in),
-                     std::istreambuf_iterator<char>());
-}
-
 // The contents of the file named by --`flag`.
 absl::StatusOr<std::string> ReadFlagFile(const std::string& flag,
                                          const std::string& path) {
-  absl::StatusOr<std::string> text = ReadText(path);
+  absl::StatusOr<std::string> text = server::ReadWholeFile(path);
   if (!text.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--", flag, ": ", text.status().message()));

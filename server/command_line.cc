@@ -1,6 +1,12 @@
 #include "server/command_line.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <string>
 
@@ -47,6 +53,43 @@ std::vector<char*> ParseCommandLine(int argc, char** argv,
     std::exit(0);
   }
   return args;
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  const auto failed = [&path](const char* why) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", why));
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return failed(std::strerror(errno));
+  std::string out;
+  struct stat info;
+  const char* error = nullptr;
+  if (::fstat(fd, &info) != 0) {
+    error = std::strerror(errno);
+  } else if (S_ISDIR(info.st_mode)) {
+    error = "is a directory";
+  } else if (!S_ISREG(info.st_mode)) {
+    error = "not a regular file";
+  } else {
+    out.resize(static_cast<std::size_t>(info.st_size));
+    std::size_t at = 0;
+    // A file that grows or shrinks while read gives what read() returned.
+    for (;;) {
+      if (at == out.size()) out.resize(out.size() + 4096);
+      const ssize_t n = ::read(fd, out.data() + at, out.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        error = std::strerror(errno);
+        break;
+      }
+      if (n == 0) break;
+      at += static_cast<std::size_t>(n);
+    }
+    out.resize(at);
+  }
+  ::close(fd);
+  if (error != nullptr) return failed(error);
+  return out;
 }
 
 }  // namespace scatter::server

@@ -1,10 +1,13 @@
 #ifndef SCATTER_SERVER_COMMAND_LINE_H_
 #define SCATTER_SERVER_COMMAND_LINE_H_
 
-// Command-line parsing shared by scatterd and the scatter CLI.
+// Command-line parsing, and reading the files that arguments name, shared
+// by scatterd and the scatter CLI.
 
+#include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
 namespace scatter::server {
@@ -18,6 +21,13 @@ namespace scatter::server {
 // Returns the positional arguments, argv[0] first.
 std::vector<char*> ParseCommandLine(int argc, char** argv,
                                     absl::string_view flags_file);
+
+// The whole content of the regular file at `path` (one a symlink names
+// too). Anything else fails with a message that names the path and why:
+// "cannot read PATH: No such file or directory", "...: is a directory".
+// (An ifstream over a directory opens, and its first read throws
+// std::ios_base::failure, which ended the process.)
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
 
 }  // namespace scatter::server
 

@@ -6,8 +6,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -80,13 +78,6 @@ ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error, critical or off (any case)");
 
 namespace {
-
-bool ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return false;
-  out->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  return true;
-}
 
 // spdlog's from_str() gives `off` for a name it does not know, which would
 // silence the server over a typo, so the name is checked first.
@@ -176,10 +167,13 @@ int main(int argc, char** argv) {
         std::tuple{"tls_key", absl::GetFlag(FLAGS_tls_key), &options.tls_key_pem},
         std::tuple{"tls_client_ca", absl::GetFlag(FLAGS_tls_client_ca),
                    &options.tls_client_ca_pem}}) {
-    if (!path.empty() && !ReadFile(path, out)) {
-      spdlog::error("--{}: cannot read {}", flag, path);
+    if (path.empty()) continue;
+    absl::StatusOr<std::string> read = scatter::server::ReadWholeFile(path);
+    if (!read.ok()) {
+      spdlog::error("--{}: {}", flag, std::string(read.status().message()));
       return 2;
     }
+    *out = *std::move(read);
   }
   // gRPC would take bad files and then only fail to listen: name the file.
   if (has_cert) {

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <tuple>
@@ -556,6 +557,17 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
   const std::string empty = write(Temp("empty.json"), "");
   const std::string not_pem = write(Temp("not_pem.txt"), "hello\n");
   const std::string three = kExamples + "/three_layers.json";
+  // An ifstream over a directory opens, and its first read threw
+  // std::ios_base::failure: the process aborted (exit 134).
+  const std::string directory = Temp("a_directory");
+  std::filesystem::create_directories(directory);
+  const std::string raster_is_directory = write(
+      Temp("raster_is_directory.json"),
+      absl::StrCat(
+          R"({"request": {"region": {"box": {"min": [0, 0], "max": [1, 1]}},
+                      "layers": [{"spacing": 0.1}]},
+          "rasterFiles": [{"target": "region.mask", "path": ")",
+          directory, R"(", "x1": 1, "y1": 1}]})"));
   const std::vector<Case> cases = {
       {{"run", bad_field, server}, "bad_field.json: not a scatter job"},
       {{"run", three, server, "--timeout=-5s"},
@@ -632,7 +644,15 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
       {{"health", "--server=::1"},
        "--server must be host:port with an IPv6 host in brackets, as "
        "[::1]:PORT, got ::1, which gRPC reads as a host without a port"},
-      {{"run", kExamples + "/missing.json", server}, "cannot read"},
+      {{"run", kExamples + "/missing.json", server},
+       "cannot read " + kExamples + "/missing.json: No such file or directory"},
+      {{"run", directory, "--local"},
+       "cannot read " + directory + ": is a directory"},
+      {{"health", server, "--tls_ca=" + directory},
+       "--tls_ca: cannot read " + directory + ": is a directory"},
+      {{"run", raster_is_directory, "--local"},
+       "rasterFiles[0].path: raster file " + directory +
+           " cannot be read: is a directory"},
       {{"run", kExamples + "/three_layers.json", "--local", "--format=xml"},
        "--format: expected csv, jsonl, ply or raw"},
       {{"run", kExamples + "/three_layers.json", "--local", "--seed=-3"},

@@ -351,6 +351,17 @@ TEST(ScatterdTest, TlsFilesThatAreNotPemAreNamed) {
   std::remove(junk.c_str());
 }
 
+// A TLS flag naming a directory: an ifstream over it opens, and its first
+// read threw std::ios_base::failure, which aborted scatterd (exit 134).
+TEST(ScatterdTest, TlsFilesThatAreDirectoriesAreNamed) {
+  const std::string directory = ::testing::TempDir();
+  const CommandResult got =
+      RunScatterd({"--tls_cert=" + directory, "--tls_key=" + directory});
+  EXPECT_EQ(got.exit_code, 2) << got.err;
+  EXPECT_THAT(got.err, HasSubstr("--tls_cert: cannot read " + directory +
+                                 ": is a directory"));
+}
+
 // Half a TLS setup exits 2 and names the flags, before any file is read
 // (the paths need not exist).
 TEST(ScatterdTest, HalfATlsSetupIsRefusedNamingTheFlags) {
