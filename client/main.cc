@@ -302,7 +302,7 @@ int Run(const std::string& job_path) {
     // The picture comes after --out is replaced: a place it cannot be
     // written must fail the run before that.
     const absl::Status writable = CheckPreviewWritable(preview);
-    if (!writable.ok()) return Fail(writable);
+    if (!writable.ok()) return Fail(std::string(writable.message()));
   }
   // The rasters are read once: inline for a local run, the report and the
   // preview; uploaded from there for the server.
@@ -327,7 +327,8 @@ int Run(const std::string& job_path) {
                                                                                : 2;
   absl::StatusOr<std::unique_ptr<PointWriter>> writer =
       OpenWriter(*format, absl::GetFlag(FLAGS_out), run_dims);
-  if (!writer.ok()) return Fail(writer.status());
+  // A flag's error, named as flags are: without a code.
+  if (!writer.ok()) return Fail(std::string(writer.status().message()));
 
   const bool progress = isatty(STDERR_FILENO) == 1;
   v1::PointBatch kept;  // Every point, for --report.

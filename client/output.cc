@@ -43,11 +43,41 @@ T GetLittleEndian(const char* at) {
   return value;
 }
 
+// The PLY header for `count` points, of one length for every count: the
+// comment line is padded to make up for the count's digits, so the header
+// written first (count 0) is rewritten in place at the end.
+std::string PlyHeader(std::uint64_t count) {
+  const std::string digits = absl::StrCat(count);
+  return absl::StrCat(
+      "ply\nformat binary_little_endian 1.0\ncomment scatter points",
+      std::string(20 - digits.size(), ' '), "\nelement vertex ", digits,
+      "\nproperty double x\nproperty double y\nproperty double z\n"
+      "property uint layer\nproperty double radius\nproperty uint id_lo\n"
+      "property uint id_hi\nproperty double yaw\nproperty double scale\n"
+      "end_header\n");
+}
+
+// Whether `file` is a regular file, which a PLY header can be rewritten in
+// (stdout is not asked: redirected to a file, it may start past offset 0 or
+// append).
+bool Seekable(std::FILE* file) {
+  struct stat info;
+  return fstat(fileno(file), &info) == 0 && S_ISREG(info.st_mode);
+}
+
 class FileWriter : public PointWriter {
  public:
   FileWriter(Format format, std::string path, std::FILE* file, int dims)
-      : format_(format), path_(std::move(path)), file_(file), run_dims_(dims) {}
-  ~FileWriter() override { Close(); }
+      : format_(format),
+        path_(std::move(path)),
+        file_(file),
+        run_dims_(dims),
+        ply_in_place_(format == Format::kPly && file != stdout &&
+                      Seekable(file)) {}
+  ~FileWriter() override {
+    Close();
+    if (body_file_ != nullptr) std::fclose(body_file_);
+  }
 
   absl::Status Write(const v1::PointBatch& batch) override {
     const int dims = static_cast<int>(batch.dims());
@@ -100,14 +130,17 @@ class FileWriter : public PointWriter {
           break;
         }
         case Format::kPly:
-          for (int d = 0; d < 3; ++d) PutLittleEndian<double>(d < dims ? c[d] : 0, &body_);
-          PutLittleEndian<std::uint32_t>(batch.layer(i), &body_);
-          PutLittleEndian<double>(batch.radius(i), &body_);
-          PutLittleEndian<std::uint32_t>(static_cast<std::uint32_t>(batch.id(i)), &body_);
-          PutLittleEndian<std::uint32_t>(static_cast<std::uint32_t>(batch.id(i) >> 32),
-                                         &body_);
-          PutLittleEndian<double>(batch.yaw(i), &body_);
-          PutLittleEndian<double>(batch.scale(i), &body_);
+          for (int d = 0; d < 3; ++d) {
+            PutLittleEndian<double>(d < dims ? c[d] : 0, &buffer_);
+          }
+          PutLittleEndian<std::uint32_t>(batch.layer(i), &buffer_);
+          PutLittleEndian<double>(batch.radius(i), &buffer_);
+          PutLittleEndian<std::uint32_t>(
+              static_cast<std::uint32_t>(batch.id(i)), &buffer_);
+          PutLittleEndian<std::uint32_t>(
+              static_cast<std::uint32_t>(batch.id(i) >> 32), &buffer_);
+          PutLittleEndian<double>(batch.yaw(i), &buffer_);
+          PutLittleEndian<double>(batch.scale(i), &buffer_);
           break;
         case Format::kRaw:
           for (int d = 0; d < dims; ++d) PutLittleEndian<double>(c[d], &buffer_);
@@ -124,22 +157,41 @@ class FileWriter : public PointWriter {
   }
 
   absl::Status Finish() override {
-    if (format_ == Format::kPly) {
-      // The header needs the count, so PLY bodies wait for the end.
-      buffer_ = absl::StrCat(
-          "ply\nformat binary_little_endian 1.0\ncomment scatter points\n",
-          "element vertex ", count_,
-          "\nproperty double x\nproperty double y\nproperty double z\n"
-          "property uint layer\nproperty double radius\nproperty uint id_lo\n"
-          "property uint id_hi\nproperty double yaw\nproperty double scale\n"
-          "end_header\n");
-      buffer_ += body_;
-      body_.clear();
-    }
     // A run without points still gets its header.
     if (dims_ == 0) Start(run_dims_);
     absl::Status status = Flush(true);
     if (!status.ok()) return status;
+    if (format_ == Format::kPly) {
+      // The header counts the points: rewritten over the first one, or
+      // written before the points kept aside.
+      const std::string header = PlyHeader(count_);
+      if (ply_in_place_) {
+        if (std::fseek(file_, 0, SEEK_SET) != 0 ||
+            std::fwrite(header.data(), 1, header.size(), file_) !=
+                header.size()) {
+          return IoError(path_);
+        }
+      } else {
+        if (std::fwrite(header.data(), 1, header.size(), file_) !=
+                header.size() ||
+            std::fseek(body_file_, 0, SEEK_SET) != 0) {
+          return IoError(path_);
+        }
+        std::vector<char> block(std::size_t{1} << 20);
+        for (;;) {
+          const std::size_t n =
+              std::fread(block.data(), 1, block.size(), body_file_);
+          if (n > 0 && std::fwrite(block.data(), 1, n, file_) != n) {
+            return IoError(path_);
+          }
+          if (n < block.size()) break;
+        }
+        if (std::ferror(body_file_)) {
+          return absl::UnavailableError(
+              "cannot read back the PLY points kept in a temporary file");
+        }
+      }
+    }
     if (std::fflush(file_) != 0) return IoError(path_);
     return absl::OkStatus();
   }
@@ -153,10 +205,11 @@ class FileWriter : public PointWriter {
   }
 
  private:
-  // The header the text and raw formats open with (PLY's waits for the
-  // count).
+  // The header a format opens with; PLY's counts no point yet, and is
+  // rewritten by Finish (or, not in place, written there).
   void Start(int dims) {
     dims_ = dims;
+    if (ply_in_place_) buffer_ = PlyHeader(0);
     if (format_ == Format::kCsv) {
       buffer_ = dims == 3 ? "x,y,z" : "x,y";
       buffer_ += ",layer,radius,id,yaw,scale\n";
@@ -166,11 +219,28 @@ class FileWriter : public PointWriter {
     }
   }
 
+  // Writes the buffer out once it holds 1 MiB, or `all` of it: to the
+  // file, or the points of a PLY file that is not written in place to an
+  // unnamed temporary file (std::tmpfile), which Finish copies after the
+  // header.
   absl::Status Flush(bool all) {
     if (!all && buffer_.size() < (std::size_t{1} << 20)) return absl::OkStatus();
-    if (!buffer_.empty() &&
-        std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) {
-      return IoError(path_);
+    if (buffer_.empty()) return absl::OkStatus();
+    std::FILE* to = file_;
+    if (format_ == Format::kPly && !ply_in_place_) {
+      if (body_file_ == nullptr) body_file_ = std::tmpfile();
+      if (body_file_ == nullptr) {
+        return absl::UnavailableError(
+            absl::StrCat("cannot make a temporary file for the PLY points of ",
+                         path_, ": ", std::strerror(errno)));
+      }
+      to = body_file_;
+    }
+    if (std::fwrite(buffer_.data(), 1, buffer_.size(), to) != buffer_.size()) {
+      return to == file_ ? IoError(path_)
+                         : absl::UnavailableError(absl::StrCat(
+                               "cannot write the PLY points of ", path_,
+                               " to a temporary file: ", std::strerror(errno)));
     }
     buffer_.clear();
     return absl::OkStatus();
@@ -181,9 +251,12 @@ class FileWriter : public PointWriter {
   std::FILE* file_;
   const int run_dims_;  // For the header of a file without points.
   int dims_ = 0;
+  // PLY into a regular file: header first (PlyHeader(0)), rewritten at the
+  // end. Otherwise the points wait in body_file_.
+  const bool ply_in_place_;
+  std::FILE* body_file_ = nullptr;
   std::uint64_t count_ = 0;
   std::string buffer_;
-  std::string body_;  // PLY vertex data until Finish.
 };
 
 void AddPoint(v1::PointBatch* out, const double* c, int dims, std::uint32_t layer,
@@ -344,17 +417,50 @@ class ReplacingWriter final : public PointWriter {
 
 }  // namespace
 
-absl::StatusOr<std::string> WritePathFor(const std::string& path) {
-  // A device or a pipe (/dev/null, a FIFO) is written in place: renaming a
-  // file over it would replace it.
+namespace {
+
+// `path` with the symlinks it ends in followed (a chain of them, each
+// relative to its own directory), so a file replaced through a link is
+// the link's target and the link stays. A dangling link gives the path its
+// target would have; a loop gives up after 40 steps, as the kernel does.
+std::string FollowLinks(std::string path) {
+  for (int step = 0; step < 40; ++step) {
+    struct stat info;
+    if (lstat(path.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) break;
+    std::string target(static_cast<std::size_t>(info.st_size) + 1, '\0');
+    const ssize_t n = readlink(path.c_str(), target.data(), target.size());
+    if (n <= 0 || static_cast<std::size_t>(n) >= target.size()) break;
+    target.resize(static_cast<std::size_t>(n));
+    const std::size_t slash = path.rfind('/');
+    path = target[0] == '/' || slash == std::string::npos
+               ? target
+               : absl::StrCat(path.substr(0, slash + 1), target);
+  }
+  return path;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> WritePathFor(const std::string& given) {
   struct stat info;
-  if (stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) return path;
+  if (stat(given.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(given, " is a directory, not a file"));
+    }
+    // A device or a pipe (/dev/null, a FIFO) is written in place: renaming
+    // a file over it would replace it.
+    if (!S_ISREG(info.st_mode)) return given;
+  }
+  // Beside the file a symlink names: the rename stays within its file
+  // system and replaces the file, not the link.
+  const std::string path = FollowLinks(given);
   const std::size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   if (name.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("\"", path, "\" names a directory, not a file"));
+        absl::StrCat("\"", given, "\" names a directory, not a file"));
   }
   std::string temp = absl::StrCat(dir, slash == std::string::npos ? "/" : "",
                                   ".", name, ".", getpid(), ".tmp");
@@ -377,12 +483,20 @@ void RemoveTemporariesOnSignals() {
   }
 }
 
-absl::Status CommitTemporary(const std::string& temp, const std::string& path) {
-  if (temp == path) return absl::OkStatus();
+absl::Status CommitTemporary(const std::string& temp,
+                             const std::string& given) {
+  if (temp == given) return absl::OkStatus();
+  const std::string path = FollowLinks(given);
   absl::Status done;
   // The data reaches the disk before the name does.
   const int fd = open(temp.c_str(), O_RDONLY);
   if (fd < 0 || fsync(fd) != 0) done = IoError(temp);
+  // A file replaced keeps its permissions (a new one gets the umask's).
+  struct stat old;
+  if (done.ok() && stat(path.c_str(), &old) == 0 &&
+      fchmod(fd, old.st_mode & 07777) != 0) {
+    done = IoError(temp);
+  }
   if (fd >= 0) close(fd);
   if (done.ok() && std::rename(temp.c_str(), path.c_str()) != 0) {
     done = IoError(path);

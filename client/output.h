@@ -43,11 +43,13 @@ class PointWriter {
 
 // Writes to stdout when path is "-", and in place to a path that exists
 // and is not a regular file (/dev/null, a FIFO). Otherwise to a hidden
-// temporary file
-// beside `path` that Finish renames over it (after an fsync), so `path`
-// keeps its old content until the new one is whole; a writer destroyed
-// unfinished removes its temporary file. `dims` (2 or 3) is the run's, for
-// the header of a file that gets no points.
+// temporary file beside `path` that Finish renames over it (after an
+// fsync; see WritePathFor), so `path` keeps its old content until the new
+// one is whole; a writer destroyed unfinished removes its temporary file.
+// `dims` (2 or 3) is the run's, for the header of a file that gets no
+// points. A PLY file's header, which counts the points, is rewritten at
+// the end; on stdout or a pipe the points wait in an unnamed temporary
+// file until then. No format holds the points in memory.
 absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
                                                         const std::string& path,
                                                         int dims);
@@ -55,12 +57,15 @@ absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
 // Where to write a file that must replace `path` whole or not at all: a
 // hidden temporary file beside it, unique to this process, for
 // CommitTemporary to rename over `path`; or `path` itself when it exists
-// and is not a regular file (/dev/null, a FIFO: written in place).
-// InvalidArgument when `path` ends in '/'.
+// and is not a regular file (/dev/null, a FIFO: written in place). When
+// `path` is a symlink, "beside it" and "over it" mean the file it names:
+// the link stays. InvalidArgument when `path` is a directory or ends in
+// '/'.
 absl::StatusOr<std::string> WritePathFor(const std::string& path);
 
 // Makes the closed file `temp` (from WritePathFor) durable (fsync) and
-// renames it over `path`; removes it when that fails. Nothing to do when
+// renames it over `path` (the file a symlink names), with the permissions
+// of the file it replaces; removes it when that fails. Nothing to do when
 // temp is path.
 absl::Status CommitTemporary(const std::string& temp, const std::string& path);
 

@@ -154,6 +154,20 @@ TEST(CliTest, EveryFormatRoundTrips) {
   // stdout works too, and is the same bytes as a file.
   CommandResult to_stdout = Scatter({"run", job, "--local"});
   EXPECT_EQ(to_stdout.out, Slurp(csv));
+  // PLY's header counts the points: in a file it is written first and
+  // rewritten in place at the end, on stdout the points wait in a
+  // temporary file (both were held in memory, twice over at the end).
+  // The same bytes either way, and a header of one length for any count.
+  CommandResult ply_out = Scatter({"run", job, "--local", "--format=ply"});
+  ASSERT_EQ(ply_out.exit_code, 0) << ply_out.err;
+  const std::string ply = Slurp(Temp("rt.ply"));
+  EXPECT_EQ(ply_out.out, ply);
+  EXPECT_THAT(ply, HasSubstr(absl::StrCat("\nelement vertex ",
+                                          reference->id_size(), "\n")));
+  EXPECT_EQ(
+      ply.find("end_header\n") + 11 +
+          std::size_t{60} * static_cast<std::size_t>(reference->id_size()),
+      ply.size());
 }
 
 // JSON lines are read by tools that hold every JSON number as a double
@@ -257,6 +271,46 @@ TEST(CliTest, AnUnwritablePreviewFailsBeforeTheOutputIsReplaced) {
   EXPECT_EQ(Slurp(out), kEarlierPoints);
   EXPECT_EQ(ListDir(dir),
             (std::vector<std::string>{".", "..", "points.csv", "small.json"}));
+  // A directory passed the check (it is no regular file, so it looked like
+  // a device written in place), and the run replaced --out, then failed.
+  const CommandResult into_dir = Scatter({"run", dir + "/small.json", "--local",
+                                          "--out=" + out, "--preview=" + dir});
+  EXPECT_EQ(into_dir.exit_code, 1);
+  EXPECT_EQ(into_dir.err,
+            "scatter: --preview: " + dir + " is a directory, not a file\n");
+  EXPECT_EQ(Slurp(out), kEarlierPoints);
+  EXPECT_EQ(ListDir(dir),
+            (std::vector<std::string>{".", "..", "points.csv", "small.json"}));
+}
+
+// --out through a symlink replaces the file it names (the rename went over
+// the link), and a file replaced keeps its permissions (it became 0644).
+TEST(CliTest, TheOutputReplacesTheFileALinkNamesAndKeepsItsMode) {
+  const std::string dir = DirWithEarlierPoints(
+      "linked_out", "small.json",
+      R"({"request": {"region": {"box": {"min": [0, 0], "max": [10, 10]}},
+          "layers": [{"id": 1, "spacing": 1}]}})");
+  std::filesystem::create_directories(dir + "/elsewhere");
+  const std::string real = dir + "/elsewhere/real.csv";
+  std::filesystem::rename(dir + "/points.csv", real);
+  std::filesystem::permissions(real, std::filesystem::perms::owner_read |
+                                         std::filesystem::perms::owner_write);
+  // Relative, as `ln -s elsewhere/real.csv points.csv` makes it.
+  std::filesystem::create_symlink("elsewhere/real.csv", dir + "/points.csv");
+  const CommandResult run = Scatter(
+      {"run", dir + "/small.json", "--local", "--out=" + dir + "/points.csv"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(dir + "/points.csv"));
+  EXPECT_THAT(Slurp(real), HasSubstr("x,y,layer,radius,id,yaw,scale\n"));
+  EXPECT_NE(Slurp(real), kEarlierPoints);
+  EXPECT_EQ(
+      std::filesystem::status(real).permissions(),
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  EXPECT_EQ(ListDir(dir + "/elsewhere"),
+            (std::vector<std::string>{".", "..", "real.csv"}));
+  EXPECT_EQ(ListDir(dir),
+            (std::vector<std::string>{".", "..", "elsewhere", "points.csv",
+                                      "small.json"}));
 }
 
 // Ctrl-C or SIGTERM in the middle of a run: no destructor runs, and the
