@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -10,12 +12,39 @@
 namespace scatter::client {
 namespace {
 
-void ApplyCall(const CallOptions& call, grpc::ClientContext* context) {
-  if (call.timeout > absl::ZeroDuration()) {
-    // absl's time saturates: an infinite timeout is the time_point gRPC
-    // reads as no deadline, where now() + milliseconds would overflow.
-    context->set_deadline(absl::ToChronoTime(absl::Now() + call.timeout));
+// Taken once per call: the upload and resends of a lost raster run within
+// the caller's timeout, not each within a fresh one.
+absl::Time CallDeadline(const CallOptions& call) {
+  // absl's time saturates: an infinite timeout is InfiniteFuture, where
+  // now() + milliseconds would overflow.
+  return call.timeout > absl::ZeroDuration() ? absl::Now() + call.timeout
+                                             : absl::InfiniteFuture();
+}
+
+void ApplyDeadline(absl::Time deadline, grpc::ClientContext* context) {
+  if (deadline != absl::InfiniteFuture()) {
+    context->set_deadline(absl::ToChronoTime(deadline));
   }
+}
+
+bool Cancelled(const std::function<bool()>& cancelled) {
+  return cancelled && cancelled();
+}
+
+// A raster the request names by digest, and the field that names it.
+struct NamedDigest {
+  std::string field;
+  std::string digest;
+};
+
+void AddDigest(std::string field, const v1::RasterInput& input,
+               std::vector<NamedDigest>* digests) {
+  if (input.source_case() != v1::RasterInput::kDigest) return;
+  // One upload per raster, however many fields name it.
+  for (const NamedDigest& named : *digests) {
+    if (named.digest == input.digest()) return;
+  }
+  digests->push_back({std::move(field), input.digest()});
 }
 
 void InlineOne(v1::RasterInput* input,
@@ -89,6 +118,43 @@ absl::Status Client::FromGrpc(const grpc::Status& status) const {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
 }
 
+absl::StatusOr<int> Client::UploadKnownDigests(
+    const v1::Region* region,
+    const google::protobuf::RepeatedPtrField<v1::Layer>& layers,
+    absl::Time deadline, const std::function<bool()>& cancelled) {
+  std::vector<NamedDigest> named;
+  if (region != nullptr && region->has_mask()) {
+    AddDigest("region.mask", region->mask(), &named);
+  }
+  for (int i = 0; i < layers.size(); ++i) {
+    if (layers[i].has_density()) {
+      AddDigest(absl::StrCat("layers[", i, "].density"), layers[i].density(),
+                &named);
+    }
+  }
+  int uploaded = 0;
+  for (const NamedDigest& one : named) {
+    v1::RasterData data;
+    {
+      absl::MutexLock lock(&mu_);
+      auto known = uploaded_.find(one.digest);
+      if (known == uploaded_.end()) continue;
+      // A copy: Upload replaces the entry (it becomes the newest), and
+      // another thread's PutRaster may drop it.
+      data = known->second;
+    }
+    absl::StatusOr<v1::RasterRef> ref = Upload(data, deadline, cancelled);
+    if (!ref.ok()) {
+      return absl::Status(
+          ref.status().code(),
+          absl::StrCat(one.field, ": uploading again the raster the server ",
+                       "lost: ", ref.status().message()));
+    }
+    ++uploaded;
+  }
+  return uploaded;
+}
+
 bool Client::InlineKnownDigests(
     v1::Region* region, google::protobuf::RepeatedPtrField<v1::Layer>* layers) {
   absl::MutexLock lock(&mu_);
@@ -106,9 +172,17 @@ template <typename Request, typename Response, typename Summary, typename Open,
           typename Handle>
 absl::StatusOr<Summary> Client::Stream(Request request, Open open, Handle handle,
                                        const CallOptions& call) {
-  for (int attempt = 0;; ++attempt) {
+  const absl::Time deadline = CallDeadline(call);
+  bool uploaded_again = false;
+  bool inlined = false;
+  // At most three calls: as asked, after uploading lost rasters again, and
+  // with them inline. Each flag is set before its retry.
+  for (;;) {
+    if ((uploaded_again || inlined) && Cancelled(call.cancelled)) {
+      return absl::CancelledError("cancelled by the caller");
+    }
     grpc::ClientContext context;
-    ApplyCall(call, &context);
+    ApplyDeadline(deadline, &context);
     std::unique_ptr<grpc::ClientReader<Response>> reader = open(&context, request);
     Response response;
     Summary summary;
@@ -132,14 +206,32 @@ absl::StatusOr<Summary> Client::Stream(Request request, Open open, Handle handle
     }
     const grpc::Status status = reader->Finish();
     if (stopped) return absl::CancelledError("cancelled by the caller");
-    // mutable_region() would add an empty region to a tiled world that has
-    // none (the whole plane), which the server refuses.
     if (status.error_code() == grpc::StatusCode::NOT_FOUND && !any &&
-        attempt == 0 &&
-        InlineKnownDigests(
-            request.has_region() ? request.mutable_region() : nullptr,
-            request.mutable_layers())) {
-      continue;  // The server lost a raster we uploaded: send it inline.
+        !inlined) {
+      // The server lost a raster we uploaded (or never had it). Uploading
+      // it again comes first: a raster past the server's max request size,
+      // which is what PutRaster is for, cannot be sent inline.
+      if (Cancelled(call.cancelled)) {
+        return absl::CancelledError("cancelled by the caller");
+      }
+      if (!uploaded_again) {
+        uploaded_again = true;
+        absl::StatusOr<int> again = UploadKnownDigests(
+            request.has_region() ? &request.region() : nullptr,
+            request.layers(), deadline, call.cancelled);
+        if (!again.ok()) return again.status();
+        if (*again > 0) continue;
+      }
+      // Still lost after the upload (a load balancer may have sent it to
+      // another replica): inline, the raster goes with the request.
+      // mutable_region() would add an empty region to a tiled world that
+      // has none (the whole plane), which the server refuses.
+      inlined = true;
+      if (InlineKnownDigests(
+              request.has_region() ? request.mutable_region() : nullptr,
+              request.mutable_layers())) {
+        continue;
+      }
     }
     if (!status.ok()) return FromGrpc(status);
     return summary;
@@ -173,14 +265,25 @@ absl::StatusOr<v1::TilesSummary> Client::ScatterTiles(
 
 absl::StatusOr<v1::RasterRef> Client::PutRaster(const v1::RasterData& raster,
                                                 const CallOptions& call) {
+  return Upload(raster, CallDeadline(call), call.cancelled);
+}
+
+absl::StatusOr<v1::RasterRef> Client::Upload(
+    const v1::RasterData& raster, absl::Time deadline,
+    const std::function<bool()>& cancelled) {
   grpc::ClientContext context;
-  ApplyCall(call, &context);
+  ApplyDeadline(deadline, &context);
   v1::RasterRef ref;
   auto writer = stub_->PutRaster(&context, &ref);
   constexpr std::size_t kChunk = std::size_t{1} << 20;
   const std::string& pixels = raster.pixels();
   std::size_t at = 0;
   do {
+    if (Cancelled(cancelled)) {
+      context.TryCancel();
+      writer->Finish();
+      return absl::CancelledError("cancelled by the caller");
+    }
     v1::RasterChunk chunk;
     if (at == 0) {
       chunk.set_format(raster.format());

@@ -35,17 +35,20 @@ struct ClientOptions {
   // Check the server's certificate for this name instead of the address's
   // host.
   std::string tls_server_name;
-  // Pixel bytes of uploaded rasters kept for the inline resend (see
-  // Client::Scatter), the most recently uploaded first. An older raster is
-  // forgotten, and a server that lost it then answers NOT_FOUND.
+  // Pixel bytes of uploaded rasters kept to upload again or send inline
+  // when a server has lost them (see Client::Scatter), the most recently
+  // uploaded first. An older raster is forgotten, and a server that lost it
+  // then answers NOT_FOUND.
   std::size_t remembered_raster_bytes = kDefaultRememberedRasterBytes;
 };
 
 // How one call runs.
 struct CallOptions {
-  // Zero: no deadline.
+  // Zero: no deadline. One deadline for the whole call, the uploads and
+  // resends of a lost raster (see Client::Scatter) included.
   absl::Duration timeout = absl::ZeroDuration();
-  // Polled between batches; true cancels the call.
+  // Polled between batches, between upload chunks and before each upload or
+  // resend of a lost raster; true cancels the call.
   std::function<bool()> cancelled;
 };
 
@@ -80,27 +83,33 @@ class Client {
   // the server sent them; UNAVAILABLE says "cannot reach scatterd at ...").
   // The request's own max_points ends the call with RESOURCE_EXHAUSTED and
   // no summary: StoppedAtOwnCap() tells it from the server's limits.
-  // When a raster named by digest is unknown to the server (NOT_FOUND: an
-  // evicted cache, another replica) and this client uploaded it, the request
-  // is sent again with that raster inline.
+  // When a raster named by digest is unknown to the server (NOT_FOUND
+  // before any response: an evicted cache, a restarted replica) and this
+  // client uploaded it and still remembers it, the client uploads every
+  // such raster the request names again (PutRaster) and sends the request
+  // again by digest. Only if that is NOT_FOUND too (the upload reached
+  // another replica) is the request sent once more with those rasters
+  // inline, which the server's max request size must allow. At most three
+  // calls and one upload per raster, all within `call`'s deadline; a failed
+  // upload ends the call with its code, its message naming the field.
   absl::StatusOr<v1::Summary> Scatter(v1::ScatterRequest request,
                                       const BatchHandler& handler,
                                       const CallOptions& call = {});
 
   // Runs a ScatterTiles request, passing every tile part to `handler` in
-  // order, and returns the summary. Errors and the inline resend of an
-  // unknown digest as Scatter.
+  // order, and returns the summary. Errors, and the upload and resends of a
+  // raster the server lost, as Scatter.
   absl::StatusOr<v1::TilesSummary> ScatterTiles(v1::ScatterTilesRequest request,
                                                 const TileHandler& handler,
                                                 const CallOptions& call = {});
 
   // Uploads raster content in chunks; returns the server's digest, and
-  // remembers the content for the inline fallback above (within
+  // remembers the content for the upload and resends above (within
   // ClientOptions::remembered_raster_bytes).
   absl::StatusOr<v1::RasterRef> PutRaster(const v1::RasterData& raster,
                                           const CallOptions& call = {});
 
-  // Pixel bytes remembered for the inline fallback now.
+  // Pixel bytes remembered for the upload and resends now.
   std::size_t remembered_raster_bytes();
 
   // OK when the server's health service says SERVING for the Scatter service.
@@ -110,12 +119,24 @@ class Client {
 
  private:
   absl::Status FromGrpc(const grpc::Status& status) const;
+  // PutRaster with a deadline fixed by the caller (InfiniteFuture: none).
+  absl::StatusOr<v1::RasterRef> Upload(const v1::RasterData& raster,
+                                       absl::Time deadline,
+                                       const std::function<bool()>& cancelled);
+  // Uploads again every raster this client uploaded and remembers that the
+  // request's region (none when null) or layers name by digest. Returns how
+  // many, or the first failed upload's status with its field named.
+  absl::StatusOr<int> UploadKnownDigests(
+      const v1::Region* region,
+      const google::protobuf::RepeatedPtrField<v1::Layer>& layers,
+      absl::Time deadline, const std::function<bool()>& cancelled);
   // Replaces every digest this client uploaded, in the request's region
   // (none when null) and layers, with its data.
   bool InlineKnownDigests(v1::Region* region,
                           google::protobuf::RepeatedPtrField<v1::Layer>* layers);
-  // One server-streaming call with the inline resend: `open` starts it,
-  // `handle` takes each response that is not the summary.
+  // One server-streaming call with the upload and resends of a lost
+  // raster: `open` starts it, `handle` takes each response that is not the
+  // summary.
   template <typename Request, typename Response, typename Summary,
             typename Open, typename Handle>
   absl::StatusOr<Summary> Stream(Request request, Open open, Handle handle,

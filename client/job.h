@@ -42,10 +42,11 @@ absl::Status NameRasterFile(const v1::Job& job, const std::string& base_dir,
                             const absl::Status& status);
 
 // The request with every inline raster uploaded with PutRaster and named
-// by the digest the server returns (the client keeps the data for its
-// inline resend). Errors about a raster name its field; those about the
-// call (the server unreachable, the deadline, cancelled, credentials) name
-// the server instead. Each upload is one call with `call`'s deadline.
+// by the digest the server returns (the client keeps the data to upload
+// again, or resend inline, should the server lose it). Errors about a
+// raster name its field; those about the call (the server unreachable, the
+// deadline, cancelled, credentials) name the server instead. Each upload
+// is one call with `call`'s deadline.
 absl::StatusOr<v1::ScatterRequest> UploadRasters(v1::ScatterRequest request,
                                                  Client& client,
                                                  const CallOptions& call = {});

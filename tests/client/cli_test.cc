@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "client/job.h"
@@ -37,6 +39,7 @@
 #include "sampler/layers.h"
 #include "sampler/raster.h"
 #include "server/convert.h"
+#include "server/raster_cache.h"
 #include "tests/client/cli_test_util.h"
 #include "tests/server/scatterd_process.h"
 #include "tests/server/tls_util.h"
@@ -46,12 +49,14 @@ namespace {
 
 using server::testing::CommandResult;
 using server::testing::Scatterd;
+using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
 using testing::kExamples;
+using ::testing::Not;
 using testing::Scatter;
 using testing::Slurp;
 using testing::Temp;
-using ::testing::HasSubstr;
-using ::testing::Not;
 
 // The examples' requests as the sampler sees them.
 v1::ScatterRequest InlineRequest(const std::string& example) {
@@ -1056,7 +1061,7 @@ class EvictedRaster {
   std::string digest_;
 };
 
-TEST(ClientTest, UnknownDigestIsResentInline) {
+TEST(ClientTest, UnknownDigestIsUploadedAgain) {
   EvictedRaster evicted;
   ASSERT_FALSE(::testing::Test::HasFailure());
   ASSERT_FALSE(evicted.Held());
@@ -1075,7 +1080,7 @@ TEST(ClientTest, UnknownDigestIsResentInline) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_GT(points, 100u);
   EXPECT_EQ(summary->total_points(), points);
-  // The inline resend stored it again.
+  // Uploaded again (which evicted the second raster in turn).
   EXPECT_TRUE(evicted.Held());
 
   // A digest this client never uploaded stays NOT_FOUND.
@@ -1109,8 +1114,10 @@ TEST(ClientTest, RememberedRastersStayWithinTheBudget) {
 // A tiled world over the whole plane has no region. The inline resend
 // asked for the request's region to replace digests in it, which made an
 // empty one: the resent request failed with INVALID_ARGUMENT "region:
-// needs one of box, circle, sphere or polygons".
-TEST(ClientTest, UnknownDigestIsResentInlineInAWorldWithoutARegion) {
+// needs one of box, circle, sphere or polygons". The upload that now comes
+// first must not make one either (the inline resend's own case is
+// TheInlineResendInAWorldWithoutARegionAddsNoRegion).
+TEST(ClientTest, UnknownDigestIsUploadedAgainInAWorldWithoutARegion) {
   EvictedRaster evicted;
   ASSERT_FALSE(::testing::Test::HasFailure());
   ASSERT_FALSE(evicted.Held());
@@ -1136,6 +1143,315 @@ TEST(ClientTest, UnknownDigestIsResentInlineInAWorldWithoutARegion) {
   EXPECT_GT(points, 100u);
   EXPECT_EQ(summary->total_points(), points);
   EXPECT_TRUE(evicted.Held());
+}
+
+// A u8 raster of side x side pixels that brightens from left to right, or
+// darkens when `flip`.
+v1::RasterData Gradient(std::uint32_t side, bool flip) {
+  v1::RasterData data;
+  data.set_format(v1::RASTER_FORMAT_U8);
+  data.set_width(side);
+  data.set_height(side);
+  std::string pixels(std::size_t{side} * side, '\0');
+  for (std::size_t i = 0; i < pixels.size(); ++i) {
+    const std::size_t value = i % side * 255 / (side - 1);
+    pixels[i] = static_cast<char>(flip ? 255 - value : value);
+  }
+  data.set_pixels(std::move(pixels));
+  return data;
+}
+
+// A box [0, 10]^2 whose layer's spacing, 0.2 to 0.5, follows the density
+// raster named by `digest`.
+v1::ScatterRequest DensityRequest(const std::string& digest) {
+  v1::ScatterRequest request = server::testing::BoxRequest(10, 1);
+  v1::Layer* layer = request.mutable_layers(0);
+  layer->clear_spacing();
+  layer->set_radius_min(0.2);
+  layer->set_radius_max(0.5);
+  v1::RasterInput* density = layer->mutable_density();
+  density->set_digest(digest);
+  density->set_x1(10);
+  density->set_y1(10);
+  return request;
+}
+
+// Every point of one Scatter call, in order, and how it ended.
+struct ScatterRun {
+  absl::StatusOr<v1::Summary> summary;
+  v1::PointBatch points;
+};
+
+ScatterRun RunScatter(Client& client, const v1::ScatterRequest& request,
+                      const CallOptions& call = {}) {
+  ScatterRun run;
+  run.summary = client.Scatter(
+      request,
+      [&](const v1::PointBatch& batch) {
+        run.points.MergeFrom(batch);
+        return true;
+      },
+      call);
+  return run;
+}
+
+int Count(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (std::size_t at = text.find(part); at != std::string::npos;
+       at = text.find(part, at + part.size())) {
+    ++n;
+  }
+  return n;
+}
+
+// PutRaster exists for rasters past the server's max request size. When
+// the server had lost one (evicted here by the next upload, as a restart
+// would lose it), the client resent it inline, which that server refuses
+// with RESOURCE_EXHAUSTED: large-raster jobs failed after an eviction. The
+// client uploads it again now, and the points are those from before.
+TEST(ClientTest, AnEvictedRasterTooLargeToSendInlineIsUploadedAgain) {
+  constexpr std::uint32_t kSide = 1536;  // 2.25 MiB of u8 pixels.
+  server::ServerOptions options =
+      server::testing::LoopbackServer::DefaultOptions();
+  // Room for one such raster.
+  options.service.limits.max_raster_bytes = 4 * kSide * kSide;
+  options.service.raster_cache_bytes =
+      server::RasterCache::DecodedBytes(kSide, kSide);
+  // Above PutRaster's chunks of 1 MiB, below the raster.
+  options.max_request_bytes = 2 << 20;
+  server::testing::LoopbackServer server(options);
+  Client client(server.TcpChannel(), server.target());
+
+  const v1::RasterData lost = Gradient(kSide, /*flip=*/false);
+  ASSERT_GT(lost.pixels().size(), std::size_t{2} << 20);
+  absl::StatusOr<v1::RasterRef> ref = client.PutRaster(lost);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  const v1::ScatterRequest request = DensityRequest(ref->digest());
+  const ScatterRun before = RunScatter(client, request);
+  ASSERT_TRUE(before.summary.ok()) << before.summary.status();
+  ASSERT_GT(before.points.id_size(), 100);
+
+  ASSERT_TRUE(client.PutRaster(Gradient(kSide, /*flip=*/true)).ok());
+  ASSERT_EQ(server.server().service().rasters().Get(ref->digest()), nullptr);
+  // The raster inline is past what this server takes.
+  v1::ScatterRequest inline_request = request;
+  *inline_request.mutable_layers(0)->mutable_density()->mutable_data() = lost;
+  grpc::ClientContext context;
+  std::unique_ptr<v1::ScatterService::Stub> stub = server.TcpStub();
+  auto reader = stub->Scatter(&context, inline_request);
+  v1::ScatterResponse response;
+  while (reader->Read(&response)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  const ScatterRun after = RunScatter(client, request);
+  ASSERT_TRUE(after.summary.ok()) << after.summary.status();
+  EXPECT_EQ(after.summary->total_points(),
+            static_cast<std::uint64_t>(before.points.id_size()));
+  EXPECT_THAT(after.points.coords(), ElementsAreArray(before.points.coords()));
+  EXPECT_THAT(after.points.id(), ElementsAreArray(before.points.id()));
+  EXPECT_NE(server.server().service().rasters().Get(ref->digest()), nullptr);
+  // The two uploads and the one again.
+  EXPECT_EQ(Count(server.log(), "PutRaster peer="), 3) << server.log();
+}
+
+// Two replicas behind a balancer that sends every Scatter and ScatterTiles
+// call to one and every PutRaster to the other, the worst a per-call
+// balancer can do to an upload. It logs the calls it relays, each with
+// whether its rasters came by digest or inline.
+class SplitReplicas final : public v1::ScatterService::Service {
+ public:
+  SplitReplicas()
+      : sampling_stub_(sampling_.TcpStub()), uploads_stub_(uploads_.TcpStub()) {
+    grpc::ServerBuilder builder;
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+  }
+  ~SplitReplicas() override { server_->Shutdown(); }
+
+  std::shared_ptr<grpc::Channel> Channel() {
+    return server_->InProcessChannel(grpc::ChannelArguments());
+  }
+  std::vector<std::string> calls() {
+    absl::MutexLock lock(&mu_);
+    return calls_;
+  }
+  // PutRaster calls then wait for their deadline or cancellation.
+  void StallUploads() { stall_uploads_ = true; }
+  // Whether the replica that samples holds the raster.
+  bool SamplingHolds(const std::string& digest) {
+    return sampling_.server().service().rasters().Get(digest) != nullptr;
+  }
+
+  grpc::Status Scatter(
+      grpc::ServerContext* context, const v1::ScatterRequest* request,
+      grpc::ServerWriter<v1::ScatterResponse>* writer) override {
+    Log("Scatter", request->layers());
+    return Relay(context, writer, [&](grpc::ClientContext* forward) {
+      return sampling_stub_->Scatter(forward, *request);
+    });
+  }
+
+  grpc::Status ScatterTiles(
+      grpc::ServerContext* context, const v1::ScatterTilesRequest* request,
+      grpc::ServerWriter<v1::TileResponse>* writer) override {
+    Log(request->has_region() ? "ScatterTiles with a region" : "ScatterTiles",
+        request->layers());
+    return Relay(context, writer, [&](grpc::ClientContext* forward) {
+      return sampling_stub_->ScatterTiles(forward, *request);
+    });
+  }
+
+  grpc::Status PutRaster(grpc::ServerContext* context,
+                         grpc::ServerReader<v1::RasterChunk>* reader,
+                         v1::RasterRef* response) override {
+    {
+      absl::MutexLock lock(&mu_);
+      calls_.push_back("PutRaster");
+    }
+    if (stall_uploads_) {
+      while (!context->IsCancelled()) absl::SleepFor(absl::Milliseconds(5));
+      return grpc::Status(grpc::StatusCode::CANCELLED, "stalled");
+    }
+    grpc::ClientContext forward;
+    forward.set_deadline(context->deadline());
+    auto writer = uploads_stub_->PutRaster(&forward, response);
+    v1::RasterChunk chunk;
+    while (reader->Read(&chunk) && writer->Write(chunk)) {
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  }
+
+ private:
+  // "Scatter by digest" or "Scatter inline", by the first layer's density.
+  void Log(const std::string& call,
+           const google::protobuf::RepeatedPtrField<v1::Layer>& layers) {
+    const bool by_digest = !layers.empty() && layers[0].has_density() &&
+                           layers[0].density().has_digest();
+    absl::MutexLock lock(&mu_);
+    calls_.push_back(absl::StrCat(call, by_digest ? " by digest" : " inline"));
+  }
+
+  template <typename Response, typename Open>
+  static grpc::Status Relay(grpc::ServerContext* context,
+                            grpc::ServerWriter<Response>* writer, Open open) {
+    grpc::ClientContext forward;
+    forward.set_deadline(context->deadline());
+    auto reader = open(&forward);
+    Response response;
+    while (reader->Read(&response)) writer->Write(response);
+    return reader->Finish();
+  }
+
+  server::testing::LoopbackServer sampling_;
+  server::testing::LoopbackServer uploads_;
+  std::unique_ptr<v1::ScatterService::Stub> sampling_stub_;
+  std::unique_ptr<v1::ScatterService::Stub> uploads_stub_;
+  std::atomic<bool> stall_uploads_{false};
+  absl::Mutex mu_;
+  std::vector<std::string> calls_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<grpc::Server> server_;
+};
+
+// An upload that reached another replica leaves the raster lost to the one
+// that samples: the client then sends it inline, once, and gets the points
+// the raster gives.
+TEST(ClientTest, AnUploadToAnotherReplicaFallsBackToTheInlineResend) {
+  SplitReplicas replicas;
+  Client client(replicas.Channel(), "split");
+  const v1::RasterData raster = Gradient(64, /*flip=*/false);
+  absl::StatusOr<v1::RasterRef> ref = client.PutRaster(raster);
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  ASSERT_FALSE(replicas.SamplingHolds(ref->digest()));
+
+  const ScatterRun run = RunScatter(client, DensityRequest(ref->digest()));
+  ASSERT_TRUE(run.summary.ok()) << run.summary.status();
+  EXPECT_THAT(replicas.calls(),
+              ElementsAre("PutRaster", "Scatter by digest", "PutRaster",
+                          "Scatter by digest", "Scatter inline"));
+  EXPECT_TRUE(replicas.SamplingHolds(ref->digest()));
+  // The points of the raster, as a request with it inline gets them.
+  v1::ScatterRequest inline_request = DensityRequest("");
+  *inline_request.mutable_layers(0)->mutable_density()->mutable_data() = raster;
+  const ScatterRun direct = RunScatter(client, inline_request);
+  ASSERT_TRUE(direct.summary.ok()) << direct.summary.status();
+  ASSERT_GT(direct.points.id_size(), 100);
+  EXPECT_THAT(run.points.coords(), ElementsAreArray(direct.points.coords()));
+  EXPECT_THAT(run.points.id(), ElementsAreArray(direct.points.id()));
+}
+
+TEST(ClientTest, TheInlineResendInAWorldWithoutARegionAddsNoRegion) {
+  SplitReplicas replicas;
+  Client client(replicas.Channel(), "split");
+  absl::StatusOr<v1::RasterRef> ref =
+      client.PutRaster(Gradient(64, /*flip=*/false));
+  ASSERT_TRUE(ref.ok()) << ref.status();
+
+  v1::ScatterTilesRequest world;
+  v1::Layer* layer = world.add_layers();
+  layer->set_radius_min(1);
+  layer->set_radius_max(2);
+  v1::RasterInput* density = layer->mutable_density();
+  density->set_digest(ref->digest());
+  density->set_x1(100);
+  density->set_y1(100);
+  v1::TileCoord* tile = world.add_tiles();
+  tile->set_x(0);
+  tile->set_y(0);
+  std::uint64_t points = 0;
+  auto summary = client.ScatterTiles(world, [&](const v1::TileResponse& part) {
+    points += static_cast<std::uint64_t>(part.points().id_size());
+    return true;
+  });
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_GT(points, 100u);
+  EXPECT_EQ(summary->total_points(), points);
+  EXPECT_THAT(replicas.calls(),
+              ElementsAre("PutRaster", "ScatterTiles by digest", "PutRaster",
+                          "ScatterTiles by digest", "ScatterTiles inline"));
+}
+
+// The upload of a lost raster and the resends run within the call's one
+// deadline: each call used to get a fresh one, and a slow upload must not
+// be followed by an inline resend past the deadline.
+TEST(ClientTest, UploadingALostRasterAgainKeepsTheCallsDeadline) {
+  SplitReplicas replicas;
+  Client client(replicas.Channel(), "split");
+  absl::StatusOr<v1::RasterRef> ref =
+      client.PutRaster(Gradient(64, /*flip=*/false));
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  replicas.StallUploads();
+
+  CallOptions call;
+  call.timeout = absl::Milliseconds(300);
+  const absl::Time start = absl::Now();
+  const ScatterRun run =
+      RunScatter(client, DensityRequest(ref->digest()), call);
+  EXPECT_EQ(run.summary.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(run.summary.status().message(),
+              HasSubstr("layers[0].density: uploading again"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(run.points.id_size(), 0);
+  EXPECT_THAT(replicas.calls(),
+              ElementsAre("PutRaster", "Scatter by digest", "PutRaster"));
+}
+
+// CallOptions::cancelled is polled before a lost raster is uploaded again.
+TEST(ClientTest, CancellingStopsTheUploadOfALostRaster) {
+  SplitReplicas replicas;
+  Client client(replicas.Channel(), "split");
+  absl::StatusOr<v1::RasterRef> ref =
+      client.PutRaster(Gradient(64, /*flip=*/false));
+  ASSERT_TRUE(ref.ok()) << ref.status();
+
+  CallOptions call;
+  call.cancelled = [&] { return replicas.calls().size() >= 2; };
+  const ScatterRun run =
+      RunScatter(client, DensityRequest(ref->digest()), call);
+  EXPECT_EQ(run.summary.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(replicas.calls(), ElementsAre("PutRaster", "Scatter by digest"));
 }
 
 // A request over the box [0, 10]^2 with an obstacle of radius 1 at (5, 5),
