@@ -217,13 +217,16 @@ absl::Status CheckAddressPort(absl::string_view what, absl::string_view address,
   const bool bare_ipv4 =
       host.find(':') == absl::string_view::npos &&
       inet_pton(AF_INET, std::string(host).c_str(), &ipv4) == 1;
-  if (out_of_range || address.empty() || bare_ipv4 ||
+  // And a colon with no port after it ("127.0.0.1:"): gRPC dials port 0.
+  const bool empty_port = absl::EndsWith(address, ":");
+  if (out_of_range || address.empty() || bare_ipv4 || empty_port ||
       ((port_required || bracketed) && port.empty())) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " must be host:port with a port in [0, 65535]",
                      port_required ? " (0 picks a free port)" : "",
                      " or unix:PATH, got ", address.empty() ? "\"\"" : address,
-                     !port_required && (bracketed || bare_ipv4)
+                     empty_port ? ", with no port after the colon"
+                     : !port_required && (bracketed || bare_ipv4)
                          ? ", which gRPC dials on port 0"
                          : ""));
   }

@@ -696,6 +696,12 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
        "got 127.0.0.1, which gRPC dials on port 0"},
       {{"health", "--server=dns:///10.0.0.1"},
        "got dns:///10.0.0.1, which gRPC dials on port 0"},
+      // A colon and no port: dialled on port 0 too.
+      {{"health", "--server=127.0.0.1:"},
+       "--server must be host:port with a port in [0, 65535] or unix:PATH, "
+       "got 127.0.0.1:, with no port after the colon"},
+      {{"health", "--server=[::1]:"},
+       "got [::1]:, with no port after the colon"},
       {{"health", "--server="},
        "--server must be host:port with a port in [0, 65535] or unix:PATH, "
        "got \"\""},
