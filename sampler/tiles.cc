@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <queue>
 #include <set>
@@ -308,6 +309,7 @@ struct ThreadPool::Job {
   std::atomic<std::size_t> done{0};
   std::mutex mu;
   std::condition_variable finished;
+  std::exception_ptr thrown;  // The first exception out of f, under mu.
 };
 
 ThreadPool::ThreadPool(int threads) {
@@ -343,7 +345,15 @@ ThreadPool::~ThreadPool() {
 bool ThreadPool::RunOne(Job* job) {
   const std::size_t i = job->next.fetch_add(1);
   if (i >= job->n) return false;
-  job->f(i);
+  // Out of a worker's Work() an exception would end the process
+  // (std::terminate): ParallelFor's caller gets it instead, once every
+  // index has returned.
+  try {
+    job->f(i);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(job->mu);
+    if (!job->thrown) job->thrown = std::current_exception();
+  }
   if (job->done.fetch_add(1) + 1 == job->n) {
     std::lock_guard<std::mutex> lock(job->mu);
     job->finished.notify_all();
@@ -382,13 +392,18 @@ void ThreadPool::ParallelFor(std::size_t n,
   wake_.notify_all();
   while (RunOne(job.get())) {
   }
+  std::exception_ptr thrown;
   {
     std::unique_lock<std::mutex> lock(job->mu);
     job->finished.wait(lock, [&] { return job->done.load() == job->n; });
+    thrown = job->thrown;
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = std::find(jobs_.begin(), jobs_.end(), job);
-  if (it != jobs_.end()) jobs_.erase(it);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find(jobs_.begin(), jobs_.end(), job);
+    if (it != jobs_.end()) jobs_.erase(it);
+  }
+  if (thrown) std::rethrow_exception(thrown);
 }
 
 // --- TileWorld ------------------------------------------------------------
@@ -1129,9 +1144,8 @@ absl::StatusOr<TileWorld::RoundResult> TileWorld::ServeRound(
   // slowest of it), and the caller's thread sends each tile as soon as its
   // generators are done. The others leave when nothing is left to make,
   // so a slow sink holds up no pool thread.
-  auto work = [&](std::size_t) {
+  auto make_and_send = [&](std::unique_lock<std::mutex>& lock) {
     const bool sender = std::this_thread::get_id() == caller;
-    std::unique_lock<std::mutex> lock(mu);
     for (;;) {
       if (sender && try_send(lock)) continue;
       if (quit || !failed.ok() || done == n ||
@@ -1183,15 +1197,36 @@ absl::StatusOr<TileWorld::RoundResult> TileWorld::ServeRound(
       changed.notify_all();
     }
   };
+  // An exception out of a thread's work (std::bad_alloc, from Generate,
+  // Collect or the sink) ends the round: the others leave at their next
+  // look, and the caller gets it once all have. Out of a pool thread it
+  // would end the process; out of ParallelFor before the others leave, it
+  // would free what they still use.
+  std::exception_ptr thrown;
+  auto guarded =
+      [&](absl::FunctionRef<void(std::unique_lock<std::mutex>&)> body) {
+        std::unique_lock<std::mutex> lock(mu);
+        try {
+          body(lock);
+        } catch (...) {
+          if (!lock.owns_lock()) lock.lock();
+          if (!thrown) thrown = std::current_exception();
+          quit = sender_done = true;
+          changed.notify_all();
+        }
+      };
   if (n > 0) {
-    pool->ParallelFor(static_cast<std::size_t>(pool->threads()), work);
+    pool->ParallelFor(static_cast<std::size_t>(pool->threads()),
+                      [&](std::size_t) { guarded(make_and_send); });
   }
-  {
-    // The tiles still to send: all their generators are done now, unless
-    // the work stopped.
-    std::unique_lock<std::mutex> lock(mu);
+  // The tiles still to send: all their generators are done now, unless
+  // the work stopped.
+  guarded([&](std::unique_lock<std::mutex>& lock) {
     while (try_send(lock)) {
     }
+  });
+  {
+    std::lock_guard<std::mutex> lock(mu);
     quit = true;
     if (status.ok() && !failed.ok()) status = failed;
   }
@@ -1201,6 +1236,7 @@ absl::StatusOr<TileWorld::RoundResult> TileWorld::ServeRound(
   std::size_t before = peak_held_.load();
   while (before < peak && !peak_held_.compare_exchange_weak(before, peak)) {
   }
+  if (thrown) std::rethrow_exception(thrown);
   if (!status.ok()) return status;
   if (result.sent < round.size() && !result.over) {
     return absl::CancelledError("tiles stopped by the caller");

@@ -235,7 +235,10 @@ class ThreadPool {
   // unavailable".
   const absl::Status& status() const { return status_; }
   // Calls f(0) ... f(n - 1), in any order and on any of the threads, and
-  // returns when all have returned.
+  // returns when all have returned. An exception out of f is rethrown here,
+  // on the caller's thread, once no thread runs f any more (the first one
+  // thrown; the indices after it may not run): out of a worker thread it
+  // would end the process.
   void ParallelFor(std::size_t n, absl::FunctionRef<void(std::size_t)> f);
 
  private:
@@ -367,6 +370,11 @@ class TileWorld {
   // refuses a growth as the budget does (a round of one tile fails with
   // it, prefixed with the tile); a fall is never refused. Pass a hold that
   // is quick.
+  //
+  // An exception out of the work on any of the pool's threads
+  // (std::bad_alloc from a generator, or one out of `sink`, `stop` or
+  // `hold`) stops the round, and is rethrown here, on the caller's thread,
+  // once every thread has left the round: as with a pool of one thread.
   using HoldFn = absl::FunctionRef<absl::Status(std::size_t bytes)>;
   absl::Status Serve(absl::Span<const TileCoord> tiles, GeneratorCache* cache,
                      ThreadPool* pool,

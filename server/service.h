@@ -156,6 +156,7 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   // The tile generator threads; its status() says when they could not
   // start.
   const sampler::ThreadPool& pool() const { return pool_; }
+  sampler::ThreadPool& pool() { return pool_; }
 
  private:
   // Runs `stream` unless the server is draining (UNAVAILABLE) or

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -922,6 +923,59 @@ INSTANTIATE_TEST_SUITE_P(Packings, SeamTest,
                            return std::string(MethodName(param.param));
                          });
 
+// An exception on a pool thread in the middle of a round (std::bad_alloc
+// in a generator) ended the process; one on the caller's thread left
+// ParallelFor while the other threads still used the round's state. Serve
+// now rethrows it to its caller once every thread has left the round, and
+// the world and its cache serve on, the same points.
+TEST(TilesTest, AnExceptionOnAnyThreadOfARoundReachesServesCaller) {
+  const WorldSpec spec = OneLayer(1, 10, 21);
+  const std::vector<TileCoord> tiles = Block(0, 0, 3, 3);
+  const Served expected = ServeFresh(spec, tiles);
+  ASSERT_EQ(expected.size(), tiles.size());
+  std::shared_ptr<const TileWorld> world = MakeWorld(spec);
+  GeneratorCache cache(std::size_t{1} << 30);
+  ThreadPool pool(3);
+  const std::thread::id caller = std::this_thread::get_id();
+  for (const bool on_caller : {false, true}) {
+    SCOPED_TRACE(on_caller ? "thrown on the caller's thread"
+                           : "thrown on a worker thread");
+    // Every thread polls `stop` in its long loops: it throws once, on a
+    // worker, or on the caller once a worker is at work too.
+    std::atomic<bool> worker_polled{false}, thrown{false};
+    auto stop = [&] {
+      const bool here = std::this_thread::get_id() == caller;
+      if (!here) worker_polled = true;
+      if (here == on_caller && (here ? worker_polled.load() : true) &&
+          !thrown.exchange(true)) {
+        throw std::runtime_error("stop failed");
+      }
+      return false;
+    };
+    EXPECT_THROW(world
+                     ->Serve(
+                         tiles, &cache, &pool,
+                         [](const TilePoints&) { return true; }, stop)
+                     .IgnoreError(),
+                 std::runtime_error);
+    EXPECT_TRUE(thrown.load());
+  }
+  Served served;
+  const absl::Status status = world->Serve(
+      tiles, &cache, &pool,
+      [&](const TilePoints& t) {
+        served[t.tile] = t.points;
+        return true;
+      },
+      [] { return false; });
+  ASSERT_TRUE(status.ok()) << status;
+  ASSERT_EQ(served.size(), expected.size());
+  for (const auto& [tile, points] : expected) {
+    EXPECT_EQ(Digest(served.at(tile)), Digest(points))
+        << "tile (" << tile.x << ", " << tile.y << ")";
+  }
+}
+
 TEST(TilesTest,
      ACacheServesRepeatsAndASweepCostsLittleMoreThanOneGeneratorPerTile) {
   std::shared_ptr<const TileWorld> world = MakeWorld(OneLayer(1, 10, 8));
@@ -1519,6 +1573,31 @@ TEST(ThreadPoolTest, EveryIndexRunsOnceWithSeveralCallers) {
     ASSERT_EQ(b[i].load(), 1);
   }
   pool.ParallelFor(0, [](std::size_t) { FAIL(); });
+}
+
+// An exception out of a worker's Work() called std::terminate: scatterd
+// died of one std::bad_alloc in a tile generator.
+TEST(ThreadPoolTest, AnExceptionOnAWorkerReachesTheCallerNotTheProcess) {
+  ThreadPool pool(3);
+  ASSERT_EQ(pool.threads(), 3);
+  const std::thread::id caller = std::this_thread::get_id();
+  // One index a thread: each waits until all three run one.
+  std::atomic<int> arrived{0}, returned{0};
+  std::atomic<bool> thrown{false};
+  auto f = [&](std::size_t) {
+    ++arrived;
+    while (arrived.load() < 3) std::this_thread::yield();
+    if (std::this_thread::get_id() != caller && !thrown.exchange(true)) {
+      throw std::runtime_error("a worker failed");
+    }
+    ++returned;
+  };
+  EXPECT_THROW(pool.ParallelFor(3, f), std::runtime_error);
+  EXPECT_TRUE(thrown.load());
+  EXPECT_EQ(returned.load(), 2) << "rethrown before the others returned";
+  std::vector<std::atomic<int>> a(5000);
+  pool.ParallelFor(a.size(), [&](std::size_t i) { ++a[i]; });
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i].load(), 1);
 }
 
 }  // namespace

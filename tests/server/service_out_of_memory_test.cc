@@ -1,8 +1,9 @@
-// A call's producer thread running out of memory: std::bad_alloc out of
-// the sampler or the tile server must end that call with a status, not the
-// process. This binary replaces the global operator new so that a test can
-// make one allocation on one thread fail, as it would in a process at its
-// memory limit; its own binary, so no other test runs with it.
+// A call's producer thread, or a tile pool thread, running out of memory:
+// std::bad_alloc out of the sampler or the tile server must end that call
+// with a status, not the process. This binary replaces the global operator
+// new so that a test can make one allocation on one thread fail, as it
+// would in a process at its memory limit; its own binary, so no other test
+// runs with it.
 
 #include <atomic>
 #include <cstddef>
@@ -23,9 +24,17 @@ namespace {
 // negative count none.
 thread_local long allocations_before_failure = -1;
 
+// Whether this thread is one of the tile pool's workers (TagPoolWorkers),
+// and whether the next allocation on any of them fails.
+thread_local bool pool_worker = false;
+std::atomic<bool> pool_worker_fails{false};
+
 }  // namespace
 
 void* operator new(std::size_t size) {
+  if (pool_worker && pool_worker_fails.exchange(false)) {
+    throw std::bad_alloc();
+  }
   if (allocations_before_failure == 0) {
     allocations_before_failure = -1;
     throw std::bad_alloc();
@@ -147,6 +156,66 @@ TEST(ServiceOutOfMemoryTest, AProducerOutOfMemoryEndsItsCallNotTheServer) {
   const auto [tiled, points] = CollectTilesStatus(*stub, OneTile());
   EXPECT_TRUE(tiled.ok()) << tiled.error_message();
   EXPECT_GT(points, 0u);
+  EXPECT_THAT(server.log(),
+              HasSubstr("message=out of memory (std::bad_alloc)"));
+}
+
+// Marks the worker threads of `pool` (pool_worker) and returns how
+// many: one index of a ParallelFor each, all waiting until every thread
+// runs one.
+int TagPoolWorkers(sampler::ThreadPool& pool) {
+  const int threads = pool.threads();
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> arrived{0}, tagged{0};
+  pool.ParallelFor(static_cast<std::size_t>(threads), [&](std::size_t) {
+    ++arrived;
+    while (arrived.load() < threads) std::this_thread::yield();
+    if (std::this_thread::get_id() != caller) {
+      pool_worker = true;
+      ++tagged;
+    }
+  });
+  return tagged.load();
+}
+
+// std::bad_alloc on a tile pool thread, in a generator, ended scatterd
+// (out of a std::thread, std::terminate); the producer's own were already
+// a status. The call ends with RESOURCE_EXHAUSTED, and the server serves
+// the same tiles next.
+TEST(ServiceOutOfMemoryTest,
+     ATilePoolThreadOutOfMemoryEndsItsCallNotTheServer) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.max_streams = 1;
+  options.service.threads = 3;
+  LoopbackServer server(options);
+  ASSERT_EQ(TagPoolWorkers(server.server().service().pool()), 2);
+  auto stub = server.InProcessStub();
+  // 2 x 2 tiles: 16 generators and the lower neighbours they read, so the
+  // workers have some to make.
+  v1::ScatterTilesRequest request = OneTile();
+  for (const auto& [x, y] : {std::pair{1, 0}, {0, 1}, {1, 1}}) {
+    v1::TileCoord* tile = request.add_tiles();
+    tile->set_x(x);
+    tile->set_y(y);
+  }
+
+  pool_worker_fails = true;
+  const grpc::Status failed = CollectTilesStatus(*stub, request).first;
+  EXPECT_FALSE(pool_worker_fails.load()) << "no pool worker allocated";
+  EXPECT_EQ(failed.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << failed.error_message();
+  EXPECT_THAT(failed.error_message(),
+              HasSubstr("out of memory (std::bad_alloc): the process could "
+                        "not allocate what the call needed"));
+
+  pool_worker_fails = false;
+  WaitIdle(server.server(), absl::Seconds(5));
+  EXPECT_EQ(server.server().stats().in_flight.load(), 0);
+  const std::uint64_t tiles_before = server.server().stats().tiles_sent.load();
+  const auto [served, points] = CollectTilesStatus(*stub, request);
+  EXPECT_TRUE(served.ok()) << served.error_message();
+  EXPECT_GT(points, 0u);
+  EXPECT_EQ(server.server().stats().tiles_sent.load() - tiles_before, 4u);
   EXPECT_THAT(server.log(),
               HasSubstr("message=out of memory (std::bad_alloc)"));
 }
