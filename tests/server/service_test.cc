@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -954,6 +956,117 @@ TEST(ServiceTest, LogLineNamesTheCallAndItsOutcome) {
                                           " code=OK")));
   EXPECT_THAT(log, HasSubstr("code=INVALID_ARGUMENT"));
   EXPECT_THAT(log, HasSubstr("message=layers[0].spacing"));
+}
+
+// Threads a ServiceOptions::start_thread started, and those whose body has
+// returned.
+struct ThreadCounts {
+  std::atomic<int> started{0};
+  std::atomic<int> returned{0};
+};
+
+std::function<std::thread(std::function<void()>)> CountedThreads(
+    std::shared_ptr<ThreadCounts> counts) {
+  return [counts](std::function<void()> body) {
+    ++counts->started;
+    return std::thread([counts, body = std::move(body)] {
+      body();
+      ++counts->returned;
+    });
+  };
+}
+
+// The consumer leaving first (the client cancels after a few messages)
+// while the producer is still sampling, or blocked on the full queue: the
+// producer stops, is joined before the handler returns, and the server's
+// one slot serves the next calls whole.
+TEST(ServiceTest, AConsumerStoppingEarlyJoinsTheProducerAndTheServerServesOn) {
+  auto counts = std::make_shared<ThreadCounts>();
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  // A producer still running would hold the only slot.
+  options.service.max_streams = 1;
+  options.service.start_thread = CountedThreads(counts);
+  LoopbackServer server(options);
+  auto stub = server.InProcessStub();
+  {
+    // Seconds of sampling; the queue holds 4 batches of 256 points.
+    grpc::ClientContext context;
+    auto reader = stub->Scatter(&context, LongRequest());
+    v1::ScatterResponse response;
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(reader->Read(&response));
+    EXPECT_EQ(server.server().stats().in_flight.load(), 1);
+    context.TryCancel();
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  WaitIdle(server.server(), absl::Seconds(5));
+  {
+    // 64 tiles of about 250 points in parts of 32: hundreds of messages,
+    // and the queue holds 4.
+    v1::ScatterTilesRequest request;
+    request.set_seed(3);
+    request.set_tile_size(16);
+    request.set_batch_size(32);
+    request.add_layers()->set_spacing(1);
+    request.mutable_rect()->set_x0(0);
+    request.mutable_rect()->set_x1(8);
+    request.mutable_rect()->set_y0(0);
+    request.mutable_rect()->set_y1(8);
+    grpc::ClientContext context;
+    auto reader = stub->ScatterTiles(&context, request);
+    v1::TileResponse response;
+    for (int i = 0; i < 2; ++i) ASSERT_TRUE(reader->Read(&response));
+    EXPECT_EQ(server.server().stats().in_flight.load(), 1);
+    context.TryCancel();
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  WaitIdle(server.server(), absl::Seconds(5));
+  EXPECT_EQ(server.server().stats().in_flight.load(), 0);
+  // A watchdog and a producer per call, each joined: every body returned.
+  EXPECT_EQ(counts->started.load(), 4);
+  EXPECT_EQ(counts->returned.load(), 4);
+  EXPECT_LT(server.server().stats().tiles_sent.load(), 64u);
+  const std::string log = server.log();
+  EXPECT_THAT(log, HasSubstr("Scatter peer="));
+  EXPECT_THAT(log, HasSubstr("ScatterTiles peer="));
+  std::size_t cancelled = 0;
+  for (std::size_t at = log.find("code=CANCELLED"); at != std::string::npos;
+       at = log.find("code=CANCELLED", at + 1)) {
+    ++cancelled;
+  }
+  EXPECT_EQ(cancelled, 2u) << log;
+
+  const Received next = Collect(*stub, BoxRequest(10, 0.5));
+  ASSERT_TRUE(next.status.ok()) << next.status.error_message();
+  ASSERT_TRUE(next.has_summary);
+  EXPECT_EQ(next.summary.total_points(), next.size());
+  EXPECT_GT(next.size(), 0u);
+  v1::ScatterTilesRequest one;
+  one.set_seed(3);
+  one.set_tile_size(16);
+  one.add_layers()->set_spacing(1);
+  v1::TileCoord* tile = one.add_tiles();
+  tile->set_x(5);
+  tile->set_y(5);
+  grpc::ClientContext context;
+  auto reader = stub->ScatterTiles(&context, one);
+  v1::TileResponse response;
+  bool summary = false;
+  std::uint64_t points = 0;
+  while (reader->Read(&response)) {
+    points += static_cast<std::uint64_t>(response.points().id_size());
+    if (response.has_summary()) {
+      summary = true;
+      EXPECT_EQ(response.summary().tiles(), 1u);
+      EXPECT_EQ(response.summary().total_points(), points);
+    }
+  }
+  const grpc::Status tiled = reader->Finish();
+  EXPECT_TRUE(tiled.ok()) << tiled.error_message();
+  EXPECT_TRUE(summary);
+  EXPECT_GT(points, 0u);
+  EXPECT_EQ(counts->started.load(), 8);
+  WaitIdle(server.server(), absl::Seconds(5));
+  EXPECT_EQ(counts->returned.load(), 8);
 }
 
 }  // namespace
