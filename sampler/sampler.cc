@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -230,6 +231,22 @@ double EstimatedRunBytes(const Box& box, const SamplerOptions& options) {
   }
   if (!IsPoisson(options.method)) return 0;
   return internal::PoissonGridBytes(box, options);
+}
+
+double MostRunBytes(const Box& box, const SamplerOptions& options) {
+  if (options.density == nullptr) return EstimatedRunBytes(box, options);
+  // Sample() interpolates between pixels, so no place is brighter than the
+  // brightest pixel: the one block of the coarsest level holds it.
+  const Raster& density = *options.density;
+  const std::vector<Raster::BlockLevel>& levels = density.BlockLevels();
+  const double brightest =
+      levels.empty() ? density.Pixel(0, 0) : levels.back().hi[0];
+  const double r =
+      options.radius_min + (options.radius_max - options.radius_min) *
+                               (1 - std::clamp(brightest, 0.0, 1.0));
+  return internal::EstimateVariablePoissonAt(box, r, options.radius_min,
+                                             options.radius_max)
+      .bytes;
 }
 
 const char* MethodName(Method method) {

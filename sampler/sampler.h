@@ -256,6 +256,14 @@ double SmallestRadiusIn(const Box& box);
 // huge figure, not an overflow.
 double EstimatedRunBytes(const Box& box, const SamplerOptions& options);
 
+// As EstimatedRunBytes, for a run over a box of these sides anywhere in
+// the world: with a density raster, the points are counted at the radius
+// of its brightest pixel all over the box (outside its rectangle a raster
+// continues its edge, so no place is brighter), not at the raster under
+// `box`. The same as EstimatedRunBytes without one. Reads the raster's
+// block bounds (Raster::BlockLevels), built once per raster.
+double MostRunBytes(const Box& box, const SamplerOptions& options);
+
 // The most points spacing r can hold in a box of these sides (the first
 // `dims` count): the densest packing, hexagonal in 2D (2 / (sqrt(3) r^2)
 // per unit area), FCC in 3D (sqrt(2) / r^3 per unit volume). Side over r

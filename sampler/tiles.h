@@ -328,7 +328,7 @@ class TileWorld {
   // region's bounds along an axis where they are narrower than a grown
   // tile, the grown tile (0, 0) elsewhere. With a density raster the
   // raster over it is that of one place, not the brightest any generator
-  // sees.
+  // sees: MostRunBytes over it bounds them all.
   Box WidestGeneratorArea() const;
 
   // Serves `tiles` in the order given (repeats allowed): computes the

@@ -10,6 +10,36 @@
 
 namespace scatter::sampler::internal {
 
+namespace {
+
+// The estimate from the integral of measure / r^D over the box (side over
+// r axis by axis).
+VariableEstimate EstimateFromIntegral(const Box& box, double integral,
+                                      double radius_min, double radius_max) {
+  const int dims = box.dims();
+  // Densest packings (hexagonal, FCC); real sets reach rho^D of them.
+  const double bound =
+      dims == 2 ? integral * 2 / std::sqrt(3.0) : integral * std::sqrt(2.0);
+  VariableEstimate e;
+  e.points = bound * (dims == 2 ? 0.81 : 0.73);
+  const int levels = LevelCount(radius_min, radius_max);
+  for (int l = 0; l < levels; ++l) {
+    const double cell = LevelCell(radius_min, l, dims);
+    double cells = 1;
+    for (int a = 0; a < dims; ++a) {
+      cells *= std::max(1.0, std::ceil(box.extent(a) / cell));
+    }
+    // A point (D + 1 doubles), an occupancy bit and a coverage byte per
+    // cell, though only pages of cells that get a point are touched.
+    e.bytes += cells * (8.0 * (dims + 1) + 1.125);
+  }
+  // Per point: an active-list entry.
+  e.bytes += bound * 24;
+  return e;
+}
+
+}  // namespace
+
 VariableEstimate EstimateVariablePoisson(const Box& box, const Raster& density,
                                          double radius_min, double radius_max) {
   const int dims = box.dims();
@@ -31,26 +61,16 @@ VariableEstimate EstimateVariablePoisson(const Box& box, const Raster& density,
       sum += cells;
     }
   }
-  const double integral = sum / (kSteps * kSteps);
-  // Densest packings (hexagonal, FCC); real sets reach rho^D of them.
-  const double bound =
-      dims == 2 ? integral * 2 / std::sqrt(3.0) : integral * std::sqrt(2.0);
-  VariableEstimate e;
-  e.points = bound * (dims == 2 ? 0.81 : 0.73);
-  const int levels = LevelCount(radius_min, radius_max);
-  for (int l = 0; l < levels; ++l) {
-    const double cell = LevelCell(radius_min, l, dims);
-    double cells = 1;
-    for (int a = 0; a < dims; ++a) {
-      cells *= std::max(1.0, std::ceil(box.extent(a) / cell));
-    }
-    // A point (D + 1 doubles), an occupancy bit and a coverage byte per
-    // cell, though only pages of cells that get a point are touched.
-    e.bytes += cells * (8.0 * (dims + 1) + 1.125);
-  }
-  // Per point: an active-list entry.
-  e.bytes += bound * 24;
-  return e;
+  return EstimateFromIntegral(box, sum / (kSteps * kSteps), radius_min,
+                              radius_max);
+}
+
+VariableEstimate EstimateVariablePoissonAt(const Box& box, double r,
+                                           double radius_min,
+                                           double radius_max) {
+  double cells = 1;
+  for (int a = 0; a < box.dims(); ++a) cells *= box.extent(a) / r;
+  return EstimateFromIntegral(box, cells, radius_min, radius_max);
 }
 
 absl::Status RunVariablePoissonScalar(const Region& region,

@@ -53,6 +53,12 @@ struct VariableEstimate {
 };
 VariableEstimate EstimateVariablePoisson(const Box& box, const Raster& density,
                                          double radius_min, double radius_max);
+// As EstimateVariablePoisson with the radius `r` all over the box instead
+// of the raster's: with the least radius a raster has anywhere, a bound
+// for a run over a box of these sides wherever it lies. No raster reads.
+VariableEstimate EstimateVariablePoissonAt(const Box& box, double r,
+                                           double radius_min,
+                                           double radius_max);
 
 // Runs the variable-radius sampler. Options arrive validated, with defaults
 // resolved and `density` set; the obstacle index was built with footprint

@@ -855,6 +855,50 @@ PointSet GoldenRun(const std::string& name) {
   return points;
 }
 
+// MostRunBytes bounds a run of a box's sides wherever it lies over the
+// raster, EstimatedRunBytes the run of that one place: tile generators
+// are held at the first before they run anywhere.
+TEST(VariableRadiusEstimateTest, MostRunBytesBoundsTheBrightestPlace) {
+  SamplerOptions o;
+  o.density = GradientRaster();  // Dark at x = 0, bright at x = 1.
+  o.radius_min = 0.001;
+  o.radius_max = 0.01;
+  // Boxes of side 1/8 (the same extents, exactly, wherever they lie).
+  auto box = [](double x0, double y0) {
+    absl::StatusOr<Box> b =
+        Box::Create(2, {x0, y0, 0}, {x0 + 0.125, y0 + 0.125, 0});
+    EXPECT_TRUE(b.ok()) << b.status();
+    return *b;
+  };
+  const Box dark = box(0, 0.4375), bright = box(0.875, 0.4375), far = box(8, 8);
+  // Where the estimate of one place equals the bound, the two sum their
+  // terms differently: a few ulps apart.
+  auto at_least = [](double bound, double estimate) {
+    return bound >= estimate * (1 - 1e-12);
+  };
+  const double at_dark = EstimatedRunBytes(dark, o);
+  const double at_bright = EstimatedRunBytes(bright, o);
+  std::printf("a box of side 1/8: %.0f bytes dark, %.0f bright, %.0f most\n",
+              at_dark, at_bright, MostRunBytes(dark, o));
+  EXPECT_LT(at_dark, at_bright);
+  EXPECT_GT(MostRunBytes(dark, o), at_bright);
+  EXPECT_EQ(MostRunBytes(bright, o), MostRunBytes(dark, o));
+  // Outside its rectangle the raster continues its edge.
+  EXPECT_EQ(MostRunBytes(far, o), MostRunBytes(dark, o));
+  EXPECT_TRUE(at_least(MostRunBytes(far, o), EstimatedRunBytes(far, o)));
+  // The brightest pixel's radius, not radius_min's: a raster at most half
+  // bright holds fewer.
+  SamplerOptions half = o;
+  half.density = MakeRaster(4, 4, [](double x, double) { return x / 2; });
+  EXPECT_LT(MostRunBytes(dark, half), MostRunBytes(dark, o));
+  EXPECT_TRUE(
+      at_least(MostRunBytes(dark, half), EstimatedRunBytes(bright, half)));
+  // No raster: the same as EstimatedRunBytes.
+  SamplerOptions constant;
+  constant.radius = 0.002;
+  EXPECT_EQ(MostRunBytes(dark, constant), EstimatedRunBytes(dark, constant));
+}
+
 // Taken for algorithm_version 6 (sampler/version.h); "three layers", whose
 // layers have one radius each, for 7.
 const GoldenCase kGoldenCases[] = {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <string>
@@ -350,6 +351,51 @@ TEST(TilesServiceTest, ACallThatCannotStartItsProducerIsRefused) {
       CollectTiles(*server.InProcessStub(), Rect(World(), 0, 1, 0, 1));
   EXPECT_TRUE(served.status.ok()) << served.status.error_message();
   EXPECT_EQ(served.tiles.size(), 1u);
+}
+
+// GeneratorBytes is held once per pool thread for any generator of the
+// call, so it must bound the brightest place the density raster has, not
+// the place around tile (0, 0) it happens to read. Here the raster is
+// dark (radius_max = 5) over tile (0, 0) and bright (radius_min = 0.5)
+// from x = 1500 on; the generators of tile (5, 0) sample where it is
+// bright.
+TEST(TilesServiceTest, GeneratorBytesBoundsTheBrightestGeneratorOfTheRaster) {
+  v1::ScatterTilesRequest request;
+  request.set_seed(5);
+  v1::Layer* layer = request.add_layers();
+  layer->set_id(1);
+  layer->set_radius_min(0.5);
+  layer->set_radius_max(5);
+  SetU8Raster(layer->mutable_density(), 2, 1, std::string("\x00\xff", 2), 2000,
+              10);
+  v1::TileCoord* tile = request.add_tiles();
+  tile->set_x(5);
+  tile->set_y(0);
+  RasterCache rasters(1 << 20);
+  absl::StatusOr<TilesJob> job = ToTilesJob(request, Limits(), rasters);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto world = sampler::TileWorld::Create(job->world);
+  ASSERT_TRUE(world.ok()) << world.status();
+  ASSERT_EQ((*world)->tile_size(), 320);  // 64 R, R = radius_max.
+  // Tile (5, 0) grown by 5 R: [1575, 1945] x [-25, 345], all bright.
+  absl::StatusOr<sampler::Box> bright =
+      sampler::Box::Create(2, {1575, -25, 0}, {1945, 345, 0});
+  ASSERT_TRUE(bright.ok()) << bright.status();
+  const double brightest =
+      sampler::EstimatedRunBytes(*bright, job->world.layers[0].options);
+  const double bytes = GeneratorBytes(*job, **world);
+  std::printf("GeneratorBytes %.0f, the bright generator's estimate %.0f\n",
+              bytes, brightest);
+  EXPECT_GE(bytes, brightest * (1 - 1e-12));  // Summed differently.
+  // The bound is the brightest pixel's, not radius_min's everywhere at
+  // worst: a raster at most half bright holds fewer.
+  SetU8Raster(request.mutable_layers(0)->mutable_density(), 2, 1,
+              std::string("\x00\x80", 2), 2000, 10);
+  absl::StatusOr<TilesJob> dimmer = ToTilesJob(request, Limits(), rasters);
+  ASSERT_TRUE(dimmer.ok()) << dimmer.status();
+  auto dim_world = sampler::TileWorld::Create(dimmer->world);
+  ASSERT_TRUE(dim_world.ok()) << dim_world.status();
+  EXPECT_LT(GeneratorBytes(*dimmer, **dim_world), bytes);
 }
 
 // A world over a small polygon: the point limit and the memory held are
