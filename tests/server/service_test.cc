@@ -1025,15 +1025,23 @@ TEST(ServiceTest, AConsumerStoppingEarlyJoinsTheProducerAndTheServerServesOn) {
   EXPECT_EQ(counts->started.load(), 4);
   EXPECT_EQ(counts->returned.load(), 4);
   EXPECT_LT(server.server().stats().tiles_sent.load(), 64u);
-  const std::string log = server.log();
-  EXPECT_THAT(log, HasSubstr("Scatter peer="));
-  EXPECT_THAT(log, HasSubstr("ScatterTiles peer="));
-  std::size_t cancelled = 0;
-  for (std::size_t at = log.find("code=CANCELLED"); at != std::string::npos;
-       at = log.find("code=CANCELLED", at + 1)) {
-    ++cancelled;
+  // A call's log line comes after in_flight falls: wait for both.
+  auto cancelled = [&] {
+    const std::string log = server.log();
+    std::size_t n = 0;
+    for (std::size_t at = log.find("code=CANCELLED"); at != std::string::npos;
+         at = log.find("code=CANCELLED", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const absl::Time until = absl::Now() + absl::Seconds(5);
+  while (cancelled() < 2 && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(1));
   }
-  EXPECT_EQ(cancelled, 2u) << log;
+  EXPECT_EQ(cancelled(), 2u) << server.log();
+  EXPECT_THAT(server.log(), HasSubstr("Scatter peer="));
+  EXPECT_THAT(server.log(), HasSubstr("ScatterTiles peer="));
 
   const Received next = Collect(*stub, BoxRequest(10, 0.5));
   ASSERT_TRUE(next.status.ok()) << next.status.error_message();
