@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <mutex>
 #include <new>
 
@@ -103,10 +104,15 @@ void* AllocateZeroed(std::size_t bytes) {
   if (bytes >= kHugePageBytes) {
     // Map a huge page more than asked, and give back what lies before the
     // first aligned address and after the block.
+    if (bytes > std::numeric_limits<std::size_t>::max() - kHugePageBytes) {
+      throw std::bad_alloc();
+    }
     const std::size_t mapped = bytes + kHugePageBytes;
     void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) std::abort();  // As operator new would.
+    // As operator new does: scatterd turns it into RESOURCE_EXHAUSTED for
+    // the call (it aborted, and took every call in flight with it).
+    if (p == MAP_FAILED) throw std::bad_alloc();
     const auto begin = reinterpret_cast<std::uintptr_t>(p);
     const std::uintptr_t aligned =
         (begin + kHugePageBytes - 1) & ~(std::uintptr_t{kHugePageBytes} - 1);
@@ -121,7 +127,7 @@ void* AllocateZeroed(std::size_t bytes) {
   }
 #endif
   void* p = std::calloc(bytes == 0 ? 1 : bytes, 1);
-  if (p == nullptr) std::abort();  // As operator new would.
+  if (p == nullptr) throw std::bad_alloc();
   return p;
 }
 

@@ -63,7 +63,7 @@ void ReleaseScratch();
 // to kHugePageBytes, so that the parts a run will touch densely can be
 // advised for huge pages (AdviseHugePages) and the rest left as it is;
 // smaller ones come from calloc. Not seen by operator new (heap accounting).
-// Aborts when out of memory, as operator new would.
+// Throws std::bad_alloc when out of memory, as operator new does.
 void* AllocateZeroed(std::size_t bytes);
 // Frees a block of AllocateZeroed(bytes).
 void FreeZeroed(void* p, std::size_t bytes);

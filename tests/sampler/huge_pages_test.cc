@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <new>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -172,6 +173,21 @@ TEST(HugePagesTest, ZeroedBlocksAreZeroAlignedAndAdvisedOnlyWhereAsked) {
   }
   FreeZeroed(large, bytes);
   FreeZeroed(nullptr, bytes);
+}
+
+// Out of memory, a zeroed block throws std::bad_alloc as operator new does
+// (it called std::abort, and a variable-radius run over too big a grid
+// took scatterd down with every call in flight; scatterd turns the
+// exception into RESOURCE_EXHAUSTED for the one call).
+TEST(HugePagesTest, AZeroedBlockThatCannotBeHadThrowsBadAlloc) {
+  // More than any address space: mmap fails.
+  EXPECT_THROW(AllocateZeroed(std::size_t{1} << 62), std::bad_alloc);
+  // So large that the mapping's extra huge page would wrap around.
+  EXPECT_THROW(AllocateZeroed(~std::size_t{0} - 5), std::bad_alloc);
+  // And the next block is had as before.
+  void* p = AllocateZeroed(kHugePageBytes);
+  EXPECT_NE(p, nullptr);
+  FreeZeroed(p, kHugePageBytes);
 }
 
 }  // namespace
