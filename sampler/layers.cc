@@ -96,11 +96,18 @@ absl::StatusOr<LayeredSampler> LayeredSampler::Create(
           "] (distances are compared squared), got ", o.clearance));
     }
   }
-  std::stable_sort(layers.begin(), layers.end(),
-                   [](const LayerSpec& x, const LayerSpec& y) {
-                     return Spacing(x.options) > Spacing(y.options);
-                   });
-  return LayeredSampler(region, std::move(layers), shared,
+  // Placement order, each layer with its index in `layers`, which errors
+  // at run time name as Create's do.
+  std::vector<std::size_t> index(layers.size());
+  for (std::size_t i = 0; i < index.size(); ++i) index[i] = i;
+  std::stable_sort(
+      index.begin(), index.end(), [&](std::size_t x, std::size_t y) {
+        return Spacing(layers[x].options) > Spacing(layers[y].options);
+      });
+  std::vector<LayerSpec> placed;
+  placed.reserve(layers.size());
+  for (const std::size_t i : index) placed.push_back(std::move(layers[i]));
+  return LayeredSampler(region, std::move(placed), std::move(index), shared,
                         std::move(overrides));
 }
 
@@ -121,7 +128,8 @@ absl::Status LayeredSampler::Run(BatchSink sink,
     double footprint;
   };
   std::vector<Placed> placed;
-  for (const LayerSpec& spec : layers_) {
+  for (std::size_t k = 0; k < layers_.size(); ++k) {
+    const LayerSpec& spec = layers_[k];
     // No later layer needs the last one's points: keeping them would cost
     // a single-layer run 40 bytes a point and the faults of a vector
     // growing to hold them all (half the time of a 10 M-point run).
@@ -135,6 +143,7 @@ absl::Status LayeredSampler::Run(BatchSink sink,
       o.obstacles.push_back(internal::EarlierLayerObstacle(
           q.center, q.layer, q.footprint, o, overrides_));
     }
+    o.earlier_layer_obstacles = placed.size();
     // Create checked the caller's obstacles; earlier layers' points do not
     // count against the limit.
     o.max_obstacles = std::max(o.max_obstacles, o.obstacles.size());
@@ -156,6 +165,23 @@ absl::Status LayeredSampler::Run(BatchSink sink,
           return sink(batch);
         },
         stop);
+    // Only a uniform layer finds no room (a Poisson or jittered layer
+    // places fewer points instead); say which layer, and which ones took
+    // the room, as the request lists them.
+    if (absl::IsInvalidArgument(status)) {
+      std::string before;
+      if (spec.options.method == Method::kUniform && !placed.empty()) {
+        for (std::size_t j = 0; j < k; ++j) {
+          absl::StrAppend(&before, j == 0 ? "" : ", ", "layers[", index_[j],
+                          "]");
+        }
+        before = absl::StrCat(": the points of ", before,
+                              ", placed before it (by decreasing spacing, "
+                              "uniform layers last), leave no room");
+      }
+      return absl::InvalidArgumentError(
+          absl::StrCat("layers[", index_[k], "]: ", status.message(), before));
+    }
     if (!status.ok()) return status;
   }
   return absl::OkStatus();

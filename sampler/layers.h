@@ -53,7 +53,9 @@ class LayeredSampler {
 
   // Runs the layers in order (decreasing spacing), streaming every layer's
   // batches to `sink` as they come. Same status rules as Sampler::Run;
-  // max_points applies to each layer.
+  // max_points applies to each layer. InvalidArgument (a uniform layer with
+  // no room for its points) names the layer as Create does, "layers[i]: ",
+  // and the earlier layers whose points left none.
   absl::Status Run(BatchSink sink, absl::FunctionRef<bool()> stop) const;
   absl::Status Run(BatchSink sink) const {
     return Run(sink, [] { return false; });
@@ -67,15 +69,18 @@ class LayeredSampler {
 
  private:
   LayeredSampler(const Region& region, std::vector<LayerSpec> layers,
-                 const SamplerOptions& shared,
+                 std::vector<std::size_t> index, const SamplerOptions& shared,
                  std::vector<ClearanceOverride> overrides)
       : region_(region),
         layers_(std::move(layers)),
+        index_(std::move(index)),
         shared_(shared),
         overrides_(std::move(overrides)) {}
 
   Region region_;
   std::vector<LayerSpec> layers_;  // Sorted: placement order.
+  // layers_[k] was layers[index_[k]] of Create's, which errors name.
+  std::vector<std::size_t> index_;
   SamplerOptions shared_;
   std::vector<ClearanceOverride> overrides_;
 };

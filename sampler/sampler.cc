@@ -181,6 +181,11 @@ absl::Status ValidateObstacles(int dims, SamplerOptions* o) {
           ob.wake_generation));
     }
   }
+  if (o->earlier_layer_obstacles > o->obstacles.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "earlier_layer_obstacles must be at most the ", o->obstacles.size(),
+        " obstacles, got ", o->earlier_layer_obstacles));
+  }
   if (!(o->footprint >= 0 && o->footprint <= kMaxRadius)) {
     return absl::InvalidArgumentError(
         absl::StrCat("footprint must be in [0, ", kMaxRadius,

@@ -129,6 +129,11 @@ struct SamplerOptions {
   double cell_size = 0;
   // Uniform: how many points, >= 1.
   std::uint64_t count = 0;
+  // How many of `obstacles`, at the end of the list, are the points of
+  // layers placed before this one (LayeredSampler sets it), at most
+  // obstacles.size(). Changes no point: a uniform run that finds no room
+  // says those points leave none, not the caller's obstacles.
+  std::size_t earlier_layer_obstacles = 0;
 
   // Range of the per-point scale attribute; scale_min <= scale_max, both
   // finite and > 0. Changing it changes no position or id.

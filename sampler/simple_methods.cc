@@ -37,12 +37,18 @@ absl::Status RunUniform(const Region& region, const ObstacleIndex& obstacles,
     std::uint64_t draws = 0;
     do {
       if (++draws > kMaxDraws) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("uniform: no place found inside the region",
-                         region.IsBox() ? "" : " (its shape and mask)",
-                         obstacles.empty() ? "" : " clear of the obstacles",
-                         " after ", kMaxDraws, " draws for point ", i,
-                         ": is there room for points at all?"));
+        // LayeredSampler passes the earlier layers' points as obstacles:
+        // "the obstacles" would send the user looking for some in the job.
+        const std::size_t earlier = options.earlier_layer_obstacles;
+        const bool own = options.obstacles.size() > earlier;
+        return absl::InvalidArgumentError(absl::StrCat(
+            "uniform: no place found for point ", i, " inside the region",
+            region.IsBox() ? "" : " (its shape and mask)",
+            own ? " clear of the obstacles" : "",
+            own && earlier > 0 ? " and" : "",
+            earlier > 0 ? " clear of the earlier layers' points" : "",
+            " after ", kMaxDraws, " draws",
+            earlier > 0 ? "" : ": is there room for points at all?"));
       }
       if (++since_poll == kPollEvery) {
         since_poll = 0;

@@ -239,6 +239,54 @@ TEST(LayersTest, BadLayersAreInvalidArgumentNamingTheLayer) {
       << shared_error.status();
 }
 
+// Uniform points come last and keep clear of every earlier layer's
+// points; a Poisson layer packed to the brim leaves them no room. The
+// error named "the obstacles" of a job that had none, and no layer.
+TEST(LayersTest, AUniformLayerWithNoRoomNamesItAndTheLayersPlacedBeforeIt) {
+  const Region box = Region::FromBox(*Box::Create(2, {0, 0, 0}, {6, 6, 0}));
+  LayerSpec uniform;
+  uniform.layer = 1;
+  uniform.options.method = Method::kUniform;
+  uniform.options.count = 3;
+  uniform.options.footprint = 1;
+  // Layers 3 and 2 (spacing 2 and 1) fill the box to the brim: every place
+  // is within 1.5 of a point of layer 2 or 2 of one of layer 3, the
+  // footprint sums a uniform point of footprint 1 keeps from them.
+  absl::StatusOr<LayeredSampler> sampler = LayeredSampler::Create(
+      box, {uniform, Layer(2, 1, 0), Layer(3, 2, 0)}, SamplerOptions(), {});
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  absl::Status status = sampler->Run([](const PointBatch&) { return true; });
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "layers[0]: uniform: no place found for point 0 inside the region "
+            "clear of the earlier layers' points after 16777216 draws: the "
+            "points of layers[2], layers[1], placed before it (by decreasing "
+            "spacing, uniform layers last), leave no room");
+
+  // Alone, only the caller's obstacles take the room. (Each refusal takes
+  // its 2^24 draws: about a second.)
+  SamplerOptions shared;
+  shared.obstacles.push_back({{3, 3, 0}, 10});
+  sampler = LayeredSampler::Create(box, {uniform}, shared, {});
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  status = sampler->Run([](const PointBatch&) { return true; });
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "layers[0]: uniform: no place found for point 0 inside the region "
+            "clear of the obstacles after 16777216 draws: is there room for "
+            "points at all?");
+
+  // Only LayeredSampler says which obstacles are earlier layers' points;
+  // more of them than obstacles is a caller's error.
+  SamplerOptions options = uniform.options;
+  options.earlier_layer_obstacles = 1;
+  const absl::StatusOr<Sampler> alone =
+      Sampler::Create(*Box::Create(2, {0, 0, 0}, {6, 6, 0}), options);
+  EXPECT_EQ(alone.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(alone.status().message(),
+            "earlier_layer_obstacles must be at most the 0 obstacles, got 1");
+}
+
 }  // namespace
 }  // namespace scatter::sampler
 
