@@ -127,6 +127,61 @@ absl::StatusOr<Request> UploadInto(Request request, Client& client,
   return request;
 }
 
+absl::Status ParseJob(absl::string_view text, v1::Job* job) {
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(
+      google::protobuf::StringPiece(text.data(), text.size()), job, options);
+  return absl::Status(static_cast<absl::StatusCode>(status.code()),
+                      status.message().as_string());
+}
+
+// The first line of the parser's message that is not blank.
+absl::string_view FirstLine(absl::string_view message) {
+  for (absl::string_view line : absl::StrSplit(message, '\n')) {
+    line = absl::StripAsciiWhitespace(line);
+    if (!line.empty()) return line;
+  }
+  return message;
+}
+
+// "line L, column C: " of a syntax error, or "" for other errors. The
+// parser shows 40 bytes around the error with a caret under it but gives
+// no offset, and those bytes may recur in the file. The first prefix of
+// the text that fails with the same message ends at the byte it stopped
+// on: shorter ones fail only for ending early.
+std::string SyntaxErrorAt(absl::string_view text, const absl::Status& error) {
+  // Only syntax errors show the text; a field's error names its path.
+  if (!absl::StrContains(error.message(), '\n')) return "";
+  const absl::string_view first = FirstLine(error.message());
+  std::size_t at = text.size();
+  if (!absl::StartsWith(first, "Unexpected end of string")) {
+    std::size_t lo = 0, hi = text.size();  // The prefix of hi bytes fails so.
+    while (lo + 1 < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      v1::Job scratch;
+      const absl::Status status = ParseJob(text.substr(0, mid), &scratch);
+      if (!status.ok() && FirstLine(status.message()) == first) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    at = hi - 1;
+  }
+  // Columns count characters, not UTF-8 bytes, from 1.
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < at && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      ++column;
+    }
+  }
+  return absl::StrCat("line ", line, ", column ", column, ": ");
+}
+
 }  // namespace
 
 std::string JobDir(const std::string& job_path) {
@@ -139,23 +194,28 @@ std::string JobDir(const std::string& job_path) {
 }
 
 absl::StatusOr<v1::Job> LoadJob(const std::string& path) {
-  absl::StatusOr<std::string> text = server::ReadWholeFile(path);
-  if (!text.ok()) return text.status();
+  absl::StatusOr<std::string> read = server::ReadWholeFile(path);
+  if (!read.ok()) return read.status();
+  absl::string_view text = *read;
+  // Editors on Windows may start UTF-8 with a byte order mark, which JSON
+  // allows a reader to skip; the parser said "Expected a value." there.
+  absl::ConsumePrefix(&text, "\xEF\xBB\xBF");
+  if (absl::StartsWith(text, "\xFF\xFE") ||
+      absl::StartsWith(text, "\xFE\xFF")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path,
+        ": not a scatter job: the file is UTF-16 (it starts with a "
+        "UTF-16 byte order mark); save it as UTF-8"));
+  }
   v1::Job job;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
-  const auto status = google::protobuf::util::JsonStringToMessage(*text, &job, options);
+  const absl::Status status = ParseJob(text, &job);
   if (!status.ok()) {
     // The parser's message can run over several lines (the text, a caret
     // under it); errors here are one line.
-    const std::string message = status.message().as_string();
-    absl::string_view first;
-    for (absl::string_view line : absl::StrSplit(message, '\n')) {
-      first = absl::StripAsciiWhitespace(line);
-      if (!first.empty()) break;
-    }
+    const absl::string_view first = FirstLine(status.message());
+    const std::string where = SyntaxErrorAt(text, status);
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a scatter job: ", first));
+        absl::StrCat(path, ": not a scatter job: ", where, first));
   }
   if (job.has_request() && job.has_world()) {
     return absl::InvalidArgumentError(

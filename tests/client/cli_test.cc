@@ -634,8 +634,10 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
       {{"health", server, "--timeout=500us"},
        "--timeout: must be 0 (no deadline) or at least 1ms, got 500us"},
       {{"run", truncated, "--local"},
-       "truncated.json: not a scatter job: Unexpected end of string"},
-      {{"run", empty, "--local"}, "empty.json: not a scatter job: Unexpected"},
+       "truncated.json: not a scatter job: line 1, column 24: Unexpected end "
+       "of string"},
+      {{"run", empty, "--local"},
+       "empty.json: not a scatter job: line 1, column 1: Unexpected"},
       {{"run", three, server, "--tls_ca=" + not_pem},
        "--tls_ca: " + not_pem + " holds no PEM CERTIFICATE block"},
       {{"run", three, server, "--tls_ca=" + Temp("nowhere.pem")},

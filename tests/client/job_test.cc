@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,7 @@ namespace scatter::client {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 v1::Job JobFromJson(const std::string& json) {
   v1::Job job;
@@ -101,6 +103,96 @@ TEST(JobTest, RasterErrorsNameTheFileThatFillsTheField) {
     const absl::Status status(code, "layers[0].density: Deadline Exceeded");
     EXPECT_EQ(NameRasterFile(job, "jobs", status), status);
   }
+}
+
+// A job file with these bytes, in the test's temporary directory.
+std::string WriteJob(const std::string& name, const std::string& bytes) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/job_test_",
+                                        getpid(), "_", name, ".json");
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// The parser shows the text around a syntax error with a caret under it;
+// the one-line error kept only its reason ("Expected , or ] after array
+// value."), with no way to find the place in a long file.
+TEST(JobTest, SyntaxErrorsSayTheLineAndColumn) {
+  const std::string missing_comma = WriteJob("missing_comma", R"({
+  "request": {
+    "seed": "4",
+    "layers": [
+      {"id": 1, "spacing": 2},
+      {"id": 2, "spacing": 1}
+      {"id": 3, "spacing": 0.5}
+    ]
+  }
+})");
+  absl::StatusOr<v1::Job> job = LoadJob(missing_comma);
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(job.status().message(),
+            missing_comma +
+                ": not a scatter job: line 7, column 7: Expected , or ] after "
+                "array value.");
+
+  // Columns count characters: "ê" is two bytes.
+  const std::string accented = WriteJob(
+      "accented",
+      "{\"rasterFiles\": [{\"path\": \"for\xC3\xAAt.png\" \"x1\": 1}]}");
+  job = LoadJob(accented);
+  EXPECT_EQ(job.status().message(),
+            accented +
+                ": not a scatter job: line 1, column 39: Expected , or } after "
+                "key:value pair.");
+
+  // Lines alike but for the error: the place is the line that has it.
+  const std::string repeated = WriteJob("repeated", R"({"request": {"layers": [
+  {"id": 1, "spacing": 2, "footprint": 1, "maxAttempts": 3},
+  {"id": 2, "spacing": 2, "footprint": 1, "maxAttempts": 3},
+  {"id": 3, "spacing": 2, "footprint": 1 "maxAttempts": 3}]}})");
+  job = LoadJob(repeated);
+  EXPECT_EQ(job.status().message(),
+            repeated +
+                ": not a scatter job: line 4, column 42: Expected , or } after "
+                "key:value pair.");
+
+  // A file that ends early: the place is its end.
+  const std::string cut = WriteJob("cut", "{\n  \"request\": {");
+  job = LoadJob(cut);
+  EXPECT_THAT(job.status().message(),
+              HasSubstr(": not a scatter job: line 2, column 15: Unexpected "
+                        "end of string."));
+
+  // A field's error names its path; there is no place to add.
+  const std::string unknown =
+      WriteJob("unknown", R"({"request": {"sead": "4"}})");
+  job = LoadJob(unknown);
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(job.status().message(), HasSubstr("sead"));
+  EXPECT_THAT(job.status().message(), Not(HasSubstr("line ")));
+}
+
+// A UTF-8 byte order mark, which some editors write, is skipped (the
+// parser said "Expected a value."); UTF-16 is refused saying so.
+TEST(JobTest, AByteOrderMarkIsSkippedAndUtf16IsRefusedSayingSo) {
+  const std::string text =
+      R"({"request": {"seed": "9", "layers": [{"spacing": 1}]}})";
+  absl::StatusOr<v1::Job> job = LoadJob(WriteJob("bom", "\xEF\xBB\xBF" + text));
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->request().seed(), 9u);
+  EXPECT_EQ(job->request().layers(0).spacing(), 1);
+
+  // Positions count from after the mark.
+  job = LoadJob(WriteJob("bom_bad", "\xEF\xBB\xBF{\"request\" 1}"));
+  EXPECT_THAT(job.status().message(),
+              HasSubstr("not a scatter job: line 1, column 12: Expected :"));
+
+  const std::string utf16 = WriteJob("utf16", std::string("\xFF\xFE{\0}\0", 6));
+  job = LoadJob(utf16);
+  EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(job.status().message(),
+            utf16 +
+                ": not a scatter job: the file is UTF-16 (it starts with a "
+                "UTF-16 byte order mark); save it as UTF-8");
 }
 
 }  // namespace
