@@ -90,6 +90,21 @@ bool IsCallError(absl::StatusCode code) {
   }
 }
 
+// The server's message about an upload, as the field the raster fills:
+// PutRaster names its data "chunks" ("chunks: not a PNG file", "chunks[3]
+// .pixels: ..."), the client's own cut of the data, where the same raster
+// sent inline (or run --local) is "region.mask.data: not a PNG file".
+std::string UploadMessage(const std::string& field, absl::string_view message) {
+  if (!absl::ConsumePrefix(&message, "chunks")) {
+    return absl::StrCat(field, ": ", message);
+  }
+  if (absl::StartsWith(message, "[")) {
+    const std::size_t close = message.find(']');
+    if (close != absl::string_view::npos) message.remove_prefix(close + 1);
+  }
+  return absl::StrCat(field, ".data", message);
+}
+
 template <typename Request>
 absl::StatusOr<Request> UploadInto(Request request, Client& client,
                                   const CallOptions& call) {
@@ -109,7 +124,7 @@ absl::StatusOr<Request> UploadInto(Request request, Client& client,
     }
     if (!ref.ok()) {
       return absl::Status(ref.status().code(),
-                          absl::StrCat(field, ": ", ref.status().message()));
+                          UploadMessage(field, ref.status().message()));
     }
     input->set_digest(ref->digest());
     return absl::OkStatus();
