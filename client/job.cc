@@ -1,5 +1,9 @@
 #include "client/job.h"
 
+#include <map>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -41,6 +45,9 @@ std::string RasterPath(const v1::RasterFile& file,
 template <typename Request>
 absl::StatusOr<Request> ResolveInto(Request request, const v1::Job& job,
                                     const std::string& base_dir) {
+  // Each file is read once, however many fields it fills (a density map
+  // shared by two layers).
+  std::map<std::string, std::string> read;
   for (int i = 0; i < job.raster_files_size(); ++i) {
     const v1::RasterFile& file = job.raster_files(i);
     const std::string field = absl::StrCat("rasterFiles[", i, "]");
@@ -50,14 +57,18 @@ absl::StatusOr<Request> ResolveInto(Request request, const v1::Job& job,
           absl::StrCat(field, ".", input.status().message()));
     }
     const std::string path = RasterPath(file, base_dir);
-    absl::StatusOr<std::string> bytes = server::ReadWholeFile(path);
-    if (!bytes.ok()) {
-      // "cannot read PATH: why" as "raster file PATH cannot be read: why".
-      const absl::string_view message = bytes.status().message();
-      const std::size_t why = message.find(": ", 12 + path.size());
-      return absl::NotFoundError(absl::StrCat(
-          field, ".path: raster file ", path, " cannot be read",
-          why == absl::string_view::npos ? "" : message.substr(why)));
+    auto known = read.find(path);
+    if (known == read.end()) {
+      absl::StatusOr<std::string> bytes = server::ReadWholeFile(path);
+      if (!bytes.ok()) {
+        // "cannot read PATH: why" as "raster file PATH cannot be read: why".
+        const absl::string_view message = bytes.status().message();
+        const std::size_t why = message.find(": ", 12 + path.size());
+        return absl::NotFoundError(absl::StrCat(
+            field, ".path: raster file ", path, " cannot be read",
+            why == absl::string_view::npos ? "" : message.substr(why)));
+      }
+      known = read.emplace(path, *std::move(bytes)).first;
     }
     v1::RasterData data;
     data.set_format(file.format() == v1::RASTER_FORMAT_UNSPECIFIED
@@ -65,7 +76,7 @@ absl::StatusOr<Request> ResolveInto(Request request, const v1::Job& job,
                         : file.format());
     data.set_width(file.width());
     data.set_height(file.height());
-    data.set_pixels(*std::move(bytes));
+    data.set_pixels(known->second);
     (*input)->set_x0(file.x0());
     (*input)->set_y0(file.y0());
     (*input)->set_x1(file.x1());
@@ -108,8 +119,19 @@ std::string UploadMessage(const std::string& field, absl::string_view message) {
 template <typename Request>
 absl::StatusOr<Request> UploadInto(Request request, Client& client,
                                   const CallOptions& call) {
+  // Rasters uploaded so far and their digests: a file that fills two
+  // fields (two layers' density) is sent once.
+  std::vector<std::pair<v1::RasterData, std::string>> sent;
   auto upload = [&](const std::string& field, v1::RasterInput* input) -> absl::Status {
     if (input->source_case() != v1::RasterInput::kData) return absl::OkStatus();
+    for (const auto& [data, digest] : sent) {
+      const v1::RasterData& mine = input->data();
+      if (data.format() == mine.format() && data.width() == mine.width() &&
+          data.height() == mine.height() && data.pixels() == mine.pixels()) {
+        input->set_digest(digest);
+        return absl::OkStatus();
+      }
+    }
     absl::StatusOr<v1::RasterRef> ref = client.PutRaster(input->data(), call);
     // A failed call is about the server; "cannot reach scatterd at ..."
     // says so already.
@@ -126,6 +148,7 @@ absl::StatusOr<Request> UploadInto(Request request, Client& client,
       return absl::Status(ref.status().code(),
                           UploadMessage(field, ref.status().message()));
     }
+    sent.emplace_back(std::move(*input->mutable_data()), ref->digest());
     input->set_digest(ref->digest());
     return absl::OkStatus();
   };

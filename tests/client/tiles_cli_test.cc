@@ -4,6 +4,7 @@
 // origin, and from a live scatterd; shards of an area add up to the area.
 
 #include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -546,6 +547,30 @@ TEST(TilesCliTest, ACallTooBigForTheServerSaysToAskForFewerTilesPerCall) {
                "--out=" + dir});
   ASSERT_EQ(small.exit_code, 0) << small.err;
   EXPECT_EQ(Keys(Files(dir)), TileNames(-8, 8, -8, 8));
+}
+
+// A raster file that two layers read (the woodland's density) was read
+// and uploaded twice a run; the README says rasters are uploaded once.
+TEST(TilesCliTest, ARasterFileOfTwoLayersIsUploadedOnce) {
+  const std::string log = Temp("upload_once.log");
+  Scatterd scatterd({}, log);
+  ASSERT_GT(scatterd.port(), 0);
+  const std::string dir = Temp("upload_once");
+  const CommandResult run = Scatter(
+      {"tiles", kExamples + "/world_woodland.json", "--tiles=0,0",
+       absl::StrCat("--server=127.0.0.1:", scatterd.port()), "--out=" + dir});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(Keys(Files(dir)), TileNames(0, 1, 0, 1));
+  scatterd.Signal(SIGTERM);
+  scatterd.Wait();
+  const std::string text = Slurp(log);
+  std::size_t uploads = 0;
+  for (std::size_t at = text.find("PutRaster peer="); at != std::string::npos;
+       at = text.find("PutRaster peer=", at + 1)) {
+    ++uploads;
+  }
+  EXPECT_EQ(uploads, 1u) << text;
+  EXPECT_THAT(text, HasSubstr("PutRaster peer="));
 }
 
 TEST(TilesCliTest, WoodlandExampleExportsATileOfItsWorld) {
