@@ -579,17 +579,37 @@ std::vector<v1::ScatterTilesRequest> SplitCalls(v1::ScatterTilesRequest request,
   return calls;
 }
 
-// The server refuses a call whose tiles could hold more points than its
-// max_points before serving any of them: the message says how to make the
-// calls smaller (one tile a call cannot be).
+// The server refuses a call of more tiles than its max_tiles_per_request,
+// or whose tiles could hold more points than its max_points, before
+// serving any of them: the message says how to make the calls smaller
+// (one tile a call cannot be).
 absl::Status HintTilesPerCall(const absl::Status& status,
                               const v1::ScatterTilesRequest& call) {
   const std::uint64_t tiles =
       call.has_rect() ? RectTiles(call.rect())
                       : static_cast<std::uint64_t>(call.tiles_size());
-  if (status.code() != absl::StatusCode::kResourceExhausted ||
-      !absl::StrContains(status.message(), "the tiles could hold ") ||
-      tiles <= 1) {
+  if (status.code() != absl::StatusCode::kResourceExhausted || tiles <= 1) {
+    return status;
+  }
+  constexpr absl::string_view kTileLimit =
+      "over the limit max_tiles_per_request = ";
+  const std::size_t limit_at = status.message().find(kTileLimit);
+  absl::string_view digits;
+  if (limit_at != absl::string_view::npos) {
+    digits = status.message().substr(limit_at + kTileLimit.size());
+    digits = digits.substr(0, digits.find_first_not_of("0123456789"));
+  }
+  std::uint64_t most = 0;
+  if (absl::SimpleAtoi(digits, &most) && most >= 1 && most < tiles) {
+    return absl::Status(
+        status.code(),
+        absl::StrCat(status.message(), "; this call asked for ", tiles,
+                     " tiles: ask for fewer a call with --tiles_per_call=",
+                     std::min<std::uint64_t>(
+                         most, static_cast<std::uint64_t>(
+                                   std::numeric_limits<int>::max()))));
+  }
+  if (!absl::StrContains(status.message(), "the tiles could hold ")) {
     return status;
   }
   return absl::Status(

@@ -549,6 +549,36 @@ TEST(TilesCliTest, ACallTooBigForTheServerSaysToAskForFewerTilesPerCall) {
   EXPECT_EQ(Keys(Files(dir)), TileNames(-8, 8, -8, 8));
 }
 
+// scatterd's --max_tiles_per_request under --tiles_per_call refused every
+// call, and the message said which limit but not which flag gets under it.
+TEST(TilesCliTest, ACallOverTheServersTileLimitSaysWhichTilesPerCallFits) {
+  Scatterd scatterd({"--max_tiles_per_request=3"});
+  ASSERT_GT(scatterd.port(), 0);
+  const std::string server =
+      absl::StrCat("--server=127.0.0.1:", scatterd.port());
+  const std::string job = Temp("tile_limit.json");
+  std::ofstream(job) << R"({"world": {"seed": "5", "tileSize": 16,
+      "layers": [{"id": 1, "spacing": 1}]}})";
+  for (const std::string tiles :
+       {"--tiles=0:4,0:4", "--tiles=0,0;1,0;2,0;3,0"}) {
+    SCOPED_TRACE(tiles);
+    const CommandResult big = Scatter(
+        {"tiles", job, tiles, server, "--out=" + Temp("over_tile_limit")});
+    EXPECT_EQ(big.exit_code, 1);
+    EXPECT_THAT(big.err, HasSubstr("over the limit max_tiles_per_request = 3; "
+                                   "this call asked for "));
+    EXPECT_THAT(
+        big.err,
+        HasSubstr(" tiles: ask for fewer a call with --tiles_per_call=3"));
+    EXPECT_EQ(std::count(big.err.begin(), big.err.end(), '\n'), 1) << big.err;
+  }
+  const std::string dir = Temp("under_tile_limit");
+  const CommandResult fits = Scatter({"tiles", job, "--tiles=0:4,0:4", server,
+                                      "--tiles_per_call=3", "--out=" + dir});
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_EQ(Keys(Files(dir)), TileNames(0, 4, 0, 4));
+}
+
 // A raster file that two layers read (the woodland's density) was read
 // and uploaded twice a run; the README says rasters are uploaded once.
 TEST(TilesCliTest, ARasterFileOfTwoLayersIsUploadedOnce) {
