@@ -460,6 +460,30 @@ absl::Status CheckRectNotEmpty(const v1::TileRange& r,
   return absl::OkStatus();
 }
 
+// Tile indices are in [-2^31, 2^31), as scatterd and sampler::ShardTiles
+// take them (a rectangle's x1 and y1 up to 2^31).
+constexpr std::int64_t kTileIndexLimit = std::int64_t{1} << 31;
+// Tiles a rectangle may hold, however many shards share it.
+constexpr std::uint64_t kMaxRectTiles = std::uint64_t{1} << 31;
+
+// InvalidArgument naming `what` when a corner of the rectangle is outside
+// the tile index range.
+absl::Status CheckRectIndices(const v1::TileRange& r, const std::string& what) {
+  for (const auto& [name, v, hi] :
+       {std::tuple{"x0", r.x0(), kTileIndexLimit - 1},
+        std::tuple{"x1", r.x1(), kTileIndexLimit},
+        std::tuple{"y0", r.y0(), kTileIndexLimit - 1},
+        std::tuple{"y1", r.y1(), kTileIndexLimit}}) {
+    if (v < -kTileIndexLimit || v > hi) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": ", name, " must be in [-2^31, 2^31",
+                       hi == kTileIndexLimit ? "]" : ")",
+                       " (the tile index range), got ", v));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // --shard=i/n: the request's rectangle becomes the list of band i's tiles.
 absl::Status ApplyShard(const std::string& text, v1::ScatterTilesRequest* request) {
   const std::vector<std::string> parts = absl::StrSplit(text, '/');
@@ -540,10 +564,22 @@ absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(
         absl::StrCat(job_path, ": world: give tiles or rect, not both"));
   }
   if (request->has_rect()) {
-    const absl::Status nonempty = CheckRectNotEmpty(
-        request->rect(),
-        tiles.empty() ? absl::StrCat(job_path, ": world.rect") : "--tiles");
+    const std::string what =
+        tiles.empty() ? absl::StrCat(job_path, ": world.rect") : "--tiles";
+    const absl::Status nonempty = CheckRectNotEmpty(request->rect(), what);
     if (!nonempty.ok()) return nonempty;
+    // Before the counts: no shard or split reaches a tile past the index
+    // range, and --shard cannot cut a rectangle over 2^31 tiles, so the
+    // hints below (more shards, --shard) would lead nowhere.
+    const absl::Status in_range = CheckRectIndices(request->rect(), what);
+    if (!in_range.ok()) return in_range;
+    if (RectTiles(request->rect()) > kMaxRectTiles) {
+      const v1::TileRange& r = request->rect();
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": tile rectangle holds ", r.x1() - r.x0(), " x ",
+          r.y1() - r.y0(), " tiles, over 2^31, however many shards share it: ",
+          "split it into rectangles of their own"));
+    }
   }
   const std::string shard = absl::GetFlag(FLAGS_shard);
   if (!shard.empty()) {

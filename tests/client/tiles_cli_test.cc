@@ -296,9 +296,34 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
        "--shard: expected i/n"},
       {{"tiles", world, "--tiles=0:100000,0:1000", "--local", out},
        "--tiles: 100000000 tiles, over 16777216 for one run"},
+      // Tiles past the index range, or a rectangle over 2^31 tiles: no
+      // shards or split reach them, so the hints to use --shard or more
+      // shards led nowhere ("use more shards", then "over 2^31").
       {{"tiles", world, "--tiles=-9223372036854775808:9223372036854775807,0:9",
         "--shard=0/2", "--local", out},
-       "--shard: bands of"},
+       "--tiles: x0 must be in [-2^31, 2^31) (the tile index range), got "
+       "-9223372036854775808"},
+      {{"tiles", world, "--tiles=-4294967296:4294967296,0:1", "--local", out},
+       "--tiles: x0 must be in [-2^31, 2^31) (the tile index range), got "
+       "-4294967296"},
+      {{"tiles", world, "--tiles=-4294967296:4294967296,0:1", "--shard=0/2000",
+        "--local", out},
+       "--tiles: x0 must be in [-2^31, 2^31) (the tile index range), got "
+       "-4294967296"},
+      {{"tiles", world, "--tiles=0:1,0:2147483649", "--local", out},
+       "--tiles: y1 must be in [-2^31, 2^31] (the tile index range), got "
+       "2147483649"},
+      {{"tiles", world, "--tiles=-2147483648:2147483648,0:2", "--local", out},
+       "--tiles: tile rectangle holds 4294967296 x 2 tiles, over 2^31, "
+       "however many shards share it: split it into rectangles of their own"},
+      {{"tiles", world, "--tiles=-2147483648:2147483648,0:2",
+        "--shard=0/100000", "--local", out},
+       "--tiles: tile rectangle holds 4294967296 x 2 tiles, over 2^31"},
+      // Under 2^31, more shards do help.
+      {{"tiles", world, "--tiles=0:65536,0:32768", "--shard=0/2", "--local",
+        out},
+       "--shard: bands of up to 1073741824 tiles, over 16777216 for one run: "
+       "use more shards"},
       // One band of 4097 x 4096 tiles: one row over the 2^24 a run takes.
       {{"tiles", world, "--tiles=0:4097,0:4096", "--shard=0/1", "--local", out},
        "--shard: bands of up to 16781312 tiles, over 16777216 for one run"},
@@ -347,11 +372,13 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
        "--tile_cache_bytes: only `scatter tiles --local` takes it; against a "
        "server, scatterd's own --tile_cache_bytes sets that"},
       {{"tiles", world, "--tiles=0:1,0:1", "--local", "--threads=-3", out},
-       "--threads: must be in [0, 1024] (0 = one per CPU the process may use), got -3"},
+       "--threads: must be in [0, 1024] (0 = one per CPU the process may use), "
+       "got -3"},
       // Tens of thousands of threads are more than the process can start:
       // std::thread threw and the run died of std::terminate.
       {{"tiles", world, "--tiles=0:1,0:1", "--local", "--threads=40000", out},
-       "--threads: must be in [0, 1024] (0 = one per CPU the process may use), got 40000"},
+       "--threads: must be in [0, 1024] (0 = one per CPU the process may use), "
+       "got 40000"},
       // A tile whose generators pass the budget names the flag, as
       // scatterd's error names its own; --local said only "the tile cache
       // budget of 1000 bytes".
