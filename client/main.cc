@@ -8,9 +8,11 @@
 //
 // Errors are one line on stderr and a non-zero exit code.
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -594,6 +596,21 @@ absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(
   return request;
 }
 
+// The directories `dir` and its parents that do not exist yet, outermost
+// first: those TileFiles::Open will make.
+std::vector<std::string> MissingDirectories(const std::string& dir) {
+  std::vector<std::string> missing;
+  for (std::size_t at = dir.find('/', 1);; at = dir.find('/', at + 1)) {
+    const std::string prefix = dir.substr(0, at);
+    struct stat info;
+    if (stat(prefix.c_str(), &info) != 0 && errno == ENOENT) {
+      missing.push_back(prefix);
+    }
+    if (at == std::string::npos) break;
+  }
+  return missing;
+}
+
 // The request as calls of at most `per_call` tiles, in order: each a
 // contiguous run of tiles, so the server's cache serves their shared
 // neighbours.
@@ -733,8 +750,21 @@ int Tiles(const std::string& job_path) {
     }
     request = *std::move(uploaded);
   }
+  // The directories Open makes: a run refused before its first tile (an
+  // algorithm_version the server does not have, a raster it cannot
+  // decode) removes them again, as if it had not started.
+  const std::vector<std::string> made = MissingDirectories(out);
   absl::StatusOr<std::unique_ptr<TileFiles>> files = TileFiles::Open(*format, out);
   if (!files.ok()) return Fail(files.status());
+  auto fail = [&](const absl::Status& failed) {
+    if ((*files)->tiles_written() == 0) {
+      files->reset();  // Removes a tile file left half written.
+      for (auto dir = made.rbegin(); dir != made.rend(); ++dir) {
+        rmdir(dir->c_str());  // Only while empty.
+      }
+    }
+    return Fail(failed);
+  };
 
   const bool progress = isatty(STDERR_FILENO) == 1;
   std::uint64_t points = 0, generated = 0;
@@ -783,8 +813,8 @@ int Tiles(const std::string& job_path) {
     }
   }
   if (progress) std::fprintf(stderr, "\n");
-  if (!write_status.ok()) return Fail(write_status);
-  if (!status.ok()) return Fail(NameRasterFile(*job, JobDir(job_path), status));
+  if (!write_status.ok()) return fail(write_status);
+  if (!status.ok()) return fail(NameRasterFile(*job, JobDir(job_path), status));
   std::fprintf(stderr, "scatter: %llu tiles, %llu points in %s in %.2f s (%llu generators computed)\n",
                static_cast<unsigned long long>((*files)->tiles_written()),
                static_cast<unsigned long long>(points), out.c_str(),

@@ -630,6 +630,41 @@ TEST(TilesCliTest, ARasterFileOfTwoLayersIsUploadedOnce) {
   EXPECT_THAT(text, HasSubstr("PutRaster peer="));
 }
 
+// A run refused before its first tile (here an algorithm_version no build
+// has) made the output directory and its parents anyway, and left them.
+TEST(TilesCliTest, ARefusedRunLeavesNoOutputDirectoryBehind) {
+  Scatterd scatterd({});
+  ASSERT_GT(scatterd.port(), 0);
+  const std::string job = Temp("version_99.json");
+  std::ofstream(job) << R"({"world": {"algorithmVersion": 99, "tileSize": 16,
+      "layers": [{"id": 1, "spacing": 1}]}})";
+  const std::string top = Temp("refused");
+  const std::string out = top + "/a/b";
+  for (const std::string& where :
+       {std::string("--local"),
+        absl::StrCat("--server=127.0.0.1:", scatterd.port())}) {
+    SCOPED_TRACE(where);
+    const CommandResult run =
+        Scatter({"tiles", job, "--tiles=0:2,0:2", where, "--out=" + out});
+    EXPECT_EQ(run.exit_code, 1);
+    EXPECT_THAT(run.err, HasSubstr("99"));
+    EXPECT_FALSE(std::filesystem::exists(top)) << top << " was left";
+  }
+  // A directory that was there stays, with what it held.
+  std::filesystem::create_directories(top);
+  std::ofstream(top + "/keep.txt") << "mine";
+  const CommandResult run =
+      Scatter({"tiles", job, "--tiles=0:2,0:2", "--local", "--out=" + top});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(Slurp(top + "/keep.txt"), "mine");
+  // An accepted run makes it.
+  const std::string made = Temp("accepted") + "/tiles";
+  const CommandResult accepted =
+      Scatter({"tiles", WorldJob(), "--tiles=0,0", "--local", "--out=" + made});
+  ASSERT_EQ(accepted.exit_code, 0) << accepted.err;
+  EXPECT_EQ(Keys(Files(made)), TileNames(0, 1, 0, 1));
+}
+
 TEST(TilesCliTest, WoodlandExampleExportsATileOfItsWorld) {
   const std::string dir = Temp("woodland");
   // Its own rect is 8 x 8 tiles of 96 m; one of them here, to stay quick.
