@@ -249,6 +249,12 @@ absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
           polygons.fill_rule() == v1::FILL_RULE_NONZERO
               ? sampler::FillRule::kNonZero
               : sampler::FillRule::kEvenOdd;
+      // The sampler counts rings alone ("rings must hold at least one
+      // ring"); here splines are outlines too.
+      if (rings.empty()) {
+        return Invalid("region.polygons",
+                       "rings or splines must hold at least one outline");
+      }
       absl::StatusOr<sampler::Region> made = sampler::Region::Polygons(
           rings, rule, limits.max_polygon_vertices, stop);
       if (!made.ok()) {

@@ -390,6 +390,12 @@ const BadCase kBadCases[] = {
        r->mutable_region()->mutable_circle()->set_radius(0);
      },
      grpc::StatusCode::INVALID_ARGUMENT, "region.circle"},
+    // Splines alone are a region: "rings must hold at least one ring" sent
+    // the user to add a ring.
+    {"polygons with neither rings nor splines",
+     [](v1::ScatterRequest* r) { r->mutable_region()->mutable_polygons(); },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "region.polygons: rings or splines must hold at least one outline"},
     {"odd ring",
      [](v1::ScatterRequest* r) {
        auto* ring = r->mutable_region()->mutable_polygons()->add_rings();
