@@ -466,7 +466,10 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
           "metrics_address: cannot serve metrics on ", options.metrics_address,
           " (address in use?): ", e.what()));
     }
-    self->exposer_->RegisterCollectable(self->registry_);
+    // civetweb serves a handler's path as a prefix: "/metrics" answered
+    // /metricsx and /metrics/anything too. "$" anchors its pattern, and
+    // every other path gets civetweb's 404 (it has no document root).
+    self->exposer_->RegisterCollectable(self->registry_, "/metrics$");
     const std::vector<int> ports = self->exposer_->GetListeningPorts();
     if (!ports.empty()) self->metrics_port_ = ports.front();
   }

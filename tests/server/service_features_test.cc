@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -33,6 +34,7 @@ namespace scatter::server::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A mask: left half dark (0), right half bright (255).
 std::string HalfBright(std::uint32_t width, std::uint32_t height) {
@@ -692,6 +694,25 @@ TEST(MetricsTest, EndpointReportsCallsAndPoints) {
   EXPECT_EQ(MetricValue(text, "scatter_memory_held_bytes"), 0);
   EXPECT_THAT(text, HasSubstr("scatter_streams_in_flight 0"));
   EXPECT_THAT(text, HasSubstr("scatter_request_duration_seconds_count 4"));
+}
+
+// civetweb matched the handler's path as a prefix: /metricsx and
+// /metrics/x were served the metrics as if they were /metrics.
+TEST(MetricsTest, OnlyTheMetricsPathIsServed) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.metrics_address = "127.0.0.1:0";
+  LoopbackServer server(options);
+  const int port = server.server().metrics_port();
+  ASSERT_GT(port, 0);
+  const std::string metrics = HttpGet(port, "/metrics");
+  EXPECT_TRUE(absl::StartsWith(metrics, "HTTP/1.1 200")) << metrics;
+  EXPECT_THAT(metrics, HasSubstr("scatter_streams_in_flight 0"));
+  for (const char* path : {"/metricsx", "/metrics/x", "/", "/metric"}) {
+    SCOPED_TRACE(path);
+    const std::string other = HttpGet(port, path);
+    EXPECT_TRUE(absl::StartsWith(other, "HTTP/1.1 404")) << other;
+    EXPECT_THAT(other, Not(HasSubstr("scatter_")));
+  }
 }
 
 // The tile metrics move while a ScatterTiles call runs: they were only
