@@ -1,10 +1,4 @@
-// scatter: the command-line client of scatterd.
-//
-//   scatter run JOB.json [--server=ADDR | --local] [--format=csv|jsonl|ply|raw]
-//                        [--out=FILE] [--seed=N] [--report] [--timeout=DUR]
-//   scatter tiles JOB.json --tiles=x0:x1,y0:y1 [--shard=i/n] --out=DIR
-//                          [--server=ADDR | --local] [--format=...] [--threads=N]
-//   scatter health [--server=ADDR] [--timeout=DUR]
+// scatter: the command-line client of scatterd (usage: main() below).
 //
 // Errors are one line on stderr and a non-zero exit code.
 
@@ -46,7 +40,8 @@ ABSL_FLAG(std::string, server, kDefaultServer,
 ABSL_FLAG(bool, local, false, "run the sampler in this process, with no server");
 ABSL_FLAG(std::string, format, "csv", "output format: csv, jsonl, ply or raw");
 ABSL_FLAG(std::string, out, "-",
-          "run: output file, - is stdout; tiles: the directory for the tile files");
+          "run: output file, - is stdout; tiles: the directory for the tile "
+          "files, which it needs (it refuses -)");
 ABSL_FLAG(std::string, tiles, "",
           "tiles: which tiles, a rectangle x0:x1,y0:y1 (half-open, e.g. -4:4,-4:4) "
           "or a list x,y;x,y;...; empty = the job's tiles or rect");
@@ -869,12 +864,19 @@ int Health() {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "the Scatter client.\n"
-      "  scatter run JOB.json [--server=ADDR | --local] [--format=csv|jsonl|ply|raw]\n"
-      "                       [--out=FILE] [--seed=N] [--report] [--timeout=DUR]\n"
-      "  scatter tiles JOB.json --tiles=x0:x1,y0:y1 [--shard=i/n] --out=DIR\n"
-      "                         [--server=ADDR | --local] [--format=csv|jsonl|ply|raw]\n"
-      "                         [--threads=N]\n"
-      "  scatter health [--server=ADDR] [--timeout=DUR] (default 5s)");
+      "  scatter run JOB.json [--server=ADDR | --local] [--out=FILE]\n"
+      "      [--format=csv|jsonl|ply|raw] [--seed=N] [--report]\n"
+      "      [--preview=FILE.png [--preview_size=PIXELS]] [--timeout=DUR]\n"
+      "  scatter tiles JOB.json --out=DIR\n"
+      "      [--tiles=x0:x1,y0:y1 | --tiles='x,y;...'] [--shard=i/n]\n"
+      "      [--server=ADDR [--tiles_per_call=N] |\n"
+      "       --local [--threads=N] [--tile_cache_bytes=B]]\n"
+      "      [--format=csv|jsonl|ply|raw] [--seed=N] [--timeout=DUR]\n"
+      "  scatter health [--server=ADDR] [--timeout=DUR (default 5s)]\n"
+      "  TLS against a server: --tls_ca=FILE [--tls_cert=FILE --tls_key=FILE]\n"
+      "      [--tls_server_name=NAME]\n"
+      "  --out defaults to -, stdout, which `scatter tiles` refuses: it needs\n"
+      "  a directory. --tiles defaults to the job's own tiles or rect.");
   std::vector<char*> args =
       scatter::server::ParseCommandLine(argc, argv, "client/main.cc");
   if (const int bad = scatter::client::CheckTimeoutFlag(); bad != 0) return bad;

@@ -820,6 +820,18 @@ TEST(CliTest, HelpListsTheFlags) {
   EXPECT_THAT(help.err + help.out, HasSubstr("--tls_ca"));
   EXPECT_THAT(help.err + help.out, HasSubstr("--shard"));
   EXPECT_THAT(help.err + help.out, Not(HasSubstr("No flags matched")));
+  // The usage lines: --tiles is optional (the job may name its tiles),
+  // and they showed neither the preview nor the TLS flags.
+  const std::string usage = help.err + help.out;
+  EXPECT_THAT(usage,
+              HasSubstr("scatter tiles JOB.json --out=DIR\n"
+                        "      [--tiles=x0:x1,y0:y1 | --tiles='x,y;...']"));
+  EXPECT_THAT(usage, HasSubstr("[--preview=FILE.png [--preview_size=PIXELS]]"));
+  EXPECT_THAT(usage, HasSubstr("TLS against a server: --tls_ca=FILE "
+                               "[--tls_cert=FILE --tls_key=FILE]"));
+  EXPECT_THAT(usage, HasSubstr("[--tls_server_name=NAME]"));
+  EXPECT_THAT(usage, HasSubstr("--out defaults to -, stdout, which `scatter "
+                               "tiles` refuses"));
 }
 
 // A loopback listener that accepts connections and never answers; port()
