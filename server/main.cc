@@ -216,13 +216,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   spdlog::info(
-      "scatterd listening on {} ({}), metrics on {}, algorithm_version {}, "
-      "SIMD {}",
+      "scatterd listening on {} ({}), {}, algorithm_version {}, SIMD {}",
       (*server)->listening_address(),
       options.tls_cert_pem.empty() ? "plaintext" : "TLS",
       options.metrics_address.empty()
-          ? std::string("off")
-          : absl::StrCat(options.metrics_address.substr(
+          ? std::string("metrics off")
+          : absl::StrCat("metrics on ",
+                         options.metrics_address.substr(
                              0, options.metrics_address.rfind(':')),
                          ":", (*server)->metrics_port()),
       scatter::sampler::kAlgorithmVersion,
