@@ -16,7 +16,8 @@ constexpr double kSlack = 0x1.0p-40;
 
 ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
                              double footprint, int dims, double max_extra,
-                             double own_radius, double max_own, const Box* grid)
+                             double own_radius, double max_own, const Box* grid,
+                             const Box* area)
     : dims_(dims) {
   if (obstacles.empty()) return;
   double lo[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL};
@@ -38,6 +39,17 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
     // How far the obstacle can reach with a point's own footprint added, or
     // with its own radius.
     const double reach = own ? std::max(c, max_own) : fixed ? c : c + max_extra;
+    if (area != nullptr) {
+      // Past the area by more than its reach (and a margin far above any
+      // rounding of these sums): no place of the area is within it.
+      bool misses = false;
+      for (int a = 0; a < dims; ++a) {
+        const double margin = reach * 1e-6 + 1e-300;
+        misses |= o.center[a] + reach + margin < area->min(a) ||
+                  o.center[a] - reach - margin > area->max(a);
+      }
+      if (misses) continue;
+    }
     for (int a = 0; a < dims; ++a) {
       centers_.push_back(o.center[a]);
       lo[a] = std::min(lo[a], o.center[a] - reach);

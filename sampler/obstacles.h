@@ -120,9 +120,14 @@ class ObstacleIndex {
   // With `grid` set (a Poisson run's grid bounds), same-layer obstacles
   // inside it are left out of the index: the run keeps them in its grid, as
   // points (see ForEachSameLayer).
+  // With `area` set (the region's bounds), obstacles that cannot reach it
+  // are left out too: a run places nothing outside it, and one obstacle far
+  // away would stretch the index's grid over the distance, crowding the
+  // others into a few cells that every query then reads.
   ObstacleIndex(const std::vector<Obstacle>& obstacles, double footprint,
                 int dims, double max_extra = 0, double own_radius = 0,
-                double max_own = 0, const Box* grid = nullptr);
+                double max_own = 0, const Box* grid = nullptr,
+                const Box* area = nullptr);
 
   // Whether the index holds nothing (the run may still hold same-layer
   // points: ForEachSameLayer).

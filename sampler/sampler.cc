@@ -343,12 +343,12 @@ absl::StatusOr<Sampler> Sampler::Create(const Region& region,
   const double max_extra = variable && o.footprint == 0 ? o.radius_max / 2 : 0;
   const double own_radius = variable ? 0 : IsPoisson(o.method) ? o.radius : 0;
   // The Poisson runs keep same-layer obstacles in their bounds in their own
-  // grids.
-  return Sampler(
-      region, o,
-      std::make_shared<const internal::ObstacleIndex>(
-          o.obstacles, o.footprint, box.dims(), max_extra, own_radius,
-          variable ? o.radius_max : 0, IsPoisson(o.method) ? &box : nullptr));
+  // grids; obstacles that cannot reach the bounds are left out.
+  return Sampler(region, o,
+                 std::make_shared<const internal::ObstacleIndex>(
+                     o.obstacles, o.footprint, box.dims(), max_extra,
+                     own_radius, variable ? o.radius_max : 0,
+                     IsPoisson(o.method) ? &box : nullptr, &box));
 }
 
 bool Sampler::NothingToPlace() const {
