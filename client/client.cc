@@ -6,7 +6,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace scatter::client {
@@ -55,6 +58,21 @@ void InlineOne(v1::RasterInput* input,
   if (it == known.end()) return;
   *input->mutable_data() = it->second;
   *changed = true;
+}
+
+// The sizes in gRPC's words for a message over the receiver's limit,
+// "Received message larger than max (1048588 vs. 1048576)"; false when
+// `message` is not those words.
+bool ParseTooLarge(const std::string& message, std::uint64_t* size,
+                   std::uint64_t* limit) {
+  constexpr absl::string_view kWords = "Received message larger than max (";
+  const std::size_t at = absl::string_view(message).find(kWords);
+  if (at == std::string::npos) return false;
+  const std::vector<absl::string_view> sizes =
+      absl::StrSplit(absl::string_view(message).substr(at + kWords.size()),
+                     absl::MaxSplits(absl::ByAnyChar(" )"), 3));
+  return sizes.size() >= 3 && sizes[1] == "vs." &&
+         absl::SimpleAtoi(sizes[0], size) && absl::SimpleAtoi(sizes[2], limit);
 }
 
 }  // namespace
@@ -108,12 +126,32 @@ Client::Client(std::shared_ptr<grpc::Channel> channel, std::string address,
       stub_(v1::ScatterService::NewStub(channel_)),
       remembered_raster_bytes_(remembered_raster_bytes) {}
 
-absl::Status Client::FromGrpc(const grpc::Status& status) const {
+absl::Status Client::FromGrpc(const grpc::Status& status, bool upload) const {
   if (status.ok()) return absl::OkStatus();
   std::string message = status.error_message();
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
       message.find("shutting down") == std::string::npos) {
     message = absl::StrCat("cannot reach scatterd at ", address_, ": ", message);
+  }
+  std::uint64_t size = 0, limit = 0;
+  // gRPC's words, not scatterd's: it refuses the message before any
+  // handler sees it. The channels Connect makes take responses of any
+  // size, so the limit is the server's.
+  if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+      ParseTooLarge(message, &size, &limit)) {
+    message =
+        upload ? absl::StrCat(
+                     "scatterd at ", address_, " refused an upload message of ",
+                     size, " bytes, over its --max_request_bytes = ", limit,
+                     ": a message carries up to ", kUploadChunkBytes,
+                     " pixel bytes; raise --max_request_bytes to at least ",
+                     2 * kUploadChunkBytes)
+               : absl::StrCat(
+                     "scatterd at ", address_, " refused a request of ", size,
+                     " bytes, over its --max_request_bytes = ", limit,
+                     ": upload rasters with PutRaster (a job's rasterFiles) "
+                     "rather than inline, send fewer polygon vertices, or "
+                     "raise --max_request_bytes");
   }
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), message);
 }
@@ -275,7 +313,6 @@ absl::StatusOr<v1::RasterRef> Client::Upload(
   ApplyDeadline(deadline, &context);
   v1::RasterRef ref;
   auto writer = stub_->PutRaster(&context, &ref);
-  constexpr std::size_t kChunk = std::size_t{1} << 20;
   const std::string& pixels = raster.pixels();
   std::size_t at = 0;
   do {
@@ -290,13 +327,13 @@ absl::StatusOr<v1::RasterRef> Client::Upload(
       chunk.set_width(raster.width());
       chunk.set_height(raster.height());
     }
-    chunk.set_pixels(pixels.substr(at, kChunk));
-    at += kChunk;
+    chunk.set_pixels(pixels.substr(at, kUploadChunkBytes));
+    at += kUploadChunkBytes;
     if (!writer->Write(chunk)) break;
   } while (at < pixels.size());
   writer->WritesDone();
   const grpc::Status status = writer->Finish();
-  if (!status.ok()) return FromGrpc(status);
+  if (!status.ok()) return FromGrpc(status, /*upload=*/true);
   absl::MutexLock lock(&mu_);
   // Uploaded again: it becomes the most recent.
   if (auto known = uploaded_.find(ref.digest()); known != uploaded_.end()) {

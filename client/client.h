@@ -24,6 +24,11 @@ namespace scatter::client {
 inline constexpr std::size_t kDefaultRememberedRasterBytes = std::size_t{1}
                                                              << 30;
 
+// Pixel bytes per PutRaster message. Every message must fit the server's
+// max request size; scatterd takes no less than twice this
+// (server::kMinRequestBytes).
+inline constexpr std::size_t kUploadChunkBytes = std::size_t{256} << 10;
+
 struct ClientOptions {
   std::string address = "127.0.0.1:50051";  // host:port
   // TLS: the PEM CA bundle that signed the server's certificate. Empty
@@ -80,7 +85,10 @@ class Client {
 
   // Runs the request, passing batches to `handler` in order. Returns the
   // summary, or the call's status as an absl::Status (code and message as
-  // the server sent them; UNAVAILABLE says "cannot reach scatterd at ...").
+  // the server sent them; UNAVAILABLE says "cannot reach scatterd at ...";
+  // a request over the server's max request size, which gRPC refuses
+  // before scatterd sees it, is RESOURCE_EXHAUSTED naming that limit,
+  // --max_request_bytes).
   // The request's own max_points ends the call with RESOURCE_EXHAUSTED and
   // no summary: StoppedAtOwnCap() tells it from the server's limits.
   // When a raster named by digest is unknown to the server (NOT_FOUND
@@ -103,7 +111,8 @@ class Client {
                                                 const TileHandler& handler,
                                                 const CallOptions& call = {});
 
-  // Uploads raster content in chunks; returns the server's digest, and
+  // Uploads raster content in chunks of kUploadChunkBytes; returns the
+  // server's digest, and
   // remembers the content for the upload and resends above (within
   // ClientOptions::remembered_raster_bytes).
   absl::StatusOr<v1::RasterRef> PutRaster(const v1::RasterData& raster,
@@ -118,7 +127,8 @@ class Client {
   const std::string& address() const { return address_; }
 
  private:
-  absl::Status FromGrpc(const grpc::Status& status) const;
+  // `upload`: the status of a PutRaster call, whose messages are chunks.
+  absl::Status FromGrpc(const grpc::Status& status, bool upload = false) const;
   // PutRaster with a deadline fixed by the caller (InfiniteFuture: none).
   absl::StatusOr<v1::RasterRef> Upload(const v1::RasterData& raster,
                                        absl::Time deadline,

@@ -60,7 +60,12 @@ ABSL_FLAG(int, threads, 0,
           "threads computing tile generators, shared by all calls, 0 to 1024; "
           "0 = one per CPU the process may use (its CPU affinity and its "
           "cgroup's CPU quota, rounded up)");
-ABSL_FLAG(int, max_request_bytes, 64 << 20, "largest request message accepted");
+ABSL_FLAG(int, max_request_bytes, 64 << 20,
+          "largest request message accepted, at least 524288 (PutRaster "
+          "sends rasters in chunks of 256 KiB, which must fit); a Scatter "
+          "or ScatterTiles request over it (a raster inline, a huge "
+          "polygon) gets RESOURCE_EXHAUSTED: upload rasters with PutRaster "
+          "instead");
 ABSL_FLAG(absl::Duration, max_call_duration, absl::Minutes(30),
           "calls still running after this end with DEADLINE_EXCEEDED");
 ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(10),

@@ -268,7 +268,14 @@ absl::Status CheckOptions(const ServerOptions& options) {
                                 " (ScatterTiles calls keep the tile "
                                 "generators they read within it; there is "
                                 "no running without it)"),
-           AtLeast("max_request_bytes", options.max_request_bytes, 1),
+           // gRPC refuses a message over it before scatterd sees it: below
+           // the floor, the uploads meant for large rasters were refused
+           // ("Received message larger than max") for any raster but a
+           // tiny one.
+           AtLeast("max_request_bytes", options.max_request_bytes,
+                   kMinRequestBytes,
+                   " (PutRaster uploads come in messages of up to 256 KiB "
+                   "of pixels and their header)"),
            Positive("max_call_duration", service.max_call_duration),
            NotNegative("grace_period", options.grace_period),
            WholeMillis("keepalive_time", options.keepalive_time),
@@ -373,6 +380,7 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
       if (!status.ok()) return status;
     }
   }
+  options.service.max_request_bytes = options.max_request_bytes;
   self->options_ = options;
   self->registry_ = std::make_shared<prometheus::Registry>();
   self->service_ = std::make_unique<ScatterServiceImpl>(

@@ -34,7 +34,10 @@ struct ServerOptions {
   std::string tls_key_pem;
   // PEM CA bundle; when set, clients must present a certificate it signed.
   std::string tls_client_ca_pem;
-  // Largest request message accepted (inline rasters and polygons).
+  // Largest request message accepted (inline rasters and polygons), at
+  // least kMinRequestBytes (PutRaster chunks must fit). gRPC refuses a
+  // bigger message with RESOURCE_EXHAUSTED "Received message larger than
+  // max" before any handler sees it.
   int max_request_bytes = 64 << 20;
   // HTTP/2 keepalive: ping an idle connection this often and drop it when
   // the ack does not come within the timeout.
@@ -53,7 +56,8 @@ struct ServerOptions {
 };
 
 // InvalidArgument when a limit or duration is out of range: a count or size
-// that must be positive is not, a duration is negative, or one gRPC takes
+// that must be positive is not (max_request_bytes: is under
+// kMinRequestBytes), a duration is negative, or one gRPC takes
 // in milliseconds (keepalive, max_connection_age) is under 1ms; or when the
 // address is not unix:PATH or host:port with a port in [0, 65535] (see
 // CheckAddressPort), or the metrics address not host:port with such a

@@ -455,6 +455,27 @@ grpc::Status Interrupted(const CallControl& control, bool client_gone,
   return grpc::Status::OK;
 }
 
+// Whether the read that ended a client stream failed rather than met the
+// client's end of the stream; ServerReader::Read() is false for both. A
+// message over max_request_bytes fails it: gRPC refuses the message before
+// the handler sees it, answers the client RESOURCE_EXHAUSTED and cancels
+// the call. The handler then took an upload cut short for a whole one
+// ("an upload needs at least one chunk", INVALID_ARGUMENT). The cancel can
+// reach IsCancelled() a moment after the read failed, so this waits for it
+// a little: it is asked only about an upload that is no raster, whose call
+// fails either way.
+bool ReadFailed(grpc::ServerContext* context) {
+  if (grpc_call_failed_before_recv_message(context->c_call()) != 0) {
+    return true;
+  }
+  const absl::Time until = absl::Now() + absl::Milliseconds(200);
+  while (!context->IsCancelled()) {
+    if (absl::Now() >= until) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
+
 // The status of a call whose request could not be made into a job: when
 // the call had to stop while it was converted (a polygon's index takes
 // seconds for millions of vertices), why it stopped, as Interrupted says;
@@ -985,7 +1006,12 @@ grpc::Status ScatterServiceImpl::Upload(
   std::uint32_t width = 0, height = 0;
   bool first = true;
   std::size_t index = 0;
-  while (status.ok() && !control.ShouldStop() && reader->Read(&chunk)) {
+  bool read_ended = false;
+  while (status.ok() && !control.ShouldStop()) {
+    if (!reader->Read(&chunk)) {
+      read_ended = true;
+      break;
+    }
     if (first) {
       format = chunk.format();
       width = chunk.width();
@@ -1066,21 +1092,46 @@ grpc::Status ScatterServiceImpl::Upload(
     ++index;
     pixels.append(chunk.pixels());
   }
-  if (status.ok()) {
-    status = Interrupted(control, /*client_gone=*/false, context,
-                         options_.max_call_duration,
-                         absl::StrCat(pixels.size(), " pixel bytes"));
-  }
+  // A cancelled upload is one the client cancelled, or one gRPC cut off
+  // for a chunk over max_request_bytes: it refuses such a message before
+  // the handler sees it, tells the client RESOURCE_EXHAUSTED and cancels
+  // the call, and the handler cannot tell which.
+  auto interrupted = [&] {
+    const grpc::Status why = Interrupted(
+        control, /*client_gone=*/false, context, options_.max_call_duration,
+        absl::StrCat(pixels.size(), " pixel bytes"));
+    if (why.error_code() != grpc::StatusCode::CANCELLED) return why;
+    return grpc::Status(
+        grpc::StatusCode::CANCELLED,
+        absl::StrCat(
+            "chunks[", index, "]: the upload ended after ", index,
+            " chunks and ", pixels.size(),
+            " pixel bytes: the client cancelled it, or gRPC refused chunks[",
+            index,
+            "] for passing max_request_bytes = ", options_.max_request_bytes,
+            " (the client was told RESOURCE_EXHAUSTED)"));
+  };
+  if (status.ok()) status = interrupted();
+  // An upload that is no raster (no chunk, too few bytes for its size, a
+  // PNG cut short) may be one whose read failed, which the status names.
+  auto cut_short = [&] {
+    if (!read_ended || !ReadFailed(context)) return grpc::Status::OK;
+    return interrupted();
+  };
   if (status.ok() && first) {
-    status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "chunks: an upload needs at least one chunk");
+    status = cut_short();
+    if (status.ok()) {
+      status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "chunks: an upload needs at least one chunk");
+    }
   }
   if (status.ok()) {
     absl::StatusOr<RasterCache::Entry> entry =
         rasters_.Put("chunks", format, width, height, pixels,
                      options_.limits.max_raster_bytes);
     if (!entry.ok()) {
-      status = ToGrpc(entry.status());
+      status = cut_short();
+      if (status.ok()) status = ToGrpc(entry.status());
     } else {
       response->set_digest(entry->digest);
       response->set_pixel_bytes(pixels.size());

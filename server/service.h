@@ -34,6 +34,14 @@ namespace scatter::server {
 // the absurd; what one tile needs depends on the request, which says so.
 inline constexpr std::size_t kMinTileCacheBytes = 1024;
 
+// PutRaster: the pixel bytes scatter's clients put in one chunk, and the
+// least max_request_bytes CheckOptions takes, which such a chunk and the
+// rest of its message fit with room to spare. gRPC refuses a message over
+// max_request_bytes before scatterd sees it, so a server that took less
+// would refuse every upload of more than a few pixels.
+inline constexpr std::size_t kUploadChunkBytes = std::size_t{256} << 10;
+inline constexpr int kMinRequestBytes = 512 << 10;
+
 struct ServiceOptions {
   Limits limits;
   // Scatter, ScatterTiles and PutRaster calls running at once; more get
@@ -50,6 +58,9 @@ struct ServiceOptions {
   std::size_t raster_cache_bytes = std::size_t{1} << 30;
   // PutRaster: bytes received per upload at most.
   std::size_t max_upload_bytes = std::size_t{256} << 20;
+  // The server's max_request_bytes (ServerOptions), which gRPC enforces
+  // before a handler sees a message; only named in messages. 0: unknown.
+  int max_request_bytes = 0;
   // ScatterTiles: bytes of finished tile generators kept for later
   // requests (least recently used out). It must hold the generators one
   // tile needs (up to 37 in 2D), and a sweep's frontier to cost about 1.5

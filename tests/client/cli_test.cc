@@ -40,6 +40,7 @@
 #include "sampler/raster.h"
 #include "server/convert.h"
 #include "server/raster_cache.h"
+#include "server/service.h"
 #include "tests/client/cli_test_util.h"
 #include "tests/server/scatterd_process.h"
 #include "tests/server/tls_util.h"
@@ -886,6 +887,30 @@ TEST(CliTest, TimeoutBoundsEveryCallToAServerThatNeverAnswers) {
   }
 }
 
+// The reviewer's job: a 1200 x 1000 u8 raster against a scatterd at
+// --max_request_bytes=1048576 failed with "RESOURCE_EXHAUSTED: Received
+// message larger than max (1048588 vs. 1048576)".
+TEST(CliTest, ARasterOverAMebibyteUploadsToAServerThatTakesOne) {
+  Scatterd scatterd({"--max_request_bytes=1048576"});
+  ASSERT_GT(scatterd.port(), 0);
+  const std::string raw = Temp("big_mask.u8");
+  std::ofstream(raw, std::ios::binary) << std::string(1'200'000, '\xff');
+  const std::string job = Temp("big_mask.json");
+  std::ofstream(job) << R"({"request": {"region": {"box": {"min": [0, 0],
+      "max": [12, 10]}}, "layers": [{"spacing": 0.5}]},
+      "rasterFiles": [{"target": "region.mask", "path": ")" +
+                            raw + R"(", "format": "RASTER_FORMAT_U8",
+                       "width": 1200, "height": 1000, "x1": 12, "y1": 10}]})";
+  const std::string out = Temp("big_mask.csv");
+  const CommandResult result =
+      Scatter({"run", job, absl::StrCat("--server=127.0.0.1:", scatterd.port()),
+               "--out=" + out});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  absl::StatusOr<v1::PointBatch> points = ReadPoints(Format::kCsv, out);
+  ASSERT_TRUE(points.ok()) << points.status();
+  EXPECT_GT(points->id_size(), 300);
+}
+
 // A connection that fails, or a call past --timeout, while a raster is
 // uploaded is about the server, not the raster: the message named the
 // job's raster file ("rasterFiles[0] (examples/forest_density.png):
@@ -1231,6 +1256,57 @@ int Count(const std::string& text, const std::string& part) {
     ++n;
   }
   return n;
+}
+
+// PutRaster sent chunks of 1 MiB and a header, which a scatterd at
+// --max_request_bytes=1048576 refused ("Received message larger than max
+// (1048588 vs. 1048576)"): an upload meant for large rasters failed for
+// any raster over 1 MiB. Chunks are 256 KiB now, and scatterd takes no
+// --max_request_bytes below twice that.
+TEST(ClientTest, UploadsFitTheLeastMaxRequestBytesTheServerTakes) {
+  static_assert(2 * kUploadChunkBytes <= server::kMinRequestBytes);
+  for (const int limit : {server::kMinRequestBytes, 1 << 20}) {
+    SCOPED_TRACE(limit);
+    server::ServerOptions options =
+        server::testing::LoopbackServer::DefaultOptions();
+    options.max_request_bytes = limit;
+    server::testing::LoopbackServer server(options);
+    Client client(server.TcpChannel(), server.target());
+    // 1200 x 1000, as the reviewer's job: 1.2 MB of u8 pixels.
+    v1::RasterData raster = Gradient(1000, /*flip=*/false);
+    raster.set_width(1200);
+    raster.mutable_pixels()->append(200'000, '\x7f');
+    absl::StatusOr<v1::RasterRef> ref = client.PutRaster(raster);
+    ASSERT_TRUE(ref.ok()) << ref.status();
+    EXPECT_EQ(ref->pixel_bytes(), 1'200'000u);
+    EXPECT_EQ(ref->width(), 1200u);
+    EXPECT_NE(server.server().service().rasters().Get(ref->digest()), nullptr);
+  }
+}
+
+// gRPC refuses a message over the server's max request size before
+// scatterd sees it, in its own words: "RESOURCE_EXHAUSTED: Received
+// message larger than max (8027 vs. 3000)" named neither the server nor
+// the flag that set the limit, nor what to do.
+TEST(ClientTest, ARequestOverMaxRequestBytesNamesTheLimitAndTheWayOut) {
+  server::ServerOptions options =
+      server::testing::LoopbackServer::DefaultOptions();
+  options.max_request_bytes = server::kMinRequestBytes;
+  server::testing::LoopbackServer server(options);
+  Client client(server.TcpChannel(), server.target());
+  v1::ScatterRequest request = DensityRequest("");
+  *request.mutable_layers(0)->mutable_density()->mutable_data() =
+      Gradient(800, /*flip=*/false);  // 640 000 bytes inline.
+  const ScatterRun run = RunScatter(client, request);
+  EXPECT_EQ(run.summary.status().code(), absl::StatusCode::kResourceExhausted);
+  const std::string message(run.summary.status().message());
+  EXPECT_THAT(message, HasSubstr("scatterd at " + server.target() +
+                                 " refused a request of "));
+  EXPECT_THAT(message, HasSubstr(" bytes, over its --max_request_bytes = " +
+                                 std::to_string(server::kMinRequestBytes)));
+  EXPECT_THAT(message, HasSubstr("upload rasters with PutRaster"));
+  EXPECT_THAT(message, Not(HasSubstr("Received message larger than max")));
+  EXPECT_EQ(run.points.id_size(), 0);
 }
 
 // PutRaster exists for rasters past the server's max request size. When

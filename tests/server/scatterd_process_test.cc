@@ -169,10 +169,16 @@ TEST(ScatterdTest, OutOfRangeLimitFlagsAreRefusedNamingTheFlag) {
            std::pair{"--max_call_duration=-1s",
                      "--max_call_duration must be > 0"},
            std::pair{"--max_points=0", "--max_points must be >= 1, got 0"},
+           // PutRaster's chunks of 256 KiB must fit: below that, gRPC
+           // refused every upload but a tiny one before scatterd saw it.
            std::pair{"--max_request_bytes=0",
-                     "--max_request_bytes must be >= 1"},
+                     "--max_request_bytes must be >= 524288 (PutRaster"},
            std::pair{"--max_request_bytes=-5",
-                     "--max_request_bytes must be >= 1"},
+                     "--max_request_bytes must be >= 524288"},
+           std::pair{"--max_request_bytes=524287",
+                     "--max_request_bytes must be >= 524288 (PutRaster "
+                     "uploads come in messages of up to 256 KiB of pixels "
+                     "and their header), got 524287"},
            std::pair{"--grace_period=-1s", "--grace_period must be >= 0"},
            std::pair{"--max_tiles_per_request=0",
                      "--max_tiles_per_request must be >= 1"},

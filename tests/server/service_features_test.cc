@@ -175,6 +175,71 @@ TEST(RasterTest, BadUploadsGetTheirCodes) {
   EXPECT_THAT(status.error_message(), HasSubstr("max_raster_bytes = 40000"));
 }
 
+// The server's log once it holds `count` PutRaster lines (or after 10 s):
+// a call gRPC cancels ends for the client before its handler returns.
+std::string LogWithUploads(const LoopbackServer& server, int count) {
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  std::string log = server.log();
+  for (;;) {
+    int lines = 0;
+    for (std::size_t at = log.find("PutRaster peer="); at != std::string::npos;
+         at = log.find("PutRaster peer=", at + 1)) {
+      ++lines;
+    }
+    if (lines >= count || absl::Now() >= until) return log;
+    absl::SleepFor(absl::Milliseconds(5));
+    log = server.log();
+  }
+}
+
+// gRPC refuses a chunk over max_request_bytes before the handler sees it,
+// and its Read() is then false as at the end of an upload: the handler
+// logged and counted the call as INVALID_ARGUMENT "an upload needs at
+// least one chunk" (or, when the first chunks had come, as the raster they
+// made being too short). It says the upload was cut short now.
+TEST(RasterTest, AChunkOverMaxRequestBytesIsLoggedAsAnUploadCutShort) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.max_request_bytes = kMinRequestBytes;
+  LoopbackServer server(options);
+  auto stub = server.TcpStub();
+  grpc::Status status;
+  // One chunk of 1 200 000 bytes, refused whole.
+  Upload(*stub, v1::RASTER_FORMAT_U8, 1200, 1000, std::string(1'200'000, 'x'),
+         &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("Received message larger than max"));
+  std::string log = LogWithUploads(server, 1);
+  EXPECT_THAT(log, HasSubstr("code=CANCELLED"));
+  EXPECT_THAT(log, HasSubstr("message=chunks[0]: the upload ended after 0 "
+                             "chunks and 0 pixel bytes: the client cancelled "
+                             "it, or gRPC refused chunks[0] for passing "
+                             "max_request_bytes = 524288"));
+  EXPECT_THAT(log, Not(HasSubstr("needs at least one chunk")));
+
+  // A chunk that fits, then one that does not.
+  grpc::ClientContext context;
+  v1::RasterRef ref;
+  auto writer = stub->PutRaster(&context, &ref);
+  v1::RasterChunk chunk;
+  chunk.set_format(v1::RASTER_FORMAT_U8);
+  chunk.set_width(1200);
+  chunk.set_height(1000);
+  chunk.set_pixels(std::string(1000, 'x'));
+  ASSERT_TRUE(writer->Write(chunk));
+  chunk.Clear();
+  chunk.set_pixels(std::string(600'000, 'x'));
+  writer->Write(chunk);
+  writer->WritesDone();
+  EXPECT_EQ(writer->Finish().error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  log = LogWithUploads(server, 2);
+  EXPECT_THAT(log, HasSubstr("message=chunks[1]: the upload ended after 1 "
+                             "chunks and 1000 pixel bytes: the client "
+                             "cancelled it, or gRPC refused chunks[1]"));
+  EXPECT_EQ(log.find("code=INVALID_ARGUMENT"), std::string::npos) << log;
+}
+
 // The bytes an upload may send are capped as it comes (scatterd sets that
 // cap from --max_raster_bytes): the error names the chunk and the flag.
 TEST(RasterTest, AnUploadPastTheByteLimitNamesTheChunkAndTheFlag) {
