@@ -94,6 +94,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
+  // Per call over every address the target resolves to (a headless
+  // Service's pods, "ipv4:A,B"), as deploy/README.md says clients
+  // balance: gRPC's default, pick_first, sent every call to the first.
+  args.SetLoadBalancingPolicyName("round_robin");
   if (options.tls_ca_pem.empty()) {
     if (!options.tls_cert_pem.empty()) {
       return absl::InvalidArgumentError(

@@ -75,7 +75,9 @@ bool StoppedAtOwnCap(const absl::Status& status,
 
 class Client {
  public:
-  // Builds the channel; it connects lazily, on the first call.
+  // Builds the channel; it connects lazily, on the first call. Calls go
+  // round robin over every address `options.address` resolves to
+  // ("dns:///scatterd.scatter.svc.cluster.local:50051", "ipv4:A,B").
   static absl::StatusOr<std::unique_ptr<Client>> Connect(
       const ClientOptions& options);
   // Over an existing channel (in-process, tests).

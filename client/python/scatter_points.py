@@ -79,6 +79,19 @@ FLAG_FIELDS = (("layers[0].spacing", "--spacing"),
                ("region.box", "--box"))
 
 
+# Per call round robin over every address the target resolves to (a
+# headless Service's pods, or "ipv4:A,B"): gRPC's default, pick_first,
+# sends every call to the first (deploy/README.md).
+CHANNEL_OPTIONS = (("grpc.lb_policy_name", "round_robin"),)
+
+
+def open_channel(address):
+    """A plaintext channel to scatterd at address, balancing calls over
+    every address it resolves to."""
+    import grpc  # Debian: python3-grpcio
+    return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+
+
 def name_flag(details):
     """A server error message with the flag the user typed in front of the
     field it names: "--spacing (layers[0].cell_size): must be > 0 ..."."""
@@ -183,7 +196,7 @@ def main():
     request.layers.add(id=0, method=method, spacing=args.spacing,
                        cell_size=args.spacing, count=args.count)
 
-    with grpc.insecure_channel(args.address) as channel:
+    with open_channel(args.address) as channel:
         stub = pb_grpc.ScatterServiceStub(channel)
         out = sys.stdout
         points = Points(stub, request, args.timeout)

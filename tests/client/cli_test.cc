@@ -1705,6 +1705,39 @@ TEST(ReportTest, DensityLayerClearancesUseEachPointsOwnFootprint) {
   EXPECT_EQ((*report)[2].blocked, 1u);
 }
 
+// deploy/README.md says clients pick a replica per call, round robin over
+// every address the target resolves to; Connect's channels used gRPC's
+// default, pick_first, and sent every call to the first address.
+TEST(ClientTest, CallsGoRoundRobinOverTheAddressesOfTheTarget) {
+  server::testing::LoopbackServer a;
+  server::testing::LoopbackServer b;
+  ClientOptions options;
+  options.address = absl::StrCat("ipv4:", a.target(), ",", b.target());
+  auto client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto served = [&] {
+    return std::pair{Count(a.log(), "Scatter peer="),
+                     Count(b.log(), "Scatter peer=")};
+  };
+  auto call = [&] {
+    const ScatterRun run =
+        RunScatter(**client, server::testing::BoxRequest(5, 1));
+    ASSERT_TRUE(run.summary.ok()) << run.summary.status();
+  };
+  // Round robin picks among the connections that are up: the first calls
+  // may all go to the server that answered first.
+  for (int i = 0; i < 200 && (served().first == 0 || served().second == 0);
+       ++i) {
+    call();
+  }
+  const auto [a_before, b_before] = served();
+  ASSERT_GT(a_before, 0);
+  ASSERT_GT(b_before, 0);
+  for (int i = 0; i < 10; ++i) call();
+  EXPECT_EQ(served().first - a_before, 5);
+  EXPECT_EQ(served().second - b_before, 5);
+}
+
 TEST(ClientTest, ConnectsOverTls) {
   const server::testing::Pem pem = server::testing::SelfSigned();
   server::ServerOptions options = server::testing::LoopbackServer::DefaultOptions();

@@ -6,6 +6,7 @@ health and reflection. Stubs are generated from the protos at test time.
 Usage: python_client_test.py SCATTERD PROTO_ROOT
 """
 
+import importlib.util
 import math
 import os
 import signal
@@ -148,6 +149,59 @@ def check_points_script(port):
                         flags, bad.stderr)
 
 
+def check_round_robin(pb, pb_grpc):
+    """scatter_points.open_channel spreads calls over every address the
+    target names, as deploy/README.md says clients do: gRPC's default,
+    pick_first, sent every call to the first."""
+    spec = importlib.util.spec_from_file_location(
+        "scatter_points",
+        os.path.join(sys.argv[2], "..", "client", "python", "scatter_points.py"))
+    scatter_points = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scatter_points)
+    with tempfile.TemporaryDirectory() as tmp:
+        servers, logs, ports = [], [], []
+        try:
+            for i in range(2):
+                logs.append(os.path.join(tmp, "scatterd%d.log" % i))
+                with open(logs[-1], "w") as log:
+                    servers.append(subprocess.Popen(
+                        [sys.argv[1], "--address=127.0.0.1:0", "--metrics_address="],
+                        stdout=subprocess.PIPE, stderr=log, text=True))
+                ports.append(int(servers[-1].stdout.readline().split()[1]))
+
+            def served():
+                counts = []
+                for path in logs:
+                    with open(path) as log:
+                        counts.append(log.read().count("Scatter peer="))
+                return counts
+
+            request = pb.ScatterRequest(seed=1)
+            request.region.box.min.extend([0, 0])
+            request.region.box.max.extend([5, 5])
+            request.layers.add(id=1, spacing=1.0)
+            with scatter_points.open_channel(
+                    "ipv4:127.0.0.1:%d,127.0.0.1:%d" % tuple(ports)) as channel:
+                stub = pb_grpc.ScatterServiceStub(channel)
+                # Round robin picks among the connections that are up: the
+                # first calls may all go to the server that answered first.
+                calls = 0
+                while min(served()) == 0 and calls < 200:
+                    list(stub.Scatter(request, timeout=10))
+                    calls += 1
+                assert min(served()) > 0, (calls, served())
+                before = served()
+                for _ in range(10):
+                    list(stub.Scatter(request, timeout=10))
+                after = served()
+                assert [a - b for a, b in zip(after, before)] == [5, 5], (before, after)
+        finally:
+            for server in servers:
+                server.send_signal(signal.SIGTERM)
+                server.wait(timeout=30)
+                server.stdout.close()
+
+
 def main():
     scatterd = subprocess.Popen([sys.argv[1], "--address=127.0.0.1:0", "--metrics_address="],
                                 stdout=subprocess.PIPE, text=True)
@@ -206,6 +260,7 @@ def main():
             assert "scatter.v1.ScatterService" in names, names
             channel.close()
             check_points_script(port)
+            check_round_robin(pb, pb_grpc)
             print("python client: %d points, min distance holds, health SERVING, "
                   "reflection lists %s; scatter_points.py works" % (n, ", ".join(sorted(names))))
     finally:
