@@ -137,6 +137,13 @@ absl::Status Client::FromGrpc(const grpc::Status& status, bool upload) const {
       message.find("shutting down") == std::string::npos) {
     message = absl::StrCat("cannot reach scatterd at ", address_, ": ", message);
   }
+  // gRPC's words when the call's own deadline passed name neither the
+  // server nor what ran out; scatterd's DEADLINE_EXCEEDED (its
+  // max_call_duration) keeps its own.
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+      message == "Deadline Exceeded") {
+    message = absl::StrCat("scatterd at ", address_, ": deadline passed");
+  }
   std::uint64_t size = 0, limit = 0;
   // gRPC's words, not scatterd's: it refuses the message before any
   // handler sees it. The channels Connect makes take responses of any

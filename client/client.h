@@ -90,7 +90,8 @@ class Client {
   // the server sent them; UNAVAILABLE says "cannot reach scatterd at ...";
   // a request over the server's max request size, which gRPC refuses
   // before scatterd sees it, is RESOURCE_EXHAUSTED naming that limit,
-  // --max_request_bytes).
+  // --max_request_bytes; a call past `call`'s timeout is DEADLINE_EXCEEDED
+  // "scatterd at ADDR: deadline passed").
   // The request's own max_points ends the call with RESOURCE_EXHAUSTED and
   // no summary: StoppedAtOwnCap() tells it from the server's limits.
   // When a raster named by digest is unknown to the server (NOT_FOUND
@@ -123,7 +124,8 @@ class Client {
   // Pixel bytes remembered for the upload and resends now.
   std::size_t remembered_raster_bytes();
 
-  // OK when the server's health service says SERVING for the Scatter service.
+  // OK when the server's health service says SERVING for the Scatter
+  // service. Errors as Scatter's.
   absl::Status Health(absl::Duration timeout = absl::Seconds(5));
 
   const std::string& address() const { return address_; }

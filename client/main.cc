@@ -191,6 +191,28 @@ CallOptions CallFromFlags() {
   return call;
 }
 
+// A call that --timeout ended, which the library says as "scatterd at
+// ADDR: deadline passed", said as a --local run says it: the timeout
+// (`timeout`, "--timeout=500ms"), the server and how far the run got
+// (`done`, " after 12 points"). Other statuses are returned as they are.
+absl::Status NameTimeout(const absl::Status& status, const Client& client,
+                         const std::string& timeout, const std::string& done) {
+  if (status.code() != absl::StatusCode::kDeadlineExceeded ||
+      !absl::EndsWith(status.message(),
+                      absl::StrCat("scatterd at ", client.address(),
+                                   ": deadline passed"))) {
+    return status;
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      timeout, " passed waiting for scatterd at ", client.address(), done));
+}
+
+// --timeout as typed: "--timeout=500ms".
+std::string TimeoutFlag() {
+  return absl::StrCat("--timeout=",
+                      absl::FormatDuration(absl::GetFlag(FLAGS_timeout)));
+}
+
 // No client for a local run.
 absl::StatusOr<std::unique_ptr<Client>> ConnectUnlessLocal(bool local) {
   if (local) return std::unique_ptr<Client>();
@@ -312,7 +334,10 @@ int Run(const std::string& job_path) {
   if (!local) {
     uploaded = UploadRasters(*inline_request, **client, CallFromFlags());
     if (!uploaded.ok()) {
-      return Fail(NameRasterFile(*job, base_dir, uploaded.status()));
+      return Fail(
+          NameRasterFile(*job, base_dir,
+                         NameTimeout(uploaded.status(), **client, TimeoutFlag(),
+                                     " while uploading the job's rasters")));
     }
     request = &*uploaded;
   }
@@ -359,7 +384,11 @@ int Run(const std::string& job_path) {
   const bool capped =
       !summary.ok() && StoppedAtOwnCap(summary.status(), *request, points);
   if (!summary.ok() && !capped) {
-    return Fail(NameRasterFile(*job, base_dir, summary.status()));
+    return Fail(NameRasterFile(
+        *job, base_dir,
+        local ? summary.status()
+              : NameTimeout(summary.status(), **client, TimeoutFlag(),
+                            absl::StrCat(" after ", points, " points"))));
   }
   const absl::Status finished = (*writer)->Finish();
   if (!finished.ok()) return Fail(finished);
@@ -741,7 +770,10 @@ int Tiles(const std::string& job_path) {
     absl::StatusOr<v1::ScatterTilesRequest> uploaded =
         UploadRasters(*request, **client, CallFromFlags());
     if (!uploaded.ok()) {
-      return Fail(NameRasterFile(*job, JobDir(job_path), uploaded.status()));
+      return Fail(
+          NameRasterFile(*job, JobDir(job_path),
+                         NameTimeout(uploaded.status(), **client, TimeoutFlag(),
+                                     " while uploading the job's rasters")));
     }
     request = *std::move(uploaded);
   }
@@ -809,6 +841,11 @@ int Tiles(const std::string& job_path) {
   }
   if (progress) std::fprintf(stderr, "\n");
   if (!write_status.ok()) return fail(write_status);
+  if (!local) {
+    status = NameTimeout(
+        status, **client, TimeoutFlag(),
+        absl::StrCat(" after ", (*files)->tiles_written(), " tiles"));
+  }
   if (!status.ok()) return fail(NameRasterFile(*job, JobDir(job_path), status));
   std::fprintf(stderr, "scatter: %llu tiles, %llu points in %s in %.2f s (%llu generators computed)\n",
                static_cast<unsigned long long>((*files)->tiles_written()),
@@ -853,7 +890,13 @@ int Health() {
   const absl::Status status = timeout > absl::ZeroDuration()
                                   ? (*client)->Health(timeout)
                                   : (*client)->Health();
-  if (!status.ok()) return Fail(status);
+  if (!status.ok()) {
+    return Fail(NameTimeout(status, **client,
+                            timeout > absl::ZeroDuration()
+                                ? TimeoutFlag()
+                                : "5s (health's default --timeout)",
+                            ""));
+  }
   std::printf("SERVING\n");
   return 0;
 }

@@ -26,6 +26,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
@@ -873,18 +874,59 @@ TEST(CliTest, TimeoutBoundsEveryCallToAServerThatNeverAnswers) {
   SilentListener listener;
   ASSERT_GT(listener.port(), 0);
   const std::string server = listener.ServerFlag();
-  // forest.json uploads a density raster before it scatters.
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"run", kExamples + "/forest.json", server,
-                                 "--timeout=1s", "--out=" + Temp("never.csv")},
-        std::vector<std::string>{"health", server, "--timeout=1s"}}) {
-    SCOPED_TRACE(args[0]);
+  const std::string address = absl::StrCat("127.0.0.1:", listener.port());
+  // forest.json uploads a density raster before it scatters. The message
+  // was gRPC's bare "DEADLINE_EXCEEDED: Deadline Exceeded"; it names the
+  // timeout and the server now, as a --local run names its timeout.
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"run", kExamples + "/forest.json", server, "--timeout=1s",
+             "--out=" + Temp("never.csv")},
+            "scatter: DEADLINE_EXCEEDED: --timeout=1s passed waiting for "
+            "scatterd at " +
+                address + " while uploading the job's rasters\n"},
+           {{"health", server, "--timeout=1s"},
+            "scatter: DEADLINE_EXCEEDED: --timeout=1s passed waiting for "
+            "scatterd at " +
+                address + "\n"},
+           {{"health", server},
+            "scatter: DEADLINE_EXCEEDED: 5s (health's default --timeout) "
+            "passed waiting for scatterd at " +
+                address + "\n"}}) {
+    SCOPED_TRACE(absl::StrJoin(c.args, " "));
     const absl::Time start = absl::Now();
-    CommandResult result = Scatter(args);
-    EXPECT_NE(result.exit_code, 0);
-    EXPECT_THAT(result.err, HasSubstr("DEADLINE_EXCEEDED"));
-    EXPECT_LT(absl::Now() - start, absl::Seconds(6)) << result.err;
+    CommandResult result = Scatter(c.args);
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_EQ(result.err, c.message);
+    EXPECT_LT(absl::Now() - start, absl::Seconds(7)) << result.err;
   }
+}
+
+// A run that a live server is still answering when --timeout passes says
+// how far it got, as a --local run does.
+TEST(CliTest, ATimeoutAgainstAServerSaysHowFarTheRunGot) {
+  Scatterd scatterd({});
+  ASSERT_GT(scatterd.port(), 0);
+  const std::string address = absl::StrCat("127.0.0.1:", scatterd.port());
+  // About 4 million points: seconds, far past 500ms.
+  const std::string big = Temp("big_served.json");
+  std::ofstream(big) << R"({"request": {"seed": "1",
+      "region": {"box": {"min": [0, 0], "max": [2000, 2000]}},
+      "layers": [{"id": 0, "spacing": 1}]}})";
+  const CommandResult run =
+      Scatter({"run", big, "--server=" + address, "--timeout=500ms",
+               "--format=raw", "--out=/dev/null"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err,
+              HasSubstr("scatter: DEADLINE_EXCEEDED: --timeout=500ms passed "
+                        "waiting for scatterd at " +
+                        address + " after "));
+  EXPECT_THAT(run.err, HasSubstr(" points\n"));
+  EXPECT_THAT(run.err, Not(HasSubstr("Deadline Exceeded")));
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
 }
 
 // The reviewer's job: a 1200 x 1000 u8 raster against a scatterd at
@@ -1788,6 +1830,9 @@ TEST(ClientTest, HandlerCanCancelAndDeadlinesApply) {
   auto late = client.Scatter(server::testing::LongRequest(),
                              [](const v1::PointBatch&) { return true; }, call);
   EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
+  // gRPC's words were "Deadline Exceeded".
+  EXPECT_EQ(late.status().message(),
+            "scatterd at " + server.target() + ": deadline passed");
 }
 
 }  // namespace
