@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <optional>
@@ -29,6 +30,7 @@
 #include "client/output.h"
 #include "client/preview.h"
 #include "client/report.h"
+#include "grpc/support/log.h"
 #include "sampler/tiles.h"
 #include "server/command_line.h"
 #include "server/server.h"
@@ -78,6 +80,18 @@ ABSL_FLAG(std::string, tls_server_name, "", "name to check in the server's certi
 
 namespace scatter::client {
 namespace {
+
+// gRPC's own log lines, dropped: errors are one line, ours, and gRPC's
+// came first ("E1127 ... ssl_transport_security.cc ... Handshake failed"
+// before "scatter: cannot reach scatterd at ...: ... certificate verify
+// failed"); the status carries the reason. An assertion's line is kept:
+// gRPC aborts after it. main() installs this unless GRPC_VERBOSITY is set.
+void QuietGrpcLog(gpr_log_func_args* args) {
+  if (absl::StartsWith(args->message, "assertion failed")) {
+    std::fprintf(stderr, "scatter: gRPC %s:%d: %s\n", args->file, args->line,
+                 args->message);
+  }
+}
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "scatter: %s\n", message.c_str());
@@ -923,6 +937,10 @@ int main(int argc, char** argv) {
   std::vector<char*> args =
       scatter::server::ParseCommandLine(argc, argv, "client/main.cc");
   if (const int bad = scatter::client::CheckTimeoutFlag(); bad != 0) return bad;
+  // GRPC_VERBOSITY, gRPC's own variable, brings gRPC's log lines back.
+  if (std::getenv("GRPC_VERBOSITY") == nullptr) {
+    gpr_set_log_function(scatter::client::QuietGrpcLog);
+  }
   scatter::client::RemoveTemporariesOnSignals();
   if (args.size() == 3 && std::string(args[1]) == "run") {
     return scatter::client::Run(args[2]);

@@ -4,8 +4,10 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -14,8 +16,10 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "grpc/support/log.h"
 #include "sampler/simd.h"
 #include "sampler/version.h"
 #include "server/command_line.h"
@@ -84,6 +88,35 @@ ABSL_FLAG(std::string, log_level, "info",
 
 namespace {
 
+// Set once the server is up; see LogGrpc.
+std::atomic<bool> g_serving{false};
+
+// gRPC's own log lines (gpr_log), through spdlog: they look like
+// scatterd's and follow --log_level (GRPC_VERBOSITY still decides which
+// gRPC writes at all: errors by default). gRPC wrote them to stderr
+// itself, and while scatterd starts its error is the reason behind the
+// one line scatterd gives next ("E1127 ... chttp2_server.cc ... Address
+// already in use", then "--address: cannot listen on ..."): a debug line
+// then, not a second error. Once serving, gRPC's errors (a client whose
+// TLS handshake failed) are warnings.
+void LogGrpc(gpr_log_func_args* args) {
+  const char* slash = std::strrchr(args->file, '/');
+  const char* file = slash == nullptr ? args->file : slash + 1;
+  spdlog::level::level_enum level = spdlog::level::debug;
+  if (args->severity == GPR_LOG_SEVERITY_INFO) level = spdlog::level::info;
+  if (args->severity == GPR_LOG_SEVERITY_ERROR) {
+    // gRPC aborts after an assertion's line.
+    level = absl::StartsWith(args->message, "assertion failed")
+                ? spdlog::level::critical
+            : g_serving.load() ? spdlog::level::warn
+                               : spdlog::level::debug;
+  }
+  spdlog::log(level, "grpc {}:{}: {}", file, args->line, args->message);
+}
+
+// After spdlog::shutdown() there is no logger to take gRPC's lines.
+void DropGrpcLog(gpr_log_func_args*) {}
+
 // spdlog's from_str() gives `off` for a name it does not know, which would
 // silence the server over a typo, so the name is checked first.
 bool ParseLogLevel(const std::string& name, spdlog::level::level_enum* out) {
@@ -112,6 +145,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   spdlog::set_level(log_level);
+  gpr_set_log_function(LogGrpc);
 
   // Signals are taken by sigwait below, not by whichever thread they hit.
   sigset_t signals;
@@ -245,6 +279,7 @@ int main(int argc, char** argv) {
                 (*server)->metrics_port());
   }
   std::fflush(stdout);
+  g_serving.store(true);
 
   int signal = 0;
   sigwait(&signals, &signal);
@@ -252,6 +287,7 @@ int main(int argc, char** argv) {
                absl::FormatDuration(options.grace_period));
   (*server)->Shutdown();
   spdlog::info("scatterd: stopped");
+  gpr_set_log_function(DropGrpcLog);
   spdlog::shutdown();
   std::fflush(nullptr);
   // Every call has ended with a status and the listeners are closed. Skip

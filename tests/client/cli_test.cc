@@ -544,6 +544,40 @@ TEST(CliTest, HealthTellsALiveServerFromADeadOne) {
   EXPECT_THAT(dead.err, HasSubstr("cannot reach scatterd at " + address));
 }
 
+// A failed TLS handshake printed gRPC's own log line ("E1127 ...
+// ssl_transport_security.cc:1501] Handshake failed ...") before the
+// command's one-line error. GRPC_VERBOSITY, gRPC's variable, brings it
+// back for whoever wants it.
+TEST(CliTest, GrpcsOwnLogLinesStayOffUnlessGrpcVerbosityAsks) {
+  const server::testing::Pem pem = server::testing::SelfSigned();
+  const std::string cert = Temp("grpc_log_cert.pem");
+  const std::string key = Temp("grpc_log_key.pem");
+  const std::string stranger = Temp("grpc_log_stranger.pem");
+  std::ofstream(cert) << pem.cert;
+  std::ofstream(key) << pem.key;
+  std::ofstream(stranger) << server::testing::SelfSigned().cert;
+  Scatterd scatterd({"--tls_cert=" + cert, "--tls_key=" + key});
+  ASSERT_GT(scatterd.port(), 0);
+  const std::vector<std::string> args = {
+      "health", absl::StrCat("--server=127.0.0.1:", scatterd.port()),
+      "--tls_ca=" + stranger, "--timeout=5s"};
+  const CommandResult quiet = Scatter(args);
+  EXPECT_EQ(quiet.exit_code, 1);
+  EXPECT_TRUE(absl::StartsWith(quiet.err, "scatter: cannot reach scatterd at "))
+      << quiet.err;
+  EXPECT_THAT(quiet.err, HasSubstr("certificate verify failed"));
+  EXPECT_EQ(std::count(quiet.err.begin(), quiet.err.end(), '\n'), 1)
+      << quiet.err;
+  EXPECT_THAT(quiet.err, Not(HasSubstr("ssl_transport_security")));
+
+  ASSERT_EQ(setenv("GRPC_VERBOSITY", "error", 1), 0);
+  const CommandResult verbose = Scatter(args);
+  unsetenv("GRPC_VERBOSITY");
+  EXPECT_EQ(verbose.exit_code, 1);
+  EXPECT_THAT(verbose.err, HasSubstr("ssl_transport_security"));
+  EXPECT_THAT(verbose.err, HasSubstr("Handshake failed"));
+}
+
 // Flags of `scatter run` and `scatter tiles` did nothing for health, which
 // answered SERVING (exit 0) as if they had been used: --local asked the
 // server anyway, --out wrote nothing. They are refused, as `scatter run`

@@ -69,6 +69,18 @@ TEST(ScatterdTest, AnAddressInUseIsNamedByItsFlag) {
   EXPECT_THAT(got.err, HasSubstr("--address: cannot listen on " + address +
                                  " (address in use, or not host:port?)"));
   EXPECT_EQ(got.out, "");
+  // gRPC's own line ("E1127 ... chttp2_server.cc:1045] UNKNOWN:No address
+  // added ... Address already in use ...") came first, on stderr itself:
+  // it goes through scatterd's log now, as a debug line.
+  EXPECT_EQ(std::count(got.err.begin(), got.err.end(), '\n'), 1) << got.err;
+  EXPECT_THAT(got.err, Not(HasSubstr("chttp2_server.cc")));
+  const CommandResult debug =
+      RunCommand({SCATTERD_PATH, "--address=" + address,
+                  "--metrics_address=", "--log_level=debug"},
+                 absl::Seconds(10));
+  EXPECT_EQ(debug.exit_code, 1) << debug.err;
+  EXPECT_THAT(debug.err, HasSubstr("[debug] grpc chttp2_server.cc:"));
+  EXPECT_THAT(debug.err, HasSubstr("Address already in use"));
   first.Signal(SIGTERM);
   first.Wait();
 }
