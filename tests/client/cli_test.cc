@@ -1241,24 +1241,17 @@ TEST(ClientTest, RememberedRastersStayWithinTheBudget) {
   EXPECT_EQ(client.remembered_raster_bytes(), 2u * 64 * 64);
 }
 
-// A tiled world over the whole plane has no region. The inline resend
-// asked for the request's region to replace digests in it, which made an
-// empty one: the resent request failed with INVALID_ARGUMENT "region:
-// needs one of box, circle, sphere or polygons". The upload that now comes
-// first must not make one either (the inline resend's own case is
-// TheInlineResendInAWorldWithoutARegionAddsNoRegion).
-TEST(ClientTest, UnknownDigestIsUploadedAgainInAWorldWithoutARegion) {
-  EvictedRaster evicted;
-  ASSERT_FALSE(::testing::Test::HasFailure());
-  ASSERT_FALSE(evicted.Held());
-  Client& client = evicted.client();
-
+// Tile (0, 0) of a world over the whole plane (no region) whose one layer
+// takes its density from the raster `digest` names, over [0, 100]^2:
+// checks the call succeeds with more than 100 points, as its summary
+// counts them.
+void ScatterTileOfDensity(Client& client, const std::string& digest) {
   v1::ScatterTilesRequest world;
   v1::Layer* layer = world.add_layers();
   layer->set_radius_min(1);
   layer->set_radius_max(2);
   v1::RasterInput* density = layer->mutable_density();
-  density->set_digest(evicted.digest());
+  density->set_digest(digest);
   density->set_x1(100);
   density->set_y1(100);
   v1::TileCoord* tile = world.add_tiles();
@@ -1272,6 +1265,21 @@ TEST(ClientTest, UnknownDigestIsUploadedAgainInAWorldWithoutARegion) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_GT(points, 100u);
   EXPECT_EQ(summary->total_points(), points);
+}
+
+// A tiled world over the whole plane has no region. The inline resend
+// asked for the request's region to replace digests in it, which made an
+// empty one: the resent request failed with INVALID_ARGUMENT "region:
+// needs one of box, circle, sphere or polygons". The upload that now comes
+// first must not make one either (the inline resend's own case is
+// TheInlineResendInAWorldWithoutARegionAddsNoRegion).
+TEST(ClientTest, UnknownDigestIsUploadedAgainInAWorldWithoutARegion) {
+  EvictedRaster evicted;
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  ASSERT_FALSE(evicted.Held());
+  Client& client = evicted.client();
+
+  ScatterTileOfDensity(client, evicted.digest());
   EXPECT_TRUE(evicted.Held());
 }
 
@@ -1570,25 +1578,7 @@ TEST(ClientTest, TheInlineResendInAWorldWithoutARegionAddsNoRegion) {
       client.PutRaster(Gradient(64, /*flip=*/false));
   ASSERT_TRUE(ref.ok()) << ref.status();
 
-  v1::ScatterTilesRequest world;
-  v1::Layer* layer = world.add_layers();
-  layer->set_radius_min(1);
-  layer->set_radius_max(2);
-  v1::RasterInput* density = layer->mutable_density();
-  density->set_digest(ref->digest());
-  density->set_x1(100);
-  density->set_y1(100);
-  v1::TileCoord* tile = world.add_tiles();
-  tile->set_x(0);
-  tile->set_y(0);
-  std::uint64_t points = 0;
-  auto summary = client.ScatterTiles(world, [&](const v1::TileResponse& part) {
-    points += static_cast<std::uint64_t>(part.points().id_size());
-    return true;
-  });
-  ASSERT_TRUE(summary.ok()) << summary.status();
-  EXPECT_GT(points, 100u);
-  EXPECT_EQ(summary->total_points(), points);
+  ScatterTileOfDensity(client, ref->digest());
   EXPECT_THAT(replicas.calls(),
               ElementsAre("PutRaster", "ScatterTiles by digest", "PutRaster",
                           "ScatterTiles by digest", "ScatterTiles inline"));
