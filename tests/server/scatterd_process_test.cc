@@ -48,10 +48,10 @@ TEST(ScatterdTest, ServesAndPrintsItsPort) {
   const int status = scatterd.Wait();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   EXPECT_THAT(ReadAll(log),
-              HasSubstr(absl::StrCat("scatterd listening on 127.0.0.1:",
-                                     scatterd.port(),
-                                     " (plaintext), metrics off, "
-                                     "algorithm_version ")));
+              HasSubstr(absl::StrCat(
+                  "scatterd listening on 127.0.0.1:", scatterd.port(),
+                  " (plaintext), metrics off, "
+                  "algorithm_version ")));
 }
 
 // A port in use: the line names the flag, as the README says refusals do
