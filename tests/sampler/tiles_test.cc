@@ -53,6 +53,21 @@ std::vector<TileCoord> Block(std::int64_t x0, std::int64_t y0, std::int64_t w,
   return *ShardTiles(x0, x0 + w, y0, y0 + h, 0, 1);
 }
 
+// Serves `tiles` from `world` with `cache` and `pool`, expecting success.
+Served ServeWith(const TileWorld& world, const std::vector<TileCoord>& tiles,
+                 GeneratorCache* cache, ThreadPool* pool) {
+  Served served;
+  const absl::Status status = world.Serve(
+      tiles, cache, pool,
+      [&](const TilePoints& t) {
+        served[t.tile] = t.points;
+        return true;
+      },
+      [] { return false; });
+  EXPECT_TRUE(status.ok()) << status;
+  return served;
+}
+
 // Serves `tiles` from a fresh world made of `spec` (so nothing is shared
 // with another call), on `threads` threads.
 Served ServeFresh(const WorldSpec& spec, const std::vector<TileCoord>& tiles,
@@ -61,16 +76,7 @@ Served ServeFresh(const WorldSpec& spec, const std::vector<TileCoord>& tiles,
   std::shared_ptr<const TileWorld> world = MakeWorld(spec);
   GeneratorCache cache(cache_bytes);
   ThreadPool pool(threads);
-  Served served;
-  const absl::Status status = world->Serve(
-      tiles, &cache, &pool,
-      [&](const TilePoints& t) {
-        served[t.tile] = t.points;
-        return true;
-      },
-      [] { return false; });
-  EXPECT_TRUE(status.ok()) << status;
-  return served;
+  return ServeWith(*world, tiles, &cache, &pool);
 }
 
 // Digest of everything a client receives for a tile, bit for bit.
@@ -960,15 +966,8 @@ TEST(TilesTest, AnExceptionOnAnyThreadOfARoundReachesServesCaller) {
                  std::runtime_error);
     EXPECT_TRUE(thrown.load());
   }
-  Served served;
-  const absl::Status status = world->Serve(
-      tiles, &cache, &pool,
-      [&](const TilePoints& t) {
-        served[t.tile] = t.points;
-        return true;
-      },
-      [] { return false; });
-  ASSERT_TRUE(status.ok()) << status;
+  const Served served = ServeWith(*world, tiles, &cache, &pool);
+  ASSERT_FALSE(::testing::Test::HasFailure());
   ASSERT_EQ(served.size(), expected.size());
   for (const auto& [tile, points] : expected) {
     EXPECT_EQ(Digest(served.at(tile)), Digest(points))
