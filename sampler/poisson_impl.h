@@ -188,6 +188,13 @@ class PoissonRun {
     certain_d2_ = min_d2_ * (1 - 1e-9) - 12 * r_ * slack;
     peak_margin_ = cell_ / 4;
     for (int a = 0; a < D; ++a) last_[a] = std::nextafter(hi_[a], lo_[a]);
+    // 3D runs that fill gaps reject candidates on the cover marks (see
+    // CoverHolds), where the doubles are fine enough for the marks' margin,
+    // as UsesTakenMarks asks in 2D.
+    cover_rejects_ = D == 3 && fill_gaps_ && slack < r_ * 1e-9;
+    if (cover_rejects_) {
+      marked_through_ = std::numeric_limits<std::int64_t>::max() / 2;
+    }
 
     if (dense_) {
       if constexpr (D == 2) {
@@ -1103,6 +1110,83 @@ class PoissonRun {
     return true;
   }
 
+  // AcceptIfClear for a 3D run with cover rejection (cover_rejects_): a
+  // candidate in a piece that the cover marks hold ends there (CoverHolds);
+  // the others are tested against the grid cells around them
+  // (GridConflict3d), and no list is gathered. The tests and their order
+  // are AcceptIfClear's, so the answers are too.
+  SCATTER_ALWAYS_INLINE bool AcceptIfUncovered(bool interior, const double* c) {
+    if (!interior && !InBounds(c)) return false;
+    if (CoverHolds(c)) return false;
+    if (GridConflict3d(c)) return false;
+    if (!interior && !InShape(c)) return false;
+    Accept(c);
+    return true;
+  }
+
+  // Whether the cover marks hold the piece of c, a place in the box (3D).
+  // A marked piece lies within r (1 - 1e-6) of a point of the grid (the
+  // stencil's ball, CoverStencil3d), or inside an obstacle's clearance
+  // (MarkCoveredDisk), so the grid test or the inside test would reject
+  // c too: rejecting it here changes no output. Rounding in the piece's
+  // index moves c by a few parts in 2^53 of its coordinate, far inside
+  // that margin where cover_rejects_ is set.
+  SCATTER_ALWAYS_INLINE bool CoverHolds(const double* c) const {
+    std::uint64_t cell = 0;
+    unsigned bit = 0;
+    for (int a = 0; a < D; ++a) {
+      const double f = (c[a] - lo_[a]) * inv_cell_;
+      std::int64_t i = static_cast<std::int64_t>(f);  // f >= 0: c is inside.
+      i = std::min<std::int64_t>(i, n_[a] - 1);
+      const auto q =
+          static_cast<std::int64_t>((f - static_cast<double>(i)) * kSplit);
+      bit += static_cast<unsigned>(std::min<std::int64_t>(q, kSplit - 1))
+             << (2 * a);
+      cell += static_cast<std::uint64_t>(i) * stride_[a];
+    }
+    return ((cover_[cell] >> bit) & 1) != 0;
+  }
+
+  // Whether a point of the grid is closer than r to c, a place in the box
+  // (3D), by the list test's squared distance and comparison (Ops'
+  // AnyWithin3d: (dx*dx + dy*dy) + dz*dz < r^2 (1 + kDistanceSlack)), over
+  // the cells that can hold such a point: along each axis within 2 cells
+  // of c's (two cells are wider than r), of the two cells 2 away only the
+  // one c's offset u into its cell brings within r (u + 1 or 2 - u cells,
+  // against r of about 1.732 cells; GridConflict says more). The window's
+  // rows are read from the occupancy bits.
+  SCATTER_ALWAYS_INLINE bool GridConflict3d(const double* c) const {
+    std::int64_t first[3], last[3];
+    for (int a = 0; a < 3; ++a) {
+      const auto i = static_cast<std::int64_t>(AxisCell(a, c[a]));
+      const double u = (c[a] - lo_[a]) * inv_cell_ - static_cast<double>(i);
+      first[a] = std::max<std::int64_t>(
+          0, i - 2 + static_cast<std::int64_t>(u >= reach_cells_ - 1));
+      last[a] = std::min<std::int64_t>(
+          n_[a] - 1, i + 2 - static_cast<std::int64_t>(u <= 2 - reach_cells_));
+    }
+    const auto len = static_cast<unsigned>(last[0] - first[0] + 1);
+    for (std::int64_t z = first[2]; z <= last[2]; ++z) {
+      for (std::int64_t y = first[1]; y <= last[1]; ++y) {
+        const std::uint64_t start =
+            static_cast<std::uint64_t>(first[0]) +
+            static_cast<std::uint64_t>(y) * stride_[1] +
+            static_cast<std::uint64_t>(z) * stride_[D - 1];
+        for (std::uint64_t bits = BitRun(occupied_.data(), start, len);
+             bits != 0; bits &= bits - 1) {
+          const double* q = &grid_[(start + static_cast<std::uint64_t>(
+                                                __builtin_ctzll(bits))) *
+                                   D];
+          const double dx = q[0] - c[0];
+          const double dy = q[1] - c[1];
+          const double dz = q[D - 1] - c[D - 1];
+          if (dx * dx + dy * dy + dz * dz < min_d2_) return true;
+        }
+      }
+    }
+    return false;
+  }
+
   void Halt(absl::Status status) {
     if (halt_.ok()) halt_ = std::move(status);
   }
@@ -1155,12 +1239,20 @@ class PoissonRun {
     } else {
       double m[3][3];
       RandomRotation3(rng, m);
-      for (const auto& d : Woken(index) ? woken_sphere_ : sphere_) {
+      const auto& directions = Woken(index) ? woken_sphere_ : sphere_;
+      // With cover rejection the stop predicate is polled once a visit.
+      if (cover_rejects_ && PollStop(directions.size())) return;
+      const bool interior = interior_;
+      for (const auto& d : directions) {
         for (int a = 0; a < 3; ++a) {
           c[a] =
               p[a] + step_ * (m[a][0] * d[0] + m[a][1] * d[1] + m[a][2] * d[2]);
         }
-        TryCandidate(c);
+        if (cover_rejects_) {
+          AcceptIfUncovered(interior, c);
+        } else {
+          TryCandidate(c);
+        }
         if (!halt_.ok()) return;
       }
     }
@@ -1185,11 +1277,14 @@ class PoissonRun {
       if (PollStop(static_cast<std::uint64_t>(attempts))) return;
       const std::uint64_t visit_key =
           Combine(Combine(candidate_key_, index), visit);
-      const std::size_t padded = taken_marks_ ? 0 : Padded();
+      const std::size_t padded = taken_marks_ || cover_rejects_ ? 0 : Padded();
       // Whether the candidate at c is accepted.
       auto try_candidate = [&](const double* c) SCATTER_INLINE_LAMBDA {
-        if (!taken_marks_) return AcceptIfClear(padded, interior, c);
-        return AcceptIfUntaken(taken, interior, c);
+        if (taken_marks_) return AcceptIfUntaken(taken, interior, c);
+        if constexpr (D == 3) {
+          if (cover_rejects_) return AcceptIfUncovered(interior, c);
+        }
+        return AcceptIfClear(padded, interior, c);
       };
       bool accepted = false;
 #ifdef SCATTER_POISSON_AVX2
@@ -1381,7 +1476,7 @@ class PoissonRun {
       const Active e = active_[head_++];
       double p[D];
       for (int a = 0; a < D; ++a) p[a] = grid_[e.cell * D + a];
-      if (!taken_marks_) Gather(p);
+      if (!taken_marks_ && !cover_rejects_) Gather(p);
       // When every place a candidate can reach is inside, no candidate
       // needs the inside test: a bounds check in a box region, one
       // classification of the reach's box in any other (most points sit
@@ -2211,8 +2306,12 @@ class PoissonRun {
   // are few, and testing every cell of the grid costs more than the
   // scattered writes did. Runs with taken marks mark points there instead,
   // and cover_ holds only the obstacles' marks.
+  // 3D runs that fill gaps mark each point as it comes (cover_rejects_).
   std::int64_t marked_through_ =
       scan_bits_ ? -1 : std::numeric_limits<std::int64_t>::max() / 2;
+  // 3D runs that fill gaps (where the doubles are fine enough) reject
+  // candidates on the cover marks and gather no list (AcceptIfUncovered).
+  bool cover_rejects_ = false;
   // Taken marks (MarkTaken): whether this run keeps them, the bits, and
   // the bits a row of pieces takes (a whole number of words, plus one).
   static constexpr bool taken_marks_ = kTaken;
