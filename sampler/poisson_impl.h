@@ -19,13 +19,14 @@
 //  - An active point gathers its neighbourhood once: every point that could
 //    conflict with any of its candidates, nearest first, into a short
 //    structure-of-arrays list. All its candidates are tested against that
-//    list, and accepted candidates join it. (2D runs with taken marks
-//    gather nothing: see below.)
+//    list, and accepted candidates join it. (2D runs with taken marks, and
+//    3D runs that fill gaps, gather nothing: see below.)
 //  - Candidates come from +, x and sqrt only (no sin/cos), which is also
 //    what makes them portable.
 //  - 2D runs keep taken marks (MarkTaken; classic, and dense with gap
 //    filling): one bit rejects most candidates, and the gap scan skips the
-//    pieces they mark.
+//    pieces they mark. 3D runs that fill gaps do the same with the gap
+//    scan's cover marks (AcceptIfUncovered).
 //
 // Determinism: candidate i of visit j of point a comes from the stream keyed
 // by (seed, layer, tile, purpose) and then (a, j), at counter block i, so it
@@ -264,11 +265,13 @@ class PoissonRun {
     for (const RowRun& run : gather_runs_) {
       window += static_cast<std::size_t>(run.x1 - run.x0 + 1);
     }
-    // Runs with taken marks gather no list (AcceptIfUntaken).
-    if (!taken_marks_) {
+    // Runs with taken marks or cover rejection gather no list
+    // (AcceptIfUntaken, AcceptIfUncovered).
+    const bool gathers = !taken_marks_ && !cover_rejects_;
+    if (gathers) {
       for (auto& column : list_) column.resize(window + 4);
     }
-    if constexpr (D == 3) {
+    if (D == 3 && gathers) {
       // SplitNearFar3d: NaN padding to a group of 4 after the window's
       // points, and up to 4 slots written past each count.
       for (auto& column : far_) column.resize(window + 4);
