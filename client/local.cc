@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <limits>
+#include <new>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "sampler/layers.h"
 #include "sampler/tiles.h"
@@ -42,6 +46,23 @@ absl::Status LocalWords(const absl::Status& status) {
            {absl::StrCat("the limit max_points = ", LocalLimits().max_points),
             absl::StrCat("the most points a --local run counts, ",
                          LocalLimits().max_points)}}));
+}
+
+// `work`, with std::bad_alloc made a status: the estimates refuse grids over
+// the limit before allocating, but the memory under it may still not be
+// there (ulimit -v, a container's limit), and the caller must be able to
+// clean up as after any other error.
+// `instead` says what to try.
+absl::Status OutOfMemoryAsStatus(absl::string_view instead,
+                                 absl::FunctionRef<absl::Status()> work) {
+  try {
+    return work();
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of memory (std::bad_alloc): this process could not allocate "
+        "what the --local run needs; ",
+        instead, ", or run against a server"));
+  }
 }
 
 // When the run must stop for --timeout: never for a zero timeout.
@@ -123,28 +144,31 @@ absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
   std::uint64_t sent = 0;
   bool cap_hit = false, stopped = false;
   v1::PointBatch batch;
-  const absl::Status status = run->Run(
-      [&](const sampler::PointBatch& points) {
-        std::size_t n = points.size();
-        if (sent + n > job->point_cap) {
-          n = static_cast<std::size_t>(job->point_cap - sent);
-          cap_hit = true;
-        }
-        if (n > 0) {
-          batch.Clear();
-          server::PackBatch(points, n, request.fields(), &batch);
-          const auto at =
-              std::find(order.begin(), order.end(), points.layer[0]);
-          per_layer[static_cast<std::size_t>(at - order.begin())] += n;
-          sent += n;
-          if (!handler(batch)) {
-            stopped = true;
-            return false;
-          }
-        }
-        return !cap_hit;
-      },
-      [&] { return absl::Now() >= deadline; });
+  const absl::Status status = OutOfMemoryAsStatus(
+      "ask for less (a smaller region, a larger spacing)", [&] {
+        return run->Run(
+            [&](const sampler::PointBatch& points) {
+              std::size_t n = points.size();
+              if (sent + n > job->point_cap) {
+                n = static_cast<std::size_t>(job->point_cap - sent);
+                cap_hit = true;
+              }
+              if (n > 0) {
+                batch.Clear();
+                server::PackBatch(points, n, request.fields(), &batch);
+                const auto at =
+                    std::find(order.begin(), order.end(), points.layer[0]);
+                per_layer[static_cast<std::size_t>(at - order.begin())] += n;
+                sent += n;
+                if (!handler(batch)) {
+                  stopped = true;
+                  return false;
+                }
+              }
+              return !cap_hit;
+            },
+            [&] { return absl::Now() >= deadline; });
+      });
   if (stopped) return absl::CancelledError("cancelled by the caller");
   if (cap_hit) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -213,28 +237,33 @@ absl::StatusOr<v1::TilesSummary> RunTilesLocal(
   std::uint64_t tiles = 0, points = 0;
   bool stopped = false;
   v1::TileResponse message;
-  const absl::Status status = (*world)->Serve(
-      job->tiles, &cache, &pool,
-      [&](const sampler::TilePoints& tile) {
-        const std::size_t n = tile.points.size();
-        for (std::uint32_t layer : tile.points.layer) {
-          const auto at = std::find(order.begin(), order.end(), layer);
-          ++per_layer[static_cast<std::size_t>(at - order.begin())];
-        }
-        const std::size_t parts = server::TileParts(n, job->batch_size);
-        for (std::size_t part = 0; part < parts; ++part) {
-          server::PackTilePart(tile, part, job->batch_size, request.fields(),
-                               &message);
-          if (!handler(message)) {
-            stopped = true;
-            return false;
-          }
-        }
-        ++tiles;
-        points += n;
-        return true;
-      },
-      /*stop=*/[&] { return absl::Now() >= deadline; });
+  const absl::Status status = OutOfMemoryAsStatus(
+      "try fewer --threads, a smaller --tile_cache_bytes or fewer tiles at "
+      "a time",
+      [&] {
+        return (*world)->Serve(
+            job->tiles, &cache, &pool,
+            [&](const sampler::TilePoints& tile) {
+              const std::size_t n = tile.points.size();
+              for (std::uint32_t layer : tile.points.layer) {
+                const auto at = std::find(order.begin(), order.end(), layer);
+                ++per_layer[static_cast<std::size_t>(at - order.begin())];
+              }
+              const std::size_t parts = server::TileParts(n, job->batch_size);
+              for (std::size_t part = 0; part < parts; ++part) {
+                server::PackTilePart(tile, part, job->batch_size,
+                                     request.fields(), &message);
+                if (!handler(message)) {
+                  stopped = true;
+                  return false;
+                }
+              }
+              ++tiles;
+              points += n;
+              return true;
+            },
+            /*stop=*/[&] { return absl::Now() >= deadline; });
+      });
   if (stopped) return absl::CancelledError("cancelled by the caller");
   if (absl::IsCancelled(status) && absl::Now() >= deadline) {
     return PastTimeout(options.timeout, absl::StrCat(tiles, " tiles"));

@@ -22,7 +22,9 @@ absl::StatusOr<server::ScatterJob> LocalJob(const v1::ScatterRequest& request);
 // StoppedAtOwnCap()). A `timeout` above zero (the CLI's --timeout) stops
 // the run that long after it starts, DEADLINE_EXCEEDED naming the flag.
 // Limits are named as the user can change them: the sampler's grid limit
-// is scatterd's --max_grid_bytes, at its default here.
+// is scatterd's --max_grid_bytes, at its default here. Running out of
+// memory (std::bad_alloc) ends the run with RESOURCE_EXHAUSTED, as in
+// RunTilesLocal.
 absl::StatusOr<v1::Summary> RunLocal(
     const v1::ScatterRequest& request, const BatchHandler& handler,
     absl::Duration timeout = absl::ZeroDuration());

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <new>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -942,11 +943,20 @@ int main(int argc, char** argv) {
     gpr_set_log_function(scatter::client::QuietGrpcLog);
   }
   scatter::client::RemoveTemporariesOnSignals();
-  if (args.size() == 3 && std::string(args[1]) == "run") {
-    return scatter::client::Run(args[2]);
-  }
-  if (args.size() == 3 && std::string(args[1]) == "tiles") {
-    return scatter::client::Tiles(args[2]);
+  // --local runs make their own std::bad_alloc a status (local.cc); this
+  // is for one anywhere else (reading a huge job or raster file).
+  try {
+    if (args.size() == 3 && std::string(args[1]) == "run") {
+      return scatter::client::Run(args[2]);
+    }
+    if (args.size() == 3 && std::string(args[1]) == "tiles") {
+      return scatter::client::Tiles(args[2]);
+    }
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "scatter: out of memory (std::bad_alloc): the process could "
+                 "not allocate what the command needs\n");
+    return 1;
   }
   if (args.size() == 2 && std::string(args[1]) == "health") {
     return scatter::client::Health();

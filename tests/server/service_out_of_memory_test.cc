@@ -1,77 +1,26 @@
 // A call's producer thread, or a tile pool thread, running out of memory:
 // std::bad_alloc out of the sampler or the tile server must end that call
 // with a status, not the process. This binary replaces the global operator
-// new so that a test can make one allocation on one thread fail, as it
-// would in a process at its memory limit; its own binary, so no other test
-// runs with it.
+// new (tests/failing_new.h) so that a test can make one allocation on one
+// thread fail.
 
 #include <atomic>
-#include <cstddef>
-#include <cstdlib>
 #include <functional>
 #include <memory>
-#include <new>
 #include <thread>
 #include <utility>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/failing_new.h"
 #include "tests/server/service_test_util.h"
-
-namespace {
-
-// Allocations on this thread before one fails: 0 fails the next, a
-// negative count none.
-thread_local long allocations_before_failure = -1;
-
-// Whether this thread is one of the tile pool's workers (TagPoolWorkers),
-// and whether the next allocation on any of them fails.
-thread_local bool pool_worker = false;
-std::atomic<bool> pool_worker_fails{false};
-
-}  // namespace
-
-void* operator new(std::size_t size) {
-  if (pool_worker && pool_worker_fails.exchange(false)) {
-    throw std::bad_alloc();
-  }
-  if (allocations_before_failure == 0) {
-    allocations_before_failure = -1;
-    throw std::bad_alloc();
-  }
-  if (allocations_before_failure > 0) --allocations_before_failure;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return ::operator new(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return ::operator new(size);
-  } catch (const std::bad_alloc&) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-  return ::operator new(size, std::nothrow);
-}
-// All of them, so that a sanitizer's own never frees what malloc gave.
-// GCC sees free() inlined where a `new` result is deleted and warns of a
-// mismatch: here operator new is malloc.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept {
-  std::free(p);
-}
-#pragma GCC diagnostic pop
 
 namespace scatter::server::testing {
 namespace {
 
+using ::scatter::testing::allocations_before_failure;
+using ::scatter::testing::pool_worker;
+using ::scatter::testing::pool_worker_fails;
 using ::testing::HasSubstr;
 
 // A ServiceOptions::start_thread whose producer threads, while `*armed`,

@@ -1,0 +1,110 @@
+// A --local run out of memory: std::bad_alloc out of the sampler, the tile
+// server or the packing ends the run with RESOURCE_EXHAUSTED, as scatterd
+// ends a call, so that `scatter` reports it and removes what it made,
+// instead of dying of an uncaught exception (exit 134, a half-made output
+// directory left behind). This binary replaces the global operator new
+// (tests/failing_new.h) so that a test can make one allocation fail.
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "client/local.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "scatter/v1/scatter.pb.h"
+#include "tests/failing_new.h"
+
+namespace scatter::client {
+namespace {
+
+using ::scatter::testing::allocations_before_failure;
+using ::testing::HasSubstr;
+
+// A dense layer of spacing 0.5 over [0, side]^2.
+v1::ScatterRequest Box(double side) {
+  v1::ScatterRequest request;
+  request.set_seed(3);
+  v1::Box* box = request.mutable_region()->mutable_box();
+  for (int a = 0; a < 2; ++a) {
+    box->add_min(0);
+    box->add_max(side);
+  }
+  v1::Layer* layer = request.add_layers();
+  layer->set_id(1);
+  layer->set_spacing(0.5);
+  return request;
+}
+
+// Tiles 0:3 x 0:2 of a world of spacing 0.5 and tile size 16.
+v1::ScatterTilesRequest SixTiles() {
+  v1::ScatterTilesRequest request;
+  request.set_seed(3);
+  request.set_tile_size(16);
+  v1::Layer* layer = request.add_layers();
+  layer->set_id(1);
+  layer->set_spacing(0.5);
+  for (int x = 0; x < 3; ++x) {
+    for (int y = 0; y < 2; ++y) {
+      v1::TileCoord* tile = request.add_tiles();
+      tile->set_x(x);
+      tile->set_y(y);
+    }
+  }
+  return request;
+}
+
+TEST(LocalOutOfMemoryTest, ARunOutOfMemoryEndsWithAStatus) {
+  // The first batch arms the failure: the next allocation on this thread,
+  // in the sampler or the packing of a later batch, throws.
+  int batches = 0;
+  const absl::StatusOr<v1::Summary> failed =
+      RunLocal(Box(200), [&](const v1::PointBatch&) {
+        if (++batches == 1) allocations_before_failure = 0;
+        return true;
+      });
+  allocations_before_failure = -1;
+  ASSERT_FALSE(failed.ok()) << "no allocation after the first batch";
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(failed.status().message(),
+              HasSubstr("out of memory (std::bad_alloc): this process could "
+                        "not allocate what the --local run needs; ask for "
+                        "less"));
+  EXPECT_GE(batches, 1);
+
+  // The process goes on: the same run, with memory, succeeds.
+  const absl::StatusOr<v1::Summary> served =
+      RunLocal(Box(200), [](const v1::PointBatch&) { return true; });
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_GT(served->total_points(), 100000u);
+}
+
+TEST(LocalOutOfMemoryTest, ATilesRunOutOfMemoryEndsWithAStatus) {
+  for (const int threads : {1, 2}) {
+    SCOPED_TRACE(threads);
+    LocalTilesOptions options;
+    options.threads = threads;
+    // The first tile arms the failure: the next allocation on this thread,
+    // serving or packing a later tile, throws.
+    int tiles = 0;
+    const absl::StatusOr<v1::TilesSummary> failed =
+        RunTilesLocal(SixTiles(), options, [&](const v1::TileResponse&) {
+          if (++tiles == 1) allocations_before_failure = 0;
+          return true;
+        });
+    allocations_before_failure = -1;
+    ASSERT_FALSE(failed.ok()) << "no allocation after the first tile";
+    EXPECT_EQ(failed.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_THAT(failed.status().message(),
+                HasSubstr("out of memory (std::bad_alloc): this process could "
+                          "not allocate what the --local run needs; try fewer "
+                          "--threads"));
+
+    const absl::StatusOr<v1::TilesSummary> served = RunTilesLocal(
+        SixTiles(), options, [](const v1::TileResponse&) { return true; });
+    ASSERT_TRUE(served.ok()) << served.status();
+    EXPECT_EQ(served->tiles(), 6u);
+  }
+}
+
+}  // namespace
+}  // namespace scatter::client
