@@ -492,7 +492,59 @@ absl::StatusOr<std::shared_ptr<const TileWorld>> TileWorld::Create(
     world->cache_keys_.push_back(
         absl::StrCat(world->spec_.cache_key, "/layer#", l));
   }
+  world->IndexObstacles();
   return std::shared_ptr<const TileWorld>(std::move(world));
+}
+
+// An obstacle keeps a point at most its radius plus the largest footprint
+// away (or its radius, as a clearance; or an override's clearance), all
+// within radius + R; a generator of tile t samples within 5 R of t. So an
+// obstacle may matter to the generators of the tiles within radius + 6 R
+// of its centre (one R more against rounding).
+void TileWorld::IndexObstacles() {
+  const std::vector<Obstacle>& all = spec_.shared.obstacles;
+  // Tiles a side past which an obstacle is listed once, for all.
+  constexpr std::int64_t kMostTiles = 8;
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    const Obstacle& o = all[k];
+    const double reach = o.radius + 6 * r_max_;
+    const TileCoord lo = TileOf(o.center[0] - reach, o.center[1] - reach);
+    const TileCoord hi = TileOf(o.center[0] + reach, o.center[1] + reach);
+    const auto index = static_cast<std::uint32_t>(k);
+    // (TileOf clamps to +-9e18, so lo + kMostTiles cannot overflow.)
+    if (!(reach < kMaxTile) || hi.x >= lo.x + kMostTiles ||
+        hi.y >= lo.y + kMostTiles) {
+      wide_obstacles_.push_back(index);
+      continue;
+    }
+    for (std::int64_t y = lo.y; y <= hi.y; ++y) {
+      for (std::int64_t x = lo.x; x <= hi.x; ++x) {
+        obstacle_tiles_[{x, y}].push_back(index);
+      }
+    }
+  }
+}
+
+std::vector<Obstacle> TileWorld::NearObstacles(const std::vector<Obstacle>& all,
+                                               TileCoord t) const {
+  // Every layer's options hold the world's obstacles (LayerOptions); were
+  // they ever another list, the index would not apply.
+  if (all.size() != spec_.shared.obstacles.size()) return all;
+  const auto found = obstacle_tiles_.find(t);
+  const std::vector<std::uint32_t> none;
+  const std::vector<std::uint32_t>& listed =
+      found == obstacle_tiles_.end() ? none : found->second;
+  std::vector<Obstacle> near;
+  near.reserve(listed.size() + wide_obstacles_.size());
+  // Both lists ascend: merged, the world's order is kept.
+  std::size_t i = 0, j = 0;
+  while (i < listed.size() || j < wide_obstacles_.size()) {
+    const bool take_listed =
+        j == wide_obstacles_.size() ||
+        (i < listed.size() && listed[i] < wide_obstacles_[j]);
+    near.push_back(all[take_listed ? listed[i++] : wide_obstacles_[j++]]);
+  }
+  return near;
 }
 
 TileCoord TileWorld::TileOf(double x, double y) const {
@@ -851,7 +903,9 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
   // one's. With 3 spacings the band is as wide, in the layer's terms, as
   // a one-layer world's. (It stays within 3 R, where every reader looks.)
   const double keep_band = kKeep * Spacing(o);
-  std::vector<Obstacle> obstacles = o.obstacles;  // The world's own.
+  // The world's own, those that may reach this generator's areas.
+  const std::vector<Obstacle> world_obstacles = NearObstacles(o.obstacles, t);
+  std::vector<Obstacle> obstacles = world_obstacles;
   obstacles.reserve(obstacles.size() + near.size());
   // Growth starts from the lower neighbours' points at the tile's edge, on
   // a schedule that puts the meeting of fronts from opposite sides at a
@@ -886,7 +940,7 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
     // 2. The gaps the ramp left, outside the higher-colour bands: the
     // world's obstacles, the points above near the kept area, and this
     // generator's own near the border area.
-    std::vector<Obstacle> border_obstacles = o.obstacles;
+    std::vector<Obstacle> border_obstacles = world_obstacles;
     for (const auto& [g, k] : near_border) {
       border_obstacles.push_back(ObstacleFor(li, *g, k));
     }

@@ -455,7 +455,20 @@ class TileWorld {
   // to change; else OK.
   absl::Status CheckCoordinateSteps(GeneratorKey key) const;
 
+  // Indexes the world's obstacles (IndexObstacles); the generator of t
+  // takes those that may reach its area, in the world's order (NearObstacles).
+  void IndexObstacles();
+  std::vector<Obstacle> NearObstacles(const std::vector<Obstacle>& all,
+                                      TileCoord t) const;
+
   WorldSpec spec_;  // Layers sorted into placement order, options resolved.
+  // The world's obstacles (indices into every layer's options.obstacles,
+  // which are the same list) per tile whose generators they may reach,
+  // ascending, and those that reach too many tiles to list (a huge
+  // radius), which every generator takes. A generator that copied every
+  // obstacle of a big world spent most of its time on the ones far away.
+  std::map<TileCoord, std::vector<std::uint32_t>> obstacle_tiles_;
+  std::vector<std::uint32_t> wide_obstacles_;
   // Per layer: the key of its generators in a GeneratorCache.
   std::vector<std::string> cache_keys_;
   std::vector<std::uint32_t> order_;
