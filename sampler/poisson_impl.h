@@ -1118,9 +1118,10 @@ class PoissonRun {
   // the others are tested against the grid cells around them
   // (GridConflict3d), and no list is gathered. The tests and their order
   // are AcceptIfClear's, so the answers are too.
-  SCATTER_ALWAYS_INLINE bool AcceptIfUncovered(bool interior, const double* c) {
+  SCATTER_ALWAYS_INLINE bool AcceptIfUncovered(bool interior, bool marks_decide,
+                                               const double* c) {
     if (!interior && !InBounds(c)) return false;
-    if (CoverHolds(c)) return false;
+    if (marks_decide && CoverHolds(c)) return false;
     if (GridConflict3d(c)) return false;
     if (!interior && !InShape(c)) return false;
     Accept(c);
@@ -1129,11 +1130,13 @@ class PoissonRun {
 
   // Whether the cover marks hold the piece of c, a place in the box (3D).
   // A marked piece lies within r (1 - 1e-6) of a point of the grid (the
-  // stencil's ball, CoverStencil3d), or inside an obstacle's clearance
-  // (MarkCoveredDisk), so the grid test or the inside test would reject
-  // c too: rejecting it here changes no output. Rounding in the piece's
-  // index moves c by a few parts in 2^53 of its coordinate, far inside
-  // that margin where cover_rejects_ is set.
+  // stencil's ball, CoverStencil3d), so the grid test would reject c too:
+  // rejecting it here changes no output. Rounding in the piece's index
+  // moves c by at most a coordinate's step, which cover_rejects_ keeps
+  // under 1e-9 r, a thousandth of that margin. Obstacles mark the pieces
+  // inside their clearances with a margin of only 1e-9 in the clearance
+  // squared (MarkCoveredDisk), so where one reaches the candidates, a
+  // visit does not ask (marks_decide_).
   SCATTER_ALWAYS_INLINE bool CoverHolds(const double* c) const {
     std::uint64_t cell = 0;
     unsigned bit = 0;
@@ -1246,13 +1249,14 @@ class PoissonRun {
       // With cover rejection the stop predicate is polled once a visit.
       if (cover_rejects_ && PollStop(directions.size())) return;
       const bool interior = interior_;
+      const bool marks_decide = marks_decide_;
       for (const auto& d : directions) {
         for (int a = 0; a < 3; ++a) {
           c[a] =
               p[a] + step_ * (m[a][0] * d[0] + m[a][1] * d[1] + m[a][2] * d[2]);
         }
         if (cover_rejects_) {
-          AcceptIfUncovered(interior, c);
+          AcceptIfUncovered(interior, marks_decide, c);
         } else {
           TryCandidate(c);
         }
@@ -1273,6 +1277,7 @@ class PoissonRun {
   void VisitClassic(const double* p, std::uint64_t index) {
     const double r = r_;
     const bool interior = interior_;
+    const bool marks_decide = marks_decide_;
     const int attempts = attempts_;
     const TakenView taken = Taken();
     const ShellDirectionTable& shell_directions = *shell_directions_;
@@ -1285,7 +1290,9 @@ class PoissonRun {
       auto try_candidate = [&](const double* c) SCATTER_INLINE_LAMBDA {
         if (taken_marks_) return AcceptIfUntaken(taken, interior, c);
         if constexpr (D == 3) {
-          if (cover_rejects_) return AcceptIfUncovered(interior, c);
+          if (cover_rejects_) {
+            return AcceptIfUncovered(interior, marks_decide, c);
+          }
         }
         return AcceptIfClear(padded, interior, c);
       };
@@ -1488,17 +1495,25 @@ class PoissonRun {
       for (int a = 0; a < D; ++a) {
         interior_ &= p[a] - reach_ >= lo_[a] && p[a] + reach_ < hi_[a];
       }
-      if (interior_ && (!box_only_ || !obstacles_.empty())) {
-        double r0[D], r1[D];
-        for (int a = 0; a < D; ++a) {
-          r0[a] = p[a] - reach_;
-          r1[a] = p[a] + reach_;
-        }
-        bool covered = false, reaches = false;
+      double r0[D], r1[D];
+      for (int a = 0; a < D; ++a) {
+        r0[a] = p[a] - reach_;
+        r1[a] = p[a] + reach_;
+      }
+      // Whether an obstacle's clearance reaches the candidates' box.
+      bool reaches = false;
+      if (!obstacles_.empty() && (interior_ || cover_rejects_)) {
+        bool covered = false;
         obstacles_.Classify(r0, r1, &covered, &reaches);
+      }
+      if (interior_ && (!box_only_ || !obstacles_.empty())) {
         interior_ = !reaches && (box_only_ || region_.Classify(r0, r1) ==
                                                   Region::Overlap::kInside);
       }
+      // Obstacles set cover marks too, shrunk by less than the points'
+      // stencils (MarkCoveredDisk: 1e-9 of the clearance squared): where
+      // one reaches, its marks are left out of the decision (CoverHolds).
+      marks_decide_ = !reaches;
       if (dense_) {
         VisitDense(p, e.index);
       } else {
@@ -2253,6 +2268,9 @@ class PoissonRun {
   // can leave it.
   double reach_ = 0;
   bool interior_ = false;
+  // No obstacle's clearance reaches the current active point's candidates:
+  // the cover marks may reject them (AcceptIfUncovered).
+  bool marks_decide_ = true;
   double step_ = 0;
   std::uint64_t candidate_key_ = 0;
   std::uint64_t gap_key_ = 0;
