@@ -48,13 +48,13 @@ absl::Status LocalWords(const absl::Status& status) {
                          LocalLimits().max_points)}}));
 }
 
-// `work`, with std::bad_alloc made a status: the estimates refuse grids over
-// the limit before allocating, but the memory under it may still not be
-// there (ulimit -v, a container's limit), and the caller must be able to
-// clean up as after any other error.
-// `instead` says what to try.
-absl::Status OutOfMemoryAsStatus(absl::string_view instead,
-                                 absl::FunctionRef<absl::Status()> work) {
+// `work()`, with std::bad_alloc made its status: the estimates refuse grids
+// over the limit before allocating, but the memory under it may still not
+// be there (ulimit -v, a container's limit), and the caller must be able
+// to clean up as after any other error. `instead` says what to try.
+template <class Work>
+auto OutOfMemoryAsStatus(absl::string_view instead, Work work)
+    -> decltype(work()) {
   try {
     return work();
   } catch (const std::bad_alloc&) {
@@ -126,9 +126,12 @@ absl::StatusOr<server::ScatterJob> LocalJob(const v1::ScatterRequest& request) {
   return server::ToJob(request, LocalLimits(), rasters);
 }
 
-absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
-                                     const BatchHandler& handler,
-                                     absl::Duration timeout) {
+namespace {
+
+// RunLocal, which makes std::bad_alloc out of this a status.
+absl::StatusOr<v1::Summary> RunLocalUnguarded(const v1::ScatterRequest& request,
+                                              const BatchHandler& handler,
+                                              absl::Duration timeout) {
   const absl::Time start = absl::Now();
   const absl::Time deadline = Deadline(start, timeout);
   const absl::Status version = CheckVersion(request.algorithm_version());
@@ -144,31 +147,28 @@ absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
   std::uint64_t sent = 0;
   bool cap_hit = false, stopped = false;
   v1::PointBatch batch;
-  const absl::Status status = OutOfMemoryAsStatus(
-      "ask for less (a smaller region, a larger spacing)", [&] {
-        return run->Run(
-            [&](const sampler::PointBatch& points) {
-              std::size_t n = points.size();
-              if (sent + n > job->point_cap) {
-                n = static_cast<std::size_t>(job->point_cap - sent);
-                cap_hit = true;
-              }
-              if (n > 0) {
-                batch.Clear();
-                server::PackBatch(points, n, request.fields(), &batch);
-                const auto at =
-                    std::find(order.begin(), order.end(), points.layer[0]);
-                per_layer[static_cast<std::size_t>(at - order.begin())] += n;
-                sent += n;
-                if (!handler(batch)) {
-                  stopped = true;
-                  return false;
-                }
-              }
-              return !cap_hit;
-            },
-            [&] { return absl::Now() >= deadline; });
-      });
+  const absl::Status status = run->Run(
+      [&](const sampler::PointBatch& points) {
+        std::size_t n = points.size();
+        if (sent + n > job->point_cap) {
+          n = static_cast<std::size_t>(job->point_cap - sent);
+          cap_hit = true;
+        }
+        if (n > 0) {
+          batch.Clear();
+          server::PackBatch(points, n, request.fields(), &batch);
+          const auto at =
+              std::find(order.begin(), order.end(), points.layer[0]);
+          per_layer[static_cast<std::size_t>(at - order.begin())] += n;
+          sent += n;
+          if (!handler(batch)) {
+            stopped = true;
+            return false;
+          }
+        }
+        return !cap_hit;
+      },
+      [&] { return absl::Now() >= deadline; });
   if (stopped) return absl::CancelledError("cancelled by the caller");
   if (cap_hit) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -191,6 +191,16 @@ absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
   return summary;
 }
 
+}  // namespace
+
+absl::StatusOr<v1::Summary> RunLocal(const v1::ScatterRequest& request,
+                                     const BatchHandler& handler,
+                                     absl::Duration timeout) {
+  return OutOfMemoryAsStatus(
+      "ask for less (a smaller region, a larger spacing)",
+      [&] { return RunLocalUnguarded(request, handler, timeout); });
+}
+
 absl::StatusOr<v1::Summary> SummaryFromPoints(const v1::ScatterRequest& request,
                                               const v1::PointBatch& points) {
   absl::StatusOr<server::ScatterJob> job = LocalJob(request);
@@ -209,7 +219,10 @@ absl::StatusOr<v1::Summary> SummaryFromPoints(const v1::ScatterRequest& request,
   return summary;
 }
 
-absl::StatusOr<v1::TilesSummary> RunTilesLocal(
+namespace {
+
+// RunTilesLocal, which makes std::bad_alloc out of this a status.
+absl::StatusOr<v1::TilesSummary> RunTilesLocalUnguarded(
     const v1::ScatterTilesRequest& request, const LocalTilesOptions& options,
     const TileHandler& handler) {
   const absl::Time start = absl::Now();
@@ -237,33 +250,28 @@ absl::StatusOr<v1::TilesSummary> RunTilesLocal(
   std::uint64_t tiles = 0, points = 0;
   bool stopped = false;
   v1::TileResponse message;
-  const absl::Status status = OutOfMemoryAsStatus(
-      "try fewer --threads, a smaller --tile_cache_bytes or fewer tiles at "
-      "a time",
-      [&] {
-        return (*world)->Serve(
-            job->tiles, &cache, &pool,
-            [&](const sampler::TilePoints& tile) {
-              const std::size_t n = tile.points.size();
-              for (std::uint32_t layer : tile.points.layer) {
-                const auto at = std::find(order.begin(), order.end(), layer);
-                ++per_layer[static_cast<std::size_t>(at - order.begin())];
-              }
-              const std::size_t parts = server::TileParts(n, job->batch_size);
-              for (std::size_t part = 0; part < parts; ++part) {
-                server::PackTilePart(tile, part, job->batch_size,
-                                     request.fields(), &message);
-                if (!handler(message)) {
-                  stopped = true;
-                  return false;
-                }
-              }
-              ++tiles;
-              points += n;
-              return true;
-            },
-            /*stop=*/[&] { return absl::Now() >= deadline; });
-      });
+  const absl::Status status = (*world)->Serve(
+      job->tiles, &cache, &pool,
+      [&](const sampler::TilePoints& tile) {
+        const std::size_t n = tile.points.size();
+        for (std::uint32_t layer : tile.points.layer) {
+          const auto at = std::find(order.begin(), order.end(), layer);
+          ++per_layer[static_cast<std::size_t>(at - order.begin())];
+        }
+        const std::size_t parts = server::TileParts(n, job->batch_size);
+        for (std::size_t part = 0; part < parts; ++part) {
+          server::PackTilePart(tile, part, job->batch_size, request.fields(),
+                               &message);
+          if (!handler(message)) {
+            stopped = true;
+            return false;
+          }
+        }
+        ++tiles;
+        points += n;
+        return true;
+      },
+      /*stop=*/[&] { return absl::Now() >= deadline; });
   if (stopped) return absl::CancelledError("cancelled by the caller");
   if (absl::IsCancelled(status) && absl::Now() >= deadline) {
     return PastTimeout(options.timeout, absl::StrCat(tiles, " tiles"));
@@ -282,6 +290,18 @@ absl::StatusOr<v1::TilesSummary> RunTilesLocal(
     count->set_points(per_layer[i]);
   }
   return summary;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::TilesSummary> RunTilesLocal(
+    const v1::ScatterTilesRequest& request, const LocalTilesOptions& options,
+    const TileHandler& handler) {
+  return OutOfMemoryAsStatus(
+      absl::StrCat("try ", options.threads != 1 ? "fewer --threads, " : "",
+                   "a smaller --tile_cache_bytes or fewer tiles a run "
+                   "(--tiles, --shard)"),
+      [&] { return RunTilesLocalUnguarded(request, options, handler); });
 }
 
 }  // namespace scatter::client

@@ -943,8 +943,10 @@ int main(int argc, char** argv) {
     gpr_set_log_function(scatter::client::QuietGrpcLog);
   }
   scatter::client::RemoveTemporariesOnSignals();
-  // --local runs make their own std::bad_alloc a status (local.cc); this
-  // is for one anywhere else (reading a huge job or raster file).
+  // --local runs make their own std::bad_alloc a status (local.cc), so
+  // that what they made is removed; this is for one anywhere else (reading
+  // a huge job file), and for any other exception, one line as every
+  // error.
   try {
     if (args.size() == 3 && std::string(args[1]) == "run") {
       return scatter::client::Run(args[2]);
@@ -954,8 +956,13 @@ int main(int argc, char** argv) {
     }
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr,
-                 "scatter: out of memory (std::bad_alloc): the process could "
-                 "not allocate what the command needs\n");
+                 "scatter: RESOURCE_EXHAUSTED: out of memory "
+                 "(std::bad_alloc): the process could not allocate what the "
+                 "command needs\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "scatter: INTERNAL: unexpected exception: %s\n",
+                 e.what());
     return 1;
   }
   if (args.size() == 2 && std::string(args[1]) == "health") {

@@ -7,6 +7,7 @@
 namespace scatter::testing {
 
 thread_local long allocations_before_failure = -1;
+thread_local std::size_t failing_allocation_bytes = 0;
 thread_local bool pool_worker = false;
 std::atomic<bool> pool_worker_fails{false};
 
@@ -18,11 +19,13 @@ void* operator new(std::size_t size) {
       scatter::testing::pool_worker_fails.exchange(false)) {
     throw std::bad_alloc();
   }
-  if (allocations_before_failure == 0) {
-    allocations_before_failure = -1;
-    throw std::bad_alloc();
+  if (size >= scatter::testing::failing_allocation_bytes) {
+    if (allocations_before_failure == 0) {
+      allocations_before_failure = -1;
+      throw std::bad_alloc();
+    }
+    if (allocations_before_failure > 0) --allocations_before_failure;
   }
-  if (allocations_before_failure > 0) --allocations_before_failure;
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }

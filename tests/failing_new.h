@@ -7,12 +7,15 @@
 // into a test binary of its own, so no other test runs with it.
 
 #include <atomic>
+#include <cstddef>
 
 namespace scatter::testing {
 
 // Allocations on this thread before one fails: 0 fails the next, a
-// negative count none.
+// negative count none. Only allocations of at least
+// `failing_allocation_bytes` count (and fail).
 extern thread_local long allocations_before_failure;
+extern thread_local std::size_t failing_allocation_bytes;
 
 // Whether this thread is one of a tile pool's workers (a test marks them),
 // and whether the next allocation on any of them fails.

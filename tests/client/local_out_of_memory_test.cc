@@ -5,9 +5,12 @@
 // directory left behind). This binary replaces the global operator new
 // (tests/failing_new.h) so that a test can make one allocation fail.
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "client/local.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -18,6 +21,7 @@ namespace scatter::client {
 namespace {
 
 using ::scatter::testing::allocations_before_failure;
+using ::scatter::testing::failing_allocation_bytes;
 using ::testing::HasSubstr;
 
 // A dense layer of spacing 0.5 over [0, side]^2.
@@ -96,14 +100,69 @@ TEST(LocalOutOfMemoryTest, ATilesRunOutOfMemoryEndsWithAStatus) {
     EXPECT_EQ(failed.status().code(), absl::StatusCode::kResourceExhausted);
     EXPECT_THAT(failed.status().message(),
                 HasSubstr("out of memory (std::bad_alloc): this process could "
-                          "not allocate what the --local run needs; try fewer "
-                          "--threads"));
+                          "not allocate what the --local run needs; try "));
+    // One thread is not fewer.
+    EXPECT_EQ(failed.status().message().find("fewer --threads") ==
+                  absl::string_view::npos,
+              threads == 1)
+        << failed.status().message();
 
     const absl::StatusOr<v1::TilesSummary> served = RunTilesLocal(
         SixTiles(), options, [](const v1::TileResponse&) { return true; });
     ASSERT_TRUE(served.ok()) << served.status();
     EXPECT_EQ(served->tiles(), 6u);
   }
+}
+
+// A density raster of 1500 x 1500 pixels over the box [0, side]^2.
+v1::RasterInput Density(double side) {
+  v1::RasterInput input;
+  v1::RasterData* data = input.mutable_data();
+  data->set_format(v1::RASTER_FORMAT_U8);
+  data->set_width(1500);
+  data->set_height(1500);
+  data->set_pixels(std::string(1500 * 1500, '\x80'));
+  input.set_x1(side);
+  input.set_y1(side);
+  return input;
+}
+
+// Out of memory before the sampling starts, decoding a raster (a big
+// allocation, as those that fail in a process at its limit; small ones
+// fail too, but an Abseil hash set that a failed growth leaves behind
+// cannot be destroyed, so they are not tried): a status too, so that the
+// caller removes what it made (scatter tiles left its output directory).
+TEST(LocalOutOfMemoryTest, ARasterTooBigForMemoryEndsWithAStatus) {
+  // Made before the failure is armed: the test's own allocations.
+  v1::ScatterRequest box = Box(20);
+  v1::Layer* layer = box.mutable_layers(0);
+  layer->clear_spacing();
+  layer->set_radius_min(0.5);
+  layer->set_radius_max(1);
+  *layer->mutable_density() = Density(20);
+  v1::ScatterTilesRequest six = SixTiles();
+  *six.mutable_layers(0) = *layer;
+  const BatchHandler take_batch = [](const v1::PointBatch&) { return true; };
+  const TileHandler take_tile = [](const v1::TileResponse&) { return true; };
+  LocalTilesOptions options;
+  options.threads = 1;
+  // The first allocation of a megabyte or more: the decoded pixels.
+  failing_allocation_bytes = std::size_t{1} << 20;
+  allocations_before_failure = 0;
+  const absl::StatusOr<v1::Summary> run = RunLocal(box, take_batch);
+  allocations_before_failure = 0;
+  const absl::StatusOr<v1::TilesSummary> tiles =
+      RunTilesLocal(six, options, take_tile);
+  allocations_before_failure = -1;
+  failing_allocation_bytes = 0;
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kResourceExhausted)
+      << run.status();
+  EXPECT_EQ(tiles.status().code(), absl::StatusCode::kResourceExhausted)
+      << tiles.status();
+
+  // With the memory, both run.
+  EXPECT_TRUE(RunLocal(box, take_batch).ok());
+  EXPECT_TRUE(RunTilesLocal(six, options, take_tile).ok());
 }
 
 }  // namespace
