@@ -220,8 +220,10 @@ class Sampler {
   // InvalidArgument when same-layer obstacles are closer than the radius
   // (as points of one layer never are), or when the uniform method finds no
   // room for `count` points in the region. `stop`
-  // is polled inside every long loop: every 4096 candidates, and every few
-  // thousand cells of the gap scan. Points arrive in generation order.
+  // is polled inside every long loop: after about every 4096 candidates
+  // (at the end of the candidate, or of the visit, that reaches the
+  // count), and every few thousand cells of the gap scan. Points arrive in
+  // generation order.
   absl::Status Run(BatchSink sink, absl::FunctionRef<bool()> stop) const;
   // The same, never stopped from outside.
   absl::Status Run(BatchSink sink) const {

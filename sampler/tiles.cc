@@ -492,59 +492,90 @@ absl::StatusOr<std::shared_ptr<const TileWorld>> TileWorld::Create(
     world->cache_keys_.push_back(
         absl::StrCat(world->spec_.cache_key, "/layer#", l));
   }
+  // The world's obstacles stay in spec_.shared alone, indexed: each
+  // layer's options held a copy, which every run of a generator copied
+  // again (RunLayer) before taking the few near it (NearObstacles).
+  for (LayerSpec& layer : world->spec_.layers) {
+    std::vector<Obstacle>().swap(layer.options.obstacles);
+  }
   world->IndexObstacles();
   return std::shared_ptr<const TileWorld>(std::move(world));
 }
 
 // An obstacle keeps a point at most its radius plus the largest footprint
-// away (or its radius, as a clearance; or an override's clearance), all
-// within radius + R; a generator of tile t samples within 5 R of t. So an
-// obstacle may matter to the generators of the tiles within radius + 6 R
-// of its centre (one R more against rounding).
+// away (or its radius, as a clearance), within radius + R / 2; a generator
+// of tile t samples within 5 R of t. So it takes the obstacles whose
+// centres lie within radius + 6 R of t (a margin of R / 2 against
+// rounding). Those of a radius up to T lie in the tiles within 2 of t
+// (6 R <= 0.6 T).
+constexpr std::int64_t kObstacleTiles = 2;
+
 void TileWorld::IndexObstacles() {
   const std::vector<Obstacle>& all = spec_.shared.obstacles;
-  // Tiles a side past which an obstacle is listed once, for all.
-  constexpr std::int64_t kMostTiles = 8;
+  std::vector<std::pair<TileCoord, std::uint32_t>> keyed;
   for (std::size_t k = 0; k < all.size(); ++k) {
     const Obstacle& o = all[k];
-    const double reach = o.radius + 6 * r_max_;
-    const TileCoord lo = TileOf(o.center[0] - reach, o.center[1] - reach);
-    const TileCoord hi = TileOf(o.center[0] + reach, o.center[1] + reach);
     const auto index = static_cast<std::uint32_t>(k);
-    // (TileOf clamps to +-9e18, so lo + kMostTiles cannot overflow.)
-    if (!(reach < kMaxTile) || hi.x >= lo.x + kMostTiles ||
-        hi.y >= lo.y + kMostTiles) {
+    if (!(o.radius <= tile_)) {
       wide_obstacles_.push_back(index);
-      continue;
+    } else {
+      keyed.emplace_back(TileOf(o.center[0], o.center[1]), index);
     }
-    for (std::int64_t y = lo.y; y <= hi.y; ++y) {
-      for (std::int64_t x = lo.x; x <= hi.x; ++x) {
-        obstacle_tiles_[{x, y}].push_back(index);
-      }
+  }
+  std::sort(keyed.begin(), keyed.end());
+  obstacles_by_tile_.reserve(keyed.size());
+  for (const auto& [tile, index] : keyed) {
+    if (obstacle_tile_runs_.empty() ||
+        obstacle_tile_runs_.back().first != tile) {
+      obstacle_tile_runs_.emplace_back(
+          tile, static_cast<std::uint32_t>(obstacles_by_tile_.size()));
     }
+    obstacles_by_tile_.push_back(index);
   }
 }
 
-std::vector<Obstacle> TileWorld::NearObstacles(const std::vector<Obstacle>& all,
-                                               TileCoord t) const {
-  // Every layer's options hold the world's obstacles (LayerOptions); were
-  // they ever another list, the index would not apply.
-  if (all.size() != spec_.shared.obstacles.size()) return all;
-  const auto found = obstacle_tiles_.find(t);
-  const std::vector<std::uint32_t> none;
-  const std::vector<std::uint32_t>& listed =
-      found == obstacle_tiles_.end() ? none : found->second;
-  std::vector<Obstacle> near;
-  near.reserve(listed.size() + wide_obstacles_.size());
-  // Both lists ascend: merged, the world's order is kept.
-  std::size_t i = 0, j = 0;
-  while (i < listed.size() || j < wide_obstacles_.size()) {
-    const bool take_listed =
-        j == wide_obstacles_.size() ||
-        (i < listed.size() && listed[i] < wide_obstacles_[j]);
-    near.push_back(all[take_listed ? listed[i++] : wide_obstacles_[j++]]);
+std::vector<Obstacle> TileWorld::NearObstacles(TileCoord t) const {
+  const std::vector<Obstacle>& all = spec_.shared.obstacles;
+  const double R = r_max_;
+  const double x0 = static_cast<double>(t.x) * tile_;
+  const double y0 = static_cast<double>(t.y) * tile_;
+  const double x1 = x0 + tile_;
+  const double y1 = y0 + tile_;
+  std::vector<std::uint32_t> near;
+  auto consider = [&](std::uint32_t k) {
+    const Obstacle& o = all[k];
+    const double reach = o.radius + 6 * R;
+    if (o.center[0] >= x0 - reach && o.center[0] <= x1 + reach &&
+        o.center[1] >= y0 - reach && o.center[1] <= y1 + reach) {
+      near.push_back(k);
+    }
+  };
+  for (std::int64_t y = t.y - kObstacleTiles; y <= t.y + kObstacleTiles; ++y) {
+    for (std::int64_t x = t.x - kObstacleTiles; x <= t.x + kObstacleTiles;
+         ++x) {
+      const TileCoord tile{x, y};
+      const auto run = std::lower_bound(
+          obstacle_tile_runs_.begin(), obstacle_tile_runs_.end(), tile,
+          [](const std::pair<TileCoord, std::uint32_t>& r, TileCoord c) {
+            return r.first < c;
+          });
+      if (run == obstacle_tile_runs_.end() || run->first != tile) continue;
+      const std::uint32_t end =
+          run + 1 == obstacle_tile_runs_.end()
+              ? static_cast<std::uint32_t>(obstacles_by_tile_.size())
+              : (run + 1)->second;
+      for (std::uint32_t i = run->second; i < end; ++i) {
+        consider(obstacles_by_tile_[i]);
+      }
+    }
   }
-  return near;
+  for (const std::uint32_t k : wide_obstacles_) consider(k);
+  // In the world's order.
+  std::sort(near.begin(), near.end());
+  std::vector<Obstacle> out;
+  out.reserve(near.size());
+  for (const std::uint32_t k : near) out.push_back(all[k]);
+  return out;
 }
 
 TileCoord TileWorld::TileOf(double x, double y) const {
@@ -904,7 +935,7 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
   // a one-layer world's. (It stays within 3 R, where every reader looks.)
   const double keep_band = kKeep * Spacing(o);
   // The world's own, those that may reach this generator's areas.
-  const std::vector<Obstacle> world_obstacles = NearObstacles(o.obstacles, t);
+  const std::vector<Obstacle> world_obstacles = NearObstacles(t);
   std::vector<Obstacle> obstacles = world_obstacles;
   obstacles.reserve(obstacles.size() + near.size());
   // Growth starts from the lower neighbours' points at the tile's edge, on

@@ -458,16 +458,20 @@ class TileWorld {
   // Indexes the world's obstacles (IndexObstacles); the generator of t
   // takes those that may reach its area, in the world's order (NearObstacles).
   void IndexObstacles();
-  std::vector<Obstacle> NearObstacles(const std::vector<Obstacle>& all,
-                                      TileCoord t) const;
+  std::vector<Obstacle> NearObstacles(TileCoord t) const;
 
-  WorldSpec spec_;  // Layers sorted into placement order, options resolved.
-  // The world's obstacles (indices into every layer's options.obstacles,
-  // which are the same list) per tile whose generators they may reach,
-  // ascending, and those that reach too many tiles to list (a huge
-  // radius), which every generator takes. A generator that copied every
-  // obstacle of a big world spent most of its time on the ones far away.
-  std::map<TileCoord, std::vector<std::uint32_t>> obstacle_tiles_;
+  // Layers sorted into placement order, options resolved; the world's
+  // obstacles in spec_.shared alone (see obstacles_by_tile_).
+  WorldSpec spec_;
+  // The world's obstacles (indices into spec_.shared.obstacles; the
+  // layers' options hold none) by the tile their centre lies in: sorted by
+  // that tile, with the first position of each tile's run, so a generator
+  // reads the few tiles around its own. Those of a radius over the tile
+  // size are listed apart, and every generator tests each. A generator
+  // that copied every obstacle of a big world spent most of its time on
+  // those far away.
+  std::vector<std::uint32_t> obstacles_by_tile_;
+  std::vector<std::pair<TileCoord, std::uint32_t>> obstacle_tile_runs_;
   std::vector<std::uint32_t> wide_obstacles_;
   // Per layer: the key of its generators in a GeneratorCache.
   std::vector<std::string> cache_keys_;
