@@ -193,6 +193,13 @@ class PoissonRun {
     // CoverHolds), where the doubles are fine enough for the marks' margin,
     // as UsesTakenMarks asks in 2D.
     cover_rejects_ = D == 3 && fill_gaps_ && slack < r_ * 1e-9;
+    // CoverLanes' cell indices are int32 lanes, its plane offsets 32 x
+    // 32-bit products.
+    constexpr std::int64_t kLane = std::int64_t{1} << 31;
+    cover_in_lanes_ = cover_rejects_;
+    for (int a = 0; a < D; ++a) {
+      cover_in_lanes_ &= n_[a] < kLane && stride_[a] < (std::uint64_t{1} << 32);
+    }
     if (cover_rejects_) {
       marked_through_ = std::numeric_limits<std::int64_t>::max() / 2;
     }
@@ -206,16 +213,19 @@ class PoissonRun {
       } else {
         sphere_ = SphereDirections(attempts_);
         woken_sphere_ = SphereDirections(kWokenDirections * attempts_);
+        sphere_lanes_ = Lanes(sphere_);
+        woken_sphere_lanes_ = Lanes(woken_sphere_);
       }
       step_ = r_ * (1 + eps);
     }
   }
 
   // Directions as x and y arrays, padded with zeros to a multiple of 4.
-  static std::array<std::vector<double>, 2> Lanes(
-      const std::vector<std::array<double, 2>>& directions) {
-    std::array<std::vector<double>, 2> lanes;
-    for (int a = 0; a < 2; ++a) {
+  template <std::size_t kDims>
+  static std::array<std::vector<double>, kDims> Lanes(
+      const std::vector<std::array<double, kDims>>& directions) {
+    std::array<std::vector<double>, kDims> lanes;
+    for (std::size_t a = 0; a < kDims; ++a) {
       lanes[a].assign((directions.size() + 3) & ~std::size_t{3}, 0.0);
       for (std::size_t i = 0; i < directions.size(); ++i) {
         lanes[a][i] = directions[i][a];
@@ -1250,6 +1260,13 @@ class PoissonRun {
       if (cover_rejects_ && PollStop(directions.size())) return;
       const bool interior = interior_;
       const bool marks_decide = marks_decide_;
+#ifdef SCATTER_POISSON_AVX2
+      if (interior && marks_decide && cover_in_lanes_) {
+        DenseGroups3d(p, m, Woken(index) ? woken_sphere_lanes_ : sphere_lanes_,
+                      directions.size());
+        return;
+      }
+#endif
       for (const auto& d : directions) {
         for (int a = 0; a < 3; ++a) {
           c[a] =
@@ -1449,6 +1466,82 @@ class PoissonRun {
     _mm256_store_pd(cx, c0);
     _mm256_store_pd(cy, c1);
     return UntakenLanes(c0, c1);
+  }
+
+  // VisitDense's 3D loop for an interior visit with cover rejection where
+  // the marks decide, four directions at a time: the candidates placed as
+  // the scalar loop places them, operation for operation (so the same
+  // bits), and looked up in the cover marks in lanes (CoverLanes). Marks
+  // are only ever set, so a candidate its lane finds marked stays
+  // rejected; the others go through AcceptIfUncovered in index order,
+  // which reads the marks again. `lanes`: the directions' x, y and z,
+  // padded to a multiple of 4.
+  void DenseGroups3d(const double* p, const double (*m)[3],
+                     const std::array<std::vector<double>, 3>& lanes,
+                     std::size_t count) {
+    const __m256d step = _mm256_set1_pd(step_);
+    for (std::size_t i = 0; i < count; i += 4) {
+      const __m256d dx = _mm256_loadu_pd(&lanes[0][i]);
+      const __m256d dy = _mm256_loadu_pd(&lanes[1][i]);
+      const __m256d dz = _mm256_loadu_pd(&lanes[2][i]);
+      __m256d c[3];
+      for (int a = 0; a < 3; ++a) {
+        // p + step (m0 d0 + m1 d1 + m2 d2), summed left to right.
+        const __m256d dot = _mm256_add_pd(
+            _mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(m[a][0]), dx),
+                          _mm256_mul_pd(_mm256_set1_pd(m[a][1]), dy)),
+            _mm256_mul_pd(_mm256_set1_pd(m[a][2]), dz));
+        c[a] = _mm256_add_pd(_mm256_set1_pd(p[a]), _mm256_mul_pd(step, dot));
+      }
+      unsigned open = CoverLanes(c);
+      if (count - i < 4) open &= (1u << (count - i)) - 1;
+      if (open == 0) continue;
+      alignas(32) double cx[4], cy[4], cz[4];
+      _mm256_store_pd(cx, c[0]);
+      _mm256_store_pd(cy, c[1]);
+      _mm256_store_pd(cz, c[2]);
+      for (; open != 0; open &= open - 1) {
+        const int j = __builtin_ctz(open);
+        const double one[3] = {cx[j], cy[j], cz[j]};
+        AcceptIfUncovered(true, true, one);
+        if (!halt_.ok()) return;
+      }
+    }
+  }
+
+  // Which of the four places (c[a] along axis a, each in the box) lie in a
+  // piece the cover marks do not hold (bit j for lane j), looked up as
+  // CoverHolds looks, given cover_in_lanes_.
+  SCATTER_ALWAYS_INLINE unsigned CoverLanes(const __m256d* c) const {
+    __m128i cell[3], bit = _mm_setzero_si128();
+    for (int a = 0; a < 3; ++a) {
+      const __m256d f =
+          _mm256_mul_pd(_mm256_sub_pd(c[a], _mm256_set1_pd(lo_[a])),
+                        _mm256_set1_pd(inv_cell_));
+      const __m128i i = _mm_min_epi32(
+          _mm256_cvttpd_epi32(f), _mm_set1_epi32(static_cast<int>(n_[a] - 1)));
+      const __m128i q = _mm_min_epi32(
+          _mm256_cvttpd_epi32(_mm256_mul_pd(
+              _mm256_sub_pd(f, _mm256_cvtepi32_pd(i)), _mm256_set1_pd(kSplit))),
+          _mm_set1_epi32(kSplit - 1));
+      bit = _mm_add_epi32(bit, _mm_slli_epi32(q, 2 * a));
+      cell[a] = i;
+    }
+    const __m256i index = _mm256_add_epi64(
+        _mm256_add_epi64(
+            _mm256_cvtepu32_epi64(cell[0]),
+            _mm256_mul_epu32(
+                _mm256_cvtepu32_epi64(cell[1]),
+                _mm256_set1_epi64x(static_cast<long long>(stride_[1])))),
+        _mm256_mul_epu32(
+            _mm256_cvtepu32_epi64(cell[2]),
+            _mm256_set1_epi64x(static_cast<long long>(stride_[2]))));
+    const __m256i words = _mm256_i64gather_epi64(
+        reinterpret_cast<const long long*>(cover_.data()), index, 8);
+    const __m256i marks = _mm256_srlv_epi64(words, _mm256_cvtepu32_epi64(bit));
+    const int held =
+        _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64(marks, 63)));
+    return ~static_cast<unsigned>(held) & 0xFu;
   }
 
   // Which of the four places (x in c0, y in c1, each in the box) lie in a
@@ -2281,6 +2374,10 @@ class PoissonRun {
   std::array<std::vector<double>, 2> woken_lanes_;
   std::vector<std::array<double, 3>> woken_sphere_;
   std::vector<std::array<double, 3>> sphere_;
+  // The same as x, y and z arrays padded to a multiple of 4
+  // (DenseGroups3d).
+  std::array<std::vector<double>, 3> sphere_lanes_;
+  std::array<std::vector<double>, 3> woken_sphere_lanes_;
 
   double lo_[D];
   double hi_[D];
@@ -2333,6 +2430,8 @@ class PoissonRun {
   // 3D runs that fill gaps (where the doubles are fine enough) reject
   // candidates on the cover marks and gather no list (AcceptIfUncovered).
   bool cover_rejects_ = false;
+  // The AVX2 lanes (DenseGroups3d) may serve such a run.
+  bool cover_in_lanes_ = false;
   // Taken marks (MarkTaken): whether this run keeps them, the bits, and
   // the bits a row of pieces takes (a whole number of words, plus one).
   static constexpr bool taken_marks_ = kTaken;

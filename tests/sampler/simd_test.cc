@@ -836,11 +836,13 @@ const Config kRunConfigs[] = {
     {"Dense2D", 2, Method::kPoissonDense, 0.01},
     {"Classic2D", 2, Method::kPoissonClassic, 0.01},
     // Attempts that are no multiple of the AVX2 paths' four lanes
-    // (DenseGroups, ShellGroupUntaken), and fewer than four.
+    // (DenseGroups, ShellGroupUntaken, DenseGroups3d), and fewer than four.
     {"Dense2DK13", 2, Method::kPoissonDense, 0.01, 0, 13},
     {"Classic2DK3", 2, Method::kPoissonClassic, 0.01, 0, 3},
     {"Classic2DK13", 2, Method::kPoissonClassic, 0.01, 0, 13},
     {"Dense3D", 3, Method::kPoissonDense, 0.06},
+    {"Dense3DK13", 3, Method::kPoissonDense, 0.06, 0, 13},
+    {"Dense3DK2", 3, Method::kPoissonDense, 0.06, 0, 2},
     {"Classic3D", 3, Method::kPoissonClassic, 0.06},
     {"VariableDense2D", 2, Method::kPoissonDense, 0.004, 0.04},
     {"VariableClassic2D", 2, Method::kPoissonClassic, 0.004, 0.04},
