@@ -831,6 +831,21 @@ class PoissonRun {
     bits[w1] |= tail;
   }
 
+  // Per axis, the first and last cells that can hold a point closer than
+  // r to c, a place in the box (GridConflict says why).
+  SCATTER_ALWAYS_INLINE void ConflictWindow(const double* c,
+                                            std::int64_t* first,
+                                            std::int64_t* last) const {
+    for (int a = 0; a < D; ++a) {
+      const auto i = static_cast<std::int64_t>(AxisCell(a, c[a]));
+      const double u = (c[a] - lo_[a]) * inv_cell_ - static_cast<double>(i);
+      first[a] = std::max<std::int64_t>(
+          0, i - 2 + static_cast<std::int64_t>(u >= reach_cells_ - 1));
+      last[a] = std::min<std::int64_t>(
+          n_[a] - 1, i + 2 - static_cast<std::int64_t>(u <= 2 - reach_cells_));
+    }
+  }
+
   // Whether a point of the grid is closer than r to c, a place in the box
   // (2D): the list test's squared distance and comparison (Ops'
   // AnyWithin2dBlock) over the cells that can hold such a point. Along
@@ -843,15 +858,8 @@ class PoissonRun {
   // rounding of u where taken marks are kept). Every cell is read, empty
   // ones NaN: no branch on which cells hold a point.
   SCATTER_ALWAYS_INLINE bool GridConflict(const double* c) const {
-    std::int64_t first[2], last[2];
-    for (int a = 0; a < 2; ++a) {
-      const auto i = static_cast<std::int64_t>(AxisCell(a, c[a]));
-      const double u = (c[a] - lo_[a]) * inv_cell_ - static_cast<double>(i);
-      first[a] = std::max<std::int64_t>(
-          0, i - 2 + static_cast<std::int64_t>(u >= reach_cells_ - 1));
-      last[a] = std::min<std::int64_t>(
-          n_[a] - 1, i + 2 - static_cast<std::int64_t>(u <= 2 - reach_cells_));
-    }
+    std::int64_t first[D], last[D];
+    ConflictWindow(c, first, last);
     const std::uint64_t start =
         static_cast<std::uint64_t>(first[1]) * stride_[1] +
         static_cast<std::uint64_t>(first[0]);
@@ -1172,15 +1180,8 @@ class PoissonRun {
   // against r of about 1.732 cells; GridConflict says more). The window's
   // rows are read from the occupancy bits.
   SCATTER_ALWAYS_INLINE bool GridConflict3d(const double* c) const {
-    std::int64_t first[3], last[3];
-    for (int a = 0; a < 3; ++a) {
-      const auto i = static_cast<std::int64_t>(AxisCell(a, c[a]));
-      const double u = (c[a] - lo_[a]) * inv_cell_ - static_cast<double>(i);
-      first[a] = std::max<std::int64_t>(
-          0, i - 2 + static_cast<std::int64_t>(u >= reach_cells_ - 1));
-      last[a] = std::min<std::int64_t>(
-          n_[a] - 1, i + 2 - static_cast<std::int64_t>(u <= 2 - reach_cells_));
-    }
+    std::int64_t first[D], last[D];
+    ConflictWindow(c, first, last);
     const auto len = static_cast<unsigned>(last[0] - first[0] + 1);
     for (std::int64_t z = first[2]; z <= last[2]; ++z) {
       for (std::int64_t y = first[1]; y <= last[1]; ++y) {
@@ -1579,7 +1580,7 @@ class PoissonRun {
       const Active e = active_[head_++];
       double p[D];
       for (int a = 0; a < D; ++a) p[a] = grid_[e.cell * D + a];
-      if (!taken_marks_ && !cover_rejects_) Gather(p);
+      if (!taken_marks_ && !(D == 3 && cover_rejects_)) Gather(p);
       // When every place a candidate can reach is inside, no candidate
       // needs the inside test: a bounds check in a box region, one
       // classification of the reach's box in any other (most points sit
@@ -1588,25 +1589,29 @@ class PoissonRun {
       for (int a = 0; a < D; ++a) {
         interior_ &= p[a] - reach_ >= lo_[a] && p[a] + reach_ < hi_[a];
       }
-      double r0[D], r1[D];
-      for (int a = 0; a < D; ++a) {
-        r0[a] = p[a] - reach_;
-        r1[a] = p[a] + reach_;
-      }
       // Whether an obstacle's clearance reaches the candidates' box.
       bool reaches = false;
-      if (!obstacles_.empty() && (interior_ || cover_rejects_)) {
-        bool covered = false;
-        obstacles_.Classify(r0, r1, &covered, &reaches);
-      }
-      if (interior_ && (!box_only_ || !obstacles_.empty())) {
-        interior_ = !reaches && (box_only_ || region_.Classify(r0, r1) ==
-                                                  Region::Overlap::kInside);
+      const bool ask_obstacles =
+          !obstacles_.empty() && (interior_ || (D == 3 && cover_rejects_));
+      if (ask_obstacles || (interior_ && !box_only_)) {
+        double r0[D], r1[D];
+        for (int a = 0; a < D; ++a) {
+          r0[a] = p[a] - reach_;
+          r1[a] = p[a] + reach_;
+        }
+        if (ask_obstacles) {
+          bool covered = false;
+          obstacles_.Classify(r0, r1, &covered, &reaches);
+        }
+        if (interior_) {
+          interior_ = !reaches && (box_only_ || region_.Classify(r0, r1) ==
+                                                    Region::Overlap::kInside);
+        }
       }
       // Obstacles set cover marks too, shrunk by less than the points'
       // stencils (MarkCoveredDisk: 1e-9 of the clearance squared): where
       // one reaches, its marks are left out of the decision (CoverHolds).
-      marks_decide_ = !reaches;
+      if constexpr (D == 3) marks_decide_ = !reaches;
       if (dense_) {
         VisitDense(p, e.index);
       } else {
