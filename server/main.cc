@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -144,7 +145,10 @@ int main(int argc, char** argv) {
         absl::GetFlag(FLAGS_log_level));
     return 2;
   }
-  spdlog::set_level(log_level);
+  // Until it serves, errors always show: a refused start is one line on
+  // stderr whatever --log_level says (critical and off hid every reason a
+  // pod would not start). Then the flag's level holds.
+  spdlog::set_level(std::min(log_level, spdlog::level::err));
   gpr_set_log_function(LogGrpc);
 
   // Signals are taken by sigwait below, not by whichever thread they hit.
@@ -279,16 +283,28 @@ int main(int argc, char** argv) {
                 (*server)->metrics_port());
   }
   std::fflush(stdout);
+  spdlog::set_level(log_level);
   g_serving.store(true);
 
   int signal = 0;
   sigwait(&signals, &signal);
-  spdlog::info("scatterd: signal {}, draining (grace {})", signal,
-               absl::FormatDuration(options.grace_period));
+  spdlog::info(
+      "scatterd: signal {}, draining (grace {}; a second signal "
+      "ends it)",
+      signal, absl::FormatDuration(options.grace_period));
+  // A second SIGTERM or SIGINT ends the grace period: the way to stop a
+  // drain that --grace_period=inf, or a long one, would let run on.
+  std::thread([&signals, server = server->get()] {
+    int second = 0;
+    sigwait(&signals, &second);
+    spdlog::warn("scatterd: signal {} again, ending the grace period", second);
+    server->EndGrace();
+  }).detach();
   (*server)->Shutdown();
   spdlog::info("scatterd: stopped");
   gpr_set_log_function(DropGrpcLog);
-  spdlog::shutdown();
+  // Flushed, not shut down: a second signal's thread may still log.
+  spdlog::default_logger()->flush();
   std::fflush(nullptr);
   // Every call has ended with a status and the listeners are closed. Skip
   // gRPC's global teardown: in 1.51 it joins an executor thread that can sit

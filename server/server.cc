@@ -5,6 +5,9 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -176,12 +179,38 @@ absl::Status CheckMetricsAddress(absl::string_view address) {
       address));
 }
 
+// Whether a process accepts connections on the unix socket at `path`.
+bool SomeoneListensAt(absl::string_view path) {
+  sockaddr_un address{};
+  if (path.empty() || path.size() >= sizeof address.sun_path) return false;
+  address.sun_family = AF_UNIX;
+  path.copy(address.sun_path, path.size());
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool answered = connect(fd, reinterpret_cast<const sockaddr*>(&address),
+                                sizeof address) == 0;
+  close(fd);
+  return answered;
+}
+
 }  // namespace
 
 absl::Status CheckAddressPort(absl::string_view what, absl::string_view address,
                               bool port_required) {
-  if (absl::StartsWith(address, "unix:") ||
-      absl::StartsWith(address, "unix-abstract:")) {
+  for (const absl::string_view scheme : {"unix:", "unix-abstract:"}) {
+    absl::string_view path = address;
+    if (!absl::ConsumePrefix(&path, scheme)) continue;
+    // gRPC binds an empty path to an abstract socket of its own naming,
+    // which nobody can dial; one longer than sockaddr_un holds fails to
+    // bind as if the address were in use.
+    constexpr std::size_t kMostPath = sizeof(sockaddr_un{}.sun_path) - 1;
+    if (path.empty() || path.size() > kMostPath) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " must be ", scheme, "PATH with a PATH of 1 to ", kMostPath,
+          " bytes, got ", address,
+          path.empty() ? " (no path)"
+                       : absl::StrCat(" (", path.size(), " bytes)")));
+    }
     return absl::OkStatus();
   }
   if (IsBareIpv6(address)) {
@@ -358,6 +387,16 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
   if (!checked.ok()) return checked;
   std::unique_ptr<ScatterServer> self(new ScatterServer());
   if (options.logger == nullptr) options.logger = spdlog::default_logger();
+  // gRPC removes whatever is at a unix socket's path before it binds: a
+  // second scatterd took the first one's socket, and left it unreachable
+  // when it went. A socket someone answers on is in use; a stale one (its
+  // server gone) may be taken.
+  if (absl::string_view path = options.address;
+      absl::ConsumePrefix(&path, "unix:") && SomeoneListensAt(path)) {
+    return absl::UnavailableError(
+        absl::StrCat("address: cannot listen on ", options.address,
+                     ": a server is listening there"));
+  }
   if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
     return absl::InvalidArgumentError(
         "tls: a certificate needs its key and a key its certificate");
@@ -496,7 +535,8 @@ void ScatterServer::Shutdown() {
   server_->GetHealthCheckService()->SetServingStatus(false);
   service_->StartDraining();
   const absl::Time until = absl::Now() + options_.grace_period;
-  while (service_->stats().in_flight.load() > 0 && absl::Now() < until) {
+  while (service_->stats().in_flight.load() > 0 && absl::Now() < until &&
+         !grace_ended_.load()) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   // Past the grace period running samplers stop and their streams end with

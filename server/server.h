@@ -5,6 +5,7 @@
 // reflection, keepalive, TLS, Prometheus metrics and graceful shutdown.
 // main() parses flags into ServerOptions and calls this.
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -112,6 +113,9 @@ class ScatterServer {
   // UNAVAILABLE; in-flight calls get grace_period to finish, then their
   // samplers stop and their streams end with UNAVAILABLE. Idempotent.
   void Shutdown();
+  // Ends a Shutdown's grace period now (a second SIGTERM): its in-flight
+  // calls stop as when the period runs out. Any thread may call it.
+  void EndGrace() { grace_ended_.store(true); }
 
   const ServiceStats& stats() const { return service_->stats(); }
   ScatterServiceImpl& service() { return *service_; }
@@ -128,6 +132,7 @@ class ScatterServer {
   std::string listening_address_;
   int metrics_port_ = 0;
   bool shut_down_ = false;
+  std::atomic<bool> grace_ended_{false};
 };
 
 }  // namespace scatter::server

@@ -153,6 +153,100 @@ TEST(ScatterdTest, UnknownLogLevelIsRefusedNamingTheFlag) {
   EXPECT_EQ(got.out, "");
 }
 
+// A second SIGTERM or SIGINT ends the grace period: with --grace_period=inf
+// the first alone would wait for the stream to finish (seconds here; a
+// SIGKILL was the only way out).
+TEST(ScatterdTest, ASecondSignalEndsTheGracePeriod) {
+  const std::string log =
+      absl::StrCat(::testing::TempDir(), "/scatterd_second_signal_", getpid());
+  Scatterd scatterd({"--grace_period=inf"}, log);
+  ASSERT_GT(scatterd.port(), 0);
+  auto stub = scatterd.Stub();
+  grpc::ClientContext context;
+  auto reader = stub->Scatter(&context, LongRequest());
+  v1::ScatterResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  scatterd.Signal(SIGTERM);
+  absl::SleepFor(absl::Milliseconds(300));
+  scatterd.Signal(SIGINT);
+  const absl::Time second = absl::Now();
+  while (reader->Read(&response)) {
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("server shutting down after"));
+  const int exit = scatterd.Wait();
+  EXPECT_TRUE(WIFEXITED(exit) && WEXITSTATUS(exit) == 0) << exit;
+  EXPECT_LT(absl::Now() - second, absl::Seconds(3)) << "slow to exit";
+  EXPECT_THAT(ReadAll(log),
+              HasSubstr("signal 2 again, ending the grace period"));
+}
+
+// A refused start says why whatever --log_level is: critical and off hid
+// every reason (a crash-looping pod with an empty log).
+TEST(ScatterdTest, AtAnyLogLevelARefusedStartSaysWhy) {
+  for (const std::string level : {"critical", "off"}) {
+    const CommandResult got =
+        RunScatterd({"--log_level=" + level, "--max_streams=0"});
+    EXPECT_EQ(got.exit_code, 2) << level;
+    EXPECT_THAT(got.err, HasSubstr("--max_streams must be in [1,")) << level;
+  }
+  // Past the start, the level holds: no "listening" line at off.
+  const std::string log =
+      absl::StrCat(::testing::TempDir(), "/scatterd_quiet_", getpid());
+  {
+    Scatterd scatterd({"--log_level=off"}, log);
+    EXPECT_GT(scatterd.port(), 0);
+    scatterd.Signal(SIGTERM);
+    scatterd.Wait();
+  }
+  EXPECT_EQ(ReadAll(log), "");
+}
+
+// A unix socket's path: an empty one was bound as an abstract socket of
+// gRPC's naming that nobody could dial, and one too long for sockaddr_un
+// failed as if the address were in use.
+TEST(ScatterdTest, AUnixSocketPathEmptyOrTooLongIsRefused) {
+  const CommandResult empty = RunScatterd({"--address=unix:"});
+  EXPECT_EQ(empty.exit_code, 2) << empty.err;
+  EXPECT_THAT(empty.err,
+              HasSubstr("--address must be unix:PATH with a PATH of 1 to 107 "
+                        "bytes, got unix: (no path)"));
+  const CommandResult long_path = RunScatterd(
+      {absl::StrCat("--address=unix:/tmp/", std::string(110, 'a'))});
+  EXPECT_EQ(long_path.exit_code, 2) << long_path.err;
+  EXPECT_THAT(long_path.err, HasSubstr("(115 bytes)"));
+}
+
+// gRPC removes what is at a unix socket's path before binding: a second
+// scatterd took a running one's socket and, when it went, left the first
+// unreachable. Now it is refused as a port in use is; a stale socket file
+// (its server gone) is taken over.
+TEST(ScatterdTest, ALiveUnixSocketIsInUse) {
+  const std::string base =
+      absl::StrCat(::testing::TempDir(), "/scatterd_taken_", getpid());
+  const std::string address = absl::StrCat("unix:", base, ".sock");
+  {
+    Scatterd first({"--address=" + address}, base + ".log");
+    const CommandResult second = RunCommand(
+        {SCATTERD_PATH, "--address=" + address, "--metrics_address="},
+        absl::Seconds(5));
+    EXPECT_EQ(second.exit_code, 1) << second.err;
+    EXPECT_THAT(second.err,
+                HasSubstr(absl::StrCat("--address: cannot listen on ", address,
+                                       ": a server is listening there")));
+    // The first still serves.
+    auto stub = v1::ScatterService::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    EXPECT_TRUE(Collect(*stub, BoxRequest(10, 1)).status.ok());
+    first.Signal(SIGKILL);  // Leaves its socket file behind.
+    first.Wait();
+  }
+  Scatterd again({"--address=" + address}, base + ".log");
+  EXPECT_EQ(again.line(), absl::StrCat("address ", address, " metrics_port 0"));
+  unlink((base + ".sock").c_str());
+}
+
 TEST(ScatterdTest, LogLevelIsAcceptedInUpperCase) {
   Scatterd scatterd({"--log_level=DEBUG"});
   EXPECT_GT(scatterd.port(), 0);
