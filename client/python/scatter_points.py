@@ -8,6 +8,8 @@ start, so nothing is installed. Example:
   /usr/bin/python3 client/python/scatter_points.py --box 0,0,100,100 --spacing 2
 
 prints "x,y,layer,id" lines (x,y,z,... for a 3D box) and a summary on stderr.
+Against a scatterd that serves TLS, give --tls_ca (and --tls_cert with
+--tls_key where it asks for a client certificate).
 """
 
 import argparse
@@ -85,11 +87,51 @@ FLAG_FIELDS = (("layers[0].spacing", "--spacing"),
 CHANNEL_OPTIONS = (("grpc.lb_policy_name", "round_robin"),)
 
 
-def open_channel(address):
-    """A plaintext channel to scatterd at address, balancing calls over
-    every address it resolves to."""
+def open_channel(address, tls=None):
+    """A channel to scatterd at address, balancing calls over every address
+    it resolves to: plaintext, or TLS with `tls` a dict of PEM bytes "ca"
+    (the CA that signed the server's certificate), "cert" and "key" (a
+    client certificate, for a server that asks for one; or None) and
+    "server_name" (the name to check the server's certificate against, or
+    None for the address's host)."""
     import grpc  # Debian: python3-grpcio
-    return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+    if tls is None:
+        return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=tls["ca"], private_key=tls.get("key"),
+        certificate_chain=tls.get("cert"))
+    options = CHANNEL_OPTIONS
+    if tls.get("server_name"):
+        options += (("grpc.ssl_target_name_override", tls["server_name"]),)
+    return grpc.secure_channel(address, credentials, options=options)
+
+
+def read_tls(parser, args):
+    """The TLS files the flags name, as open_channel takes them; None for a
+    plaintext call. Refuses half a setup, as the scatter CLI does."""
+    if args.tls_cert is not None and args.tls_key is None:
+        parser.error("--tls_cert and --tls_key go together: --tls_cert given "
+                     "without --tls_key")
+    if args.tls_key is not None and args.tls_cert is None:
+        parser.error("--tls_cert and --tls_key go together: --tls_key given "
+                     "without --tls_cert")
+    if args.tls_ca is None:
+        if args.tls_cert is not None or args.tls_server_name is not None:
+            parser.error("--tls_cert, --tls_key and --tls_server_name need "
+                         "--tls_ca (the CA of the server's certificate)")
+        return None
+    tls = {"server_name": args.tls_server_name}
+    for key, flag, path in (("ca", "--tls_ca", args.tls_ca),
+                            ("cert", "--tls_cert", args.tls_cert),
+                            ("key", "--tls_key", args.tls_key)):
+        if path is None:
+            continue
+        try:
+            with open(path, "rb") as f:
+                tls[key] = f.read()
+        except OSError as e:
+            parser.error("%s: cannot read %s: %s" % (flag, path, e.strerror))
+    return tls
 
 
 def name_flag(details):
@@ -136,6 +178,17 @@ def main():
                         help="points for --method uniform")
     parser.add_argument("--timeout", type=float, default=60.0,
                         help="seconds the whole call may take")
+    parser.add_argument("--tls_ca", metavar="FILE",
+                        help="TLS: the CA (PEM) that signed the server's "
+                        "certificate; without it the call is plaintext")
+    parser.add_argument("--tls_cert", metavar="FILE",
+                        help="TLS: a client certificate (PEM), for a server "
+                        "that asks for one (with --tls_key)")
+    parser.add_argument("--tls_key", metavar="FILE",
+                        help="TLS: the client certificate's key (PEM)")
+    parser.add_argument("--tls_server_name", metavar="NAME",
+                        help="TLS: the name to check the server's certificate "
+                        "against, when the address's host is not it")
     args = parser.parse_args()
 
     import grpc  # Debian: python3-grpcio
@@ -196,7 +249,8 @@ def main():
     request.layers.add(id=0, method=method, spacing=args.spacing,
                        cell_size=args.spacing, count=args.count)
 
-    with open_channel(args.address) as channel:
+    tls = read_tls(parser, args)
+    with open_channel(args.address, tls) as channel:
         stub = pb_grpc.ScatterServiceStub(channel)
         out = sys.stdout
         points = Points(stub, request, args.timeout)
@@ -216,7 +270,12 @@ def main():
                 print("summary: %d points, the --max-points cap" % written,
                       file=sys.stderr)
                 return 0
-            print("scatter: %s: %s" % (e.code().name, name_flag(e.details() or "")),
+            hint = ""
+            if (tls is None and written == 0 and
+                    e.code() == grpc.StatusCode.UNAVAILABLE):
+                hint = " (if scatterd serves TLS, give --tls_ca)"
+            print("scatter: %s: %s%s" % (e.code().name, name_flag(e.details() or ""),
+                                          hint),
                   file=sys.stderr)
             return 1
         s = points.summary

@@ -202,6 +202,56 @@ def check_round_robin(pb, pb_grpc):
                 server.stdout.close()
 
 
+def check_tls():
+    """scatter_points.py against a scatterd that serves TLS (production's
+    overlay serves nothing else): with --tls_ca the call succeeds; without,
+    it fails with a hint, not a bare "Socket closed"; half a setup is
+    refused."""
+    script = os.path.join(sys.argv[2], "..", "client", "python", "scatter_points.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        cert, key = os.path.join(tmp, "server.pem"), os.path.join(tmp, "server.key")
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+             "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj",
+             "/CN=scatterd", "-addext", "subjectAltName=DNS:scatterd,IP:127.0.0.1",
+             "-keyout", key, "-out", cert],
+            check=True, capture_output=True, timeout=60)
+        server = subprocess.Popen(
+            [sys.argv[1], "--address=127.0.0.1:0", "--metrics_address=",
+             "--tls_cert=" + cert, "--tls_key=" + key],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            port = int(server.stdout.readline().split()[1])
+            address = "--address=127.0.0.1:%d" % port
+            common = ["/usr/bin/python3", script, address, "--box=0,0,10,10",
+                      "--timeout=20"]
+            ok = subprocess.run(common + ["--tls_ca=" + cert],
+                                capture_output=True, text=True, timeout=60)
+            assert ok.returncode == 0, ok.stderr
+            assert len(ok.stdout.splitlines()) > 10, ok.stdout
+            named = subprocess.run(
+                common[:2] + ["--address=localhost:%d" % port] + common[3:] +
+                ["--tls_ca=" + cert, "--tls_server_name=scatterd"],
+                capture_output=True, text=True, timeout=60)
+            assert named.returncode == 0, named.stderr
+            plain = subprocess.run(common, capture_output=True, text=True, timeout=60)
+            assert plain.returncode == 1, plain.stderr
+            assert "UNAVAILABLE" in plain.stderr, plain.stderr
+            assert "(if scatterd serves TLS, give --tls_ca)" in plain.stderr, plain.stderr
+            half = subprocess.run(common + ["--tls_ca=" + cert, "--tls_cert=" + cert],
+                                  capture_output=True, text=True, timeout=60)
+            assert half.returncode == 2, half.stderr
+            assert "--tls_cert and --tls_key go together" in half.stderr, half.stderr
+            missing = subprocess.run(common + ["--tls_ca=" + tmp + "/none.pem"],
+                                     capture_output=True, text=True, timeout=60)
+            assert missing.returncode == 2, missing.stderr
+            assert "--tls_ca: cannot read" in missing.stderr, missing.stderr
+        finally:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+            server.stdout.close()
+
+
 def main():
     scatterd = subprocess.Popen([sys.argv[1], "--address=127.0.0.1:0", "--metrics_address="],
                                 stdout=subprocess.PIPE, text=True)
@@ -261,8 +311,9 @@ def main():
             channel.close()
             check_points_script(port)
             check_round_robin(pb, pb_grpc)
+            check_tls()
             print("python client: %d points, min distance holds, health SERVING, "
-                  "reflection lists %s; scatter_points.py works" % (n, ", ".join(sorted(names))))
+                  "reflection lists %s; scatter_points.py works, TLS too" % (n, ", ".join(sorted(names))))
     finally:
         scatterd.send_signal(signal.SIGTERM)
         code = scatterd.wait(timeout=30)
