@@ -110,16 +110,31 @@ TEST(ScatterdTest, ServesOnAUnixSocketAndNamesIt) {
   unlink((base + ".sock").c_str());
 }
 
-TEST(ScatterdTest, SigtermEndsAStreamInFlightWithAStatus) {
-  Scatterd scatterd({"--grace_period=300ms"});
-  ASSERT_GT(scatterd.port(), 0);
-  auto stub = scatterd.Stub();
+// scatterd with `flags` (its log at `log_path` when given), a stream in
+// flight on it that runs for seconds (one message read), then SIGTERM.
+struct DrainingStream {
+  explicit DrainingStream(std::vector<std::string> flags,
+                          const std::string& log_path = "")
+      : scatterd(std::move(flags), log_path),
+        stub(scatterd.Stub()),
+        reader(stub->Scatter(&context, LongRequest())) {
+    EXPECT_GT(scatterd.port(), 0);
+    v1::ScatterResponse response;
+    EXPECT_TRUE(reader->Read(&response));
+    scatterd.Signal(SIGTERM);
+  }
+  Scatterd scatterd;
+  std::unique_ptr<v1::ScatterService::Stub> stub;
   grpc::ClientContext context;
-  // Runs for seconds: far past the grace period.
-  auto reader = stub->Scatter(&context, LongRequest());
+  std::unique_ptr<grpc::ClientReader<v1::ScatterResponse>> reader;
+};
+
+TEST(ScatterdTest, SigtermEndsAStreamInFlightWithAStatus) {
+  DrainingStream draining({"--grace_period=300ms"});
+  Scatterd& scatterd = draining.scatterd;
+  auto& stub = draining.stub;
+  auto& reader = draining.reader;
   v1::ScatterResponse response;
-  ASSERT_TRUE(reader->Read(&response));
-  scatterd.Signal(SIGTERM);
   absl::SleepFor(absl::Milliseconds(100));
   // Draining: a new call is turned away, not queued.
   const Received late = Collect(*stub, BoxRequest(1, 0.1));
@@ -159,14 +174,10 @@ TEST(ScatterdTest, UnknownLogLevelIsRefusedNamingTheFlag) {
 TEST(ScatterdTest, ASecondSignalEndsTheGracePeriod) {
   const std::string log =
       absl::StrCat(::testing::TempDir(), "/scatterd_second_signal_", getpid());
-  Scatterd scatterd({"--grace_period=inf"}, log);
-  ASSERT_GT(scatterd.port(), 0);
-  auto stub = scatterd.Stub();
-  grpc::ClientContext context;
-  auto reader = stub->Scatter(&context, LongRequest());
+  DrainingStream draining({"--grace_period=inf"}, log);
+  Scatterd& scatterd = draining.scatterd;
+  auto& reader = draining.reader;
   v1::ScatterResponse response;
-  ASSERT_TRUE(reader->Read(&response));
-  scatterd.Signal(SIGTERM);
   absl::SleepFor(absl::Milliseconds(300));
   scatterd.Signal(SIGINT);
   const absl::Time second = absl::Now();
