@@ -1,6 +1,7 @@
 #include "server/service.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <exception>
 #include <new>
@@ -543,7 +544,7 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
           "Memory running calls hold against memory_budget_bytes: sampling "
           "memory by their estimates, the tile generators ScatterTiles "
           "calls keep alive and the buffers of PutRaster uploads, by their "
-          "bytes")) {}
+          "bytes (estimates are fractional; the gauge shows whole bytes)")) {}
 
 grpc::Status ScatterServiceImpl::HoldMessage(
     const google::protobuf::Message& request, MemoryHold* hold) {
@@ -579,7 +580,7 @@ grpc::Status ScatterServiceImpl::HoldMemory(double bytes, const char* what,
                      options_.memory_budget_bytes, "; retry later"));
   }
   memory_held_ += bytes;
-  memory_held_gauge_.Set(memory_held_);
+  memory_held_gauge_.Set(std::round(memory_held_));
   logger_->debug(
       "admitted: {} holds about {} bytes of {}; running calls hold {} of "
       "memory_budget_bytes = {}",
@@ -601,7 +602,7 @@ bool ScatterServiceImpl::ResizeMemory(double bytes, MemoryHold* hold,
   }
   memory_held_ = rest + bytes;
   hold->bytes_ = bytes;
-  memory_held_gauge_.Set(memory_held_);
+  memory_held_gauge_.Set(std::round(memory_held_));
   return true;
 }
 
@@ -611,7 +612,7 @@ ScatterServiceImpl::MemoryHold::~MemoryHold() {
   service_->memory_held_ -= bytes_;
   // Sums of doubles need not return to 0 exactly.
   if (service_->memory_held_ < 1) service_->memory_held_ = 0;
-  service_->memory_held_gauge_.Set(service_->memory_held_);
+  service_->memory_held_gauge_.Set(std::round(service_->memory_held_));
 }
 
 void ScatterServiceImpl::CountGenerators(const sampler::TileWorld& world,
