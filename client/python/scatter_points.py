@@ -109,12 +109,11 @@ def open_channel(address, tls=None):
 def read_tls(parser, args):
     """The TLS files the flags name, as open_channel takes them; None for a
     plaintext call. Refuses half a setup, as the scatter CLI does."""
-    if args.tls_cert is not None and args.tls_key is None:
-        parser.error("--tls_cert and --tls_key go together: --tls_cert given "
-                     "without --tls_key")
-    if args.tls_key is not None and args.tls_cert is None:
-        parser.error("--tls_cert and --tls_key go together: --tls_key given "
-                     "without --tls_cert")
+    if (args.tls_cert is None) != (args.tls_key is None):
+        given, missing = (("--tls_cert", "--tls_key") if args.tls_key is None
+                          else ("--tls_key", "--tls_cert"))
+        parser.error("--tls_cert and --tls_key go together: %s given without %s"
+                     % (given, missing))
     if args.tls_ca is None:
         if args.tls_cert is not None or args.tls_server_name is not None:
             parser.error("--tls_cert, --tls_key and --tls_server_name need "

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "client/local.h"
 #include "gmock/gmock.h"
@@ -23,6 +24,11 @@ namespace {
 using ::scatter::testing::allocations_before_failure;
 using ::scatter::testing::failing_allocation_bytes;
 using ::testing::HasSubstr;
+
+// What every --local run out of memory says first, before what to try.
+constexpr absl::string_view kOutOfMemory =
+    "out of memory (std::bad_alloc): this process could not allocate what the "
+    "--local run needs; ";
 
 // A dense layer of spacing 0.5 over [0, side]^2.
 v1::ScatterRequest Box(double side) {
@@ -70,9 +76,7 @@ TEST(LocalOutOfMemoryTest, ARunOutOfMemoryEndsWithAStatus) {
   ASSERT_FALSE(failed.ok()) << "no allocation after the first batch";
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(failed.status().message(),
-              HasSubstr("out of memory (std::bad_alloc): this process could "
-                        "not allocate what the --local run needs; ask for "
-                        "less"));
+              HasSubstr(absl::StrCat(kOutOfMemory, "ask for less")));
   EXPECT_GE(batches, 1);
 
   // The process goes on: the same run, with memory, succeeds.
@@ -99,8 +103,7 @@ TEST(LocalOutOfMemoryTest, ATilesRunOutOfMemoryEndsWithAStatus) {
     ASSERT_FALSE(failed.ok()) << "no allocation after the first tile";
     EXPECT_EQ(failed.status().code(), absl::StatusCode::kResourceExhausted);
     EXPECT_THAT(failed.status().message(),
-                HasSubstr("out of memory (std::bad_alloc): this process could "
-                          "not allocate what the --local run needs; try "));
+                HasSubstr(absl::StrCat(kOutOfMemory, "try ")));
     // One thread is not fewer.
     EXPECT_EQ(failed.status().message().find("fewer --threads") ==
                   absl::string_view::npos,
