@@ -583,16 +583,33 @@ TileCoord TileWorld::TileOf(double x, double y) const {
   constexpr double kLimit = 9.0e18;
   auto index = [&](double v) {
     const double f = std::floor(v / tile_);
-    return static_cast<std::int64_t>(std::clamp(f, -kLimit, kLimit));
+    if (!(std::abs(f) < 1e15)) {
+      return static_cast<std::int64_t>(std::clamp(f, -kLimit, kLimit));
+    }
+    // The quotient rounds, and so do the bounds' products i T: at a border
+    // the floor can name the tile beside the one whose bounds, as the
+    // proto states them ([i T, (i + 1) T) in doubles), hold v (with T =
+    // 0.1, -1996 T gave -1997). One step mends it.
+    auto i = static_cast<std::int64_t>(f);
+    if (v < static_cast<double>(i) * tile_) {
+      --i;
+    } else if (v >= static_cast<double>(i + 1) * tile_) {
+      ++i;
+    }
+    return i;
   };
   return {index(x), index(y)};
 }
 
 Box TileWorld::TileBounds(TileCoord t) const {
-  const double x0 = static_cast<double>(t.x) * tile_;
-  const double y0 = static_cast<double>(t.y) * tile_;
+  // Each side a product, as TileOf compares: x0 + T can round past the
+  // next tile's x0, and then the two would overlap by an ulp.
   absl::StatusOr<Box> box =
-      Box::Create(dims_, {x0, y0, z_lo_}, {x0 + tile_, y0 + tile_, z_hi_});
+      Box::Create(dims_,
+                  {static_cast<double>(t.x) * tile_,
+                   static_cast<double>(t.y) * tile_, z_lo_},
+                  {static_cast<double>(t.x + 1) * tile_,
+                   static_cast<double>(t.y + 1) * tile_, z_hi_});
   assert(box.ok());
   return *box;
 }
@@ -992,8 +1009,8 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
 }
 
 void TileWorld::GroupByTile(GeneratedPoints* g) const {
-  // Membership is TileOf's floor(x / T); the bounds only spare that
-  // division for points clearly inside or outside the generator's tile.
+  // Membership is TileOf's; the bounds here, with a margin, only spare
+  // that call for points clearly inside or outside the generator's tile.
   const double x0 = static_cast<double>(g->tile.x) * tile_;
   const double y0 = static_cast<double>(g->tile.y) * tile_;
   const double x1 = x0 + tile_, y1 = y0 + tile_;

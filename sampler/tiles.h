@@ -279,9 +279,13 @@ class TileWorld {
   // Layer numbers in placement order.
   const std::vector<std::uint32_t>& layer_order() const { return order_; }
 
-  // The tile holding x-y position (x, y): floor(x / T), floor(y / T).
+  // The tile holding x-y position (x, y): the (i, j) whose bounds, as
+  // TileBounds gives them, hold it; floor(x / T), floor(y / T) but where
+  // that quotient rounds across a border.
   TileCoord TileOf(double x, double y) const;
-  // The tile's bounds (half-open), in 3D over the world's z extent. Tile
+  // The tile's bounds (half-open): [i T, (i + 1) T) x [j T, (j + 1) T),
+  // each product rounded once, so neighbours' bounds meet without gap or
+  // overlap; in 3D over the world's z extent. Tile
   // indices must be in [-2^31, 2^31), as Serve checks: far past that a
   // tile's corners stop being distinct doubles.
   Box TileBounds(TileCoord t) const;

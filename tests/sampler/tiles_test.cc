@@ -147,6 +147,41 @@ TEST(TileWorldTest, TileOfIsTheFloorAndPointsLieInTheirTiles) {
   }
 }
 
+// The proto states tile (i, j) as [i T, (i + 1) T) x [j T, (j + 1) T), which
+// a client computes in doubles. floor(x / T) alone disagreed at borders:
+// -1996 x 0.1 (-199.60000000000002), tile -1996's own low side, went to
+// tile -1997.
+TEST(TileWorldTest, TileOfAgreesWithTheBoundsAtEveryBorder) {
+  EXPECT_EQ(std::floor(-1996 * 0.1 / 0.1), -1997);
+  int crossings = 0;
+  for (const double tile_size : {0.1, 0.3, 1.0 / 3, 6.4, 23.68, 12.345}) {
+    std::shared_ptr<const TileWorld> world =
+        MakeWorld(OneLayer(tile_size / 20, tile_size, 1));
+    ASSERT_NE(world, nullptr);
+    for (std::int64_t i = -2000; i <= 2000; ++i) {
+      const TileCoord tile{i, -i};
+      const Box bounds = world->TileBounds(tile);
+      const double x0 = static_cast<double>(i) * tile_size;
+      const double y0 = static_cast<double>(-i) * tile_size;
+      ASSERT_EQ(bounds.min(0), x0);
+      ASSERT_EQ(bounds.max(0), static_cast<double>(i + 1) * tile_size);
+      ASSERT_EQ(bounds.min(1), y0);
+      // Each border, and the doubles either side of it.
+      const double below = std::nextafter(x0, -1e300);
+      const double above = std::nextafter(x0, 1e300);
+      ASSERT_EQ(world->TileOf(x0, y0), tile) << tile_size << " " << i;
+      ASSERT_EQ(world->TileOf(below, std::nextafter(y0, -1e300)),
+                (TileCoord{i - 1, -i - 1}))
+          << tile_size << " " << i;
+      ASSERT_EQ(world->TileOf(above, y0), tile) << tile_size << " " << i;
+      const double in[2] = {x0, y0};
+      EXPECT_TRUE(bounds.Contains(in));
+      crossings += std::floor(x0 / tile_size) != static_cast<double>(i);
+    }
+  }
+  // The case the rounding makes is common, not contrived.
+  EXPECT_GT(crossings, 100);
+}
 TEST(TileWorldTest, DefaultTileIs64RAndSmallTilesAreRefused) {
   std::shared_ptr<const TileWorld> world = MakeWorld(OneLayer(0.5, 0, 1));
   EXPECT_EQ(world->tile_size(), 32);
