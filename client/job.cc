@@ -139,10 +139,18 @@ absl::StatusOr<Request> UploadInto(Request request, Client& client,
       return ref.status();
     }
     if (!ref.ok() && IsCallError(ref.status().code())) {
+      // The client's own words ("scatterd at A: deadline passed") name the
+      // server already; the server's (an expired client certificate) do
+      // not.
+      const absl::string_view message = ref.status().message();
+      const bool named = absl::StrContains(
+          message, absl::StrCat("scatterd at ", client.address()));
       return absl::Status(
           ref.status().code(),
-          absl::StrCat("uploading the job's rasters to scatterd at ",
-                       client.address(), ": ", ref.status().message()));
+          absl::StrCat(
+              "uploading the job's rasters",
+              named ? "" : absl::StrCat(" to scatterd at ", client.address()),
+              ": ", message));
     }
     if (!ref.ok()) {
       return absl::Status(ref.status().code(),

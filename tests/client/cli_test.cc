@@ -939,6 +939,32 @@ TEST(CliTest, TimeoutBoundsEveryCallToAServerThatNeverAnswers) {
   }
 }
 
+// Through the library (no CLI to reword it), an upload that times out
+// names the server once: it read "uploading the job's rasters to scatterd
+// at A: scatterd at A: deadline passed".
+TEST(CliTest, AnUploadTimeoutNamesTheServerOnce) {
+  SilentListener listener;
+  ASSERT_GT(listener.port(), 0);
+  ClientOptions options;
+  options.address = absl::StrCat("127.0.0.1:", listener.port());
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  v1::ScatterRequest request;
+  v1::RasterData* raster =
+      request.add_layers()->mutable_density()->mutable_data();
+  raster->set_format(v1::RASTER_FORMAT_U8);
+  raster->set_width(2);
+  raster->set_height(1);
+  raster->set_pixels(std::string("\x10\x20", 2));
+  CallOptions call;
+  call.timeout = absl::Seconds(1);
+  const absl::StatusOr<v1::ScatterRequest> uploaded =
+      UploadRasters(request, **client, call);
+  EXPECT_EQ(uploaded.status(), absl::DeadlineExceededError(absl::StrCat(
+                                   "uploading the job's rasters: scatterd at ",
+                                   options.address, ": deadline passed")));
+}
+
 // A run that a live server is still answering when --timeout passes says
 // how far it got, as a --local run does.
 TEST(CliTest, ATimeoutAgainstAServerSaysHowFarTheRunGot) {
