@@ -59,16 +59,12 @@ absl::StatusOr<Request> ResolveInto(Request request, const v1::Job& job,
     const std::string path = RasterPath(file, base_dir);
     auto known = read.find(path);
     if (known == read.end()) {
-      absl::StatusOr<std::string> bytes = server::ReadWholeFile(path);
-      if (!bytes.ok()) {
-        // "cannot read PATH: why" as "raster file PATH cannot be read: why".
-        const absl::string_view message = bytes.status().message();
-        const std::size_t why = message.find(": ", 12 + path.size());
+      std::string bytes;
+      if (const char* why = server::ReadWholeFile(path, &bytes)) {
         return absl::NotFoundError(absl::StrCat(
-            field, ".path: raster file ", path, " cannot be read",
-            why == absl::string_view::npos ? "" : message.substr(why)));
+            field, ".path: raster file ", path, " cannot be read: ", why));
       }
-      known = read.emplace(path, *std::move(bytes)).first;
+      known = read.emplace(path, std::move(bytes)).first;
     }
     v1::RasterData data;
     data.set_format(file.format() == v1::RASTER_FORMAT_UNSPECIFIED

@@ -55,13 +55,11 @@ std::vector<char*> ParseCommandLine(int argc, char** argv,
   return args;
 }
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  const auto failed = [&path](const char* why) {
-    return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", why));
-  };
+const char* ReadWholeFile(const std::string& path, std::string* content) {
+  std::string& out = *content;
+  out.clear();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return failed(std::strerror(errno));
-  std::string out;
+  if (fd < 0) return std::strerror(errno);
   struct stat info;
   const char* error = nullptr;
   if (::fstat(fd, &info) != 0) {
@@ -88,7 +86,16 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
     out.resize(at);
   }
   ::close(fd);
-  if (error != nullptr) return failed(error);
+  if (error != nullptr) out.clear();
+  return error;
+}
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::string out;
+  const char* why = ReadWholeFile(path, &out);
+  if (why != nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", why));
+  }
   return out;
 }
 

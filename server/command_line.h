@@ -28,6 +28,10 @@ std::vector<char*> ParseCommandLine(int argc, char** argv,
 // (An ifstream over a directory opens, and its first read throws
 // std::ios_base::failure, which ended the process.)
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
+// The same for callers that word the error themselves: nullptr when the
+// whole file is in *content, else why not ("No such file or directory", "is
+// a directory"), with *content empty.
+const char* ReadWholeFile(const std::string& path, std::string* content);
 
 }  // namespace scatter::server
 
