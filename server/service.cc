@@ -678,6 +678,8 @@ grpc::Status ScatterServiceImpl::Scatter(
     grpc::ServerContext* context, const v1::ScatterRequest* request,
     grpc::ServerWriter<v1::ScatterResponse>* writer) {
   const absl::Time start = absl::Now();
+  // Read now: once the drain has cancelled the call, gRPC says "unknown".
+  const std::string peer = context->peer();
   std::uint64_t sent = 0;
   const grpc::Status status =
       Admit([&] { return Stream(context, *request, writer, &sent); });
@@ -686,7 +688,7 @@ grpc::Status ScatterServiceImpl::Scatter(
   logger_->info(
       "Scatter peer={} layers={} seed={} points={} code={} "
       "elapsed_ms={:.1f}{}{}",
-      context->peer(), request->layers_size(), request->seed(), sent,
+      peer, request->layers_size(), request->seed(), sent,
       CodeName(status.error_code()), absl::ToDoubleMilliseconds(elapsed),
       status.ok() ? "" : " message=", status.error_message());
   return status;
@@ -811,6 +813,7 @@ grpc::Status ScatterServiceImpl::ScatterTiles(
     grpc::ServerContext* context, const v1::ScatterTilesRequest* request,
     grpc::ServerWriter<v1::TileResponse>* writer) {
   const absl::Time start = absl::Now();
+  const std::string peer = context->peer();  // As Scatter reads it.
   TilesTally tally;
   const grpc::Status status =
       Admit([&] { return StreamTiles(context, *request, writer, &tally); });
@@ -819,10 +822,10 @@ grpc::Status ScatterServiceImpl::ScatterTiles(
   logger_->info(
       "ScatterTiles peer={} layers={} seed={} tiles={}/{} points={} "
       "generated={} held_bytes={} code={} elapsed_ms={:.1f}{}{}",
-      context->peer(), request->layers_size(), request->seed(),
-      tally.tiles_sent, tally.tiles_asked, tally.points_sent,
-      tally.generators_computed, tally.generators_held,
-      CodeName(status.error_code()), absl::ToDoubleMilliseconds(elapsed),
+      peer, request->layers_size(), request->seed(), tally.tiles_sent,
+      tally.tiles_asked, tally.points_sent, tally.generators_computed,
+      tally.generators_held, CodeName(status.error_code()),
+      absl::ToDoubleMilliseconds(elapsed),
       status.ok() ? "" : " message=", status.error_message());
   return status;
 }
@@ -1148,6 +1151,7 @@ grpc::Status ScatterServiceImpl::PutRaster(
     grpc::ServerContext* context, grpc::ServerReader<v1::RasterChunk>* reader,
     v1::RasterRef* response) {
   const absl::Time start = absl::Now();
+  const std::string peer = context->peer();  // As Scatter reads it.
   std::size_t bytes = 0;
   // An upload holds a handler thread and up to max_upload_bytes while it
   // runs, so it counts against max_streams like a stream.
@@ -1177,7 +1181,7 @@ grpc::Status ScatterServiceImpl::PutRaster(
   const absl::Duration elapsed = absl::Now() - start;
   Record("PutRaster", status, elapsed);
   logger_->info("PutRaster peer={} bytes={} code={} elapsed_ms={:.1f}{}{}",
-                context->peer(), bytes, CodeName(status.error_code()),
+                peer, bytes, CodeName(status.error_code()),
                 absl::ToDoubleMilliseconds(elapsed),
                 status.ok() ? " digest=" : " message=",
                 status.ok() ? response->digest() : status.error_message());

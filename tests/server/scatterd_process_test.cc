@@ -130,7 +130,9 @@ struct DrainingStream {
 };
 
 TEST(ScatterdTest, SigtermEndsAStreamInFlightWithAStatus) {
-  DrainingStream draining({"--grace_period=300ms"});
+  const std::string log =
+      absl::StrCat(::testing::TempDir(), "/scatterd_sigterm_", getpid());
+  DrainingStream draining({"--grace_period=300ms"}, log);
   Scatterd& scatterd = draining.scatterd;
   auto& stub = draining.stub;
   auto& reader = draining.reader;
@@ -149,6 +151,8 @@ TEST(ScatterdTest, SigtermEndsAStreamInFlightWithAStatus) {
   const int exit = scatterd.Wait();
   EXPECT_TRUE(WIFEXITED(exit) && WEXITSTATUS(exit) == 0);
   EXPECT_LT(absl::Now() - stopped, absl::Seconds(2)) << "slow to exit";
+  // The drained call's line names its client (it said peer=unknown).
+  EXPECT_THAT(ReadAll(log), HasSubstr("Scatter peer=ipv4:127.0.0.1:"));
 }
 
 // scatterd with `flags` on 127.0.0.1:0; one that starts anyway is killed
