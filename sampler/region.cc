@@ -166,9 +166,9 @@ class PolygonIndex {
   static constexpr std::int64_t kMaxCells = std::int64_t{1} << 22;
   // Where in its cell the point lies whose winding the cell keeps (its
   // "centre"), as fractions of the cell: not the middle, which edges at
-  // round coordinates pass through (a diagonal of a square polygon does),
-  // and where the row sweep and Contains' segment test then disagreed
-  // about the whole cell.
+  // round coordinates pass through (a diagonal of a square polygon does).
+  // A centre on an edge is still sound (BuildCentreWindings decides it with
+  // Contains' own test); off the middle, fewer are.
   static constexpr double kRefX = 0.4583127;
   static constexpr double kRefY = 0.5271843;
   // (cell, edge) pairs an edge may average before the grid coarsens (a
@@ -365,8 +365,16 @@ class PolygonIndex {
   // counter-clockwise outer rings). An edge counts for a line when one end
   // is at or below it and the other above: the usual half-open rule, so a
   // vertex on the line counts once.
+  //
+  // Which centres lie past an edge is decided by Contains' own test
+  // (Orient(edge, centre) > 0 is the edge's left side; on it, within
+  // rounding, counts as its right side), not by the crossing's x: the two
+  // disagreed where a centre lay on an edge (computed distance 0, which
+  // coarse coordinates far from the origin make common), and then Contains
+  // stepped from a winding off by one over the whole cell.
   void BuildCentreWindings(BuildPoll& poll) {
-    std::vector<std::vector<std::pair<double, int>>> rows(
+    // Per row: the first centre each edge winds, and by how much.
+    std::vector<std::vector<std::pair<std::int64_t, int>>> rows(
         static_cast<std::size_t>(gy_));
     for (const std::array<double, 4>& e : edges_) {
       const double ylo = std::min(e[1], e[3]);
@@ -374,11 +382,29 @@ class PolygonIndex {
       const std::int64_t j0 = Clamp((ylo - y0_) / ch_ - kRefY - 1, gy_);
       const std::int64_t j1 = Clamp((yhi - y0_) / ch_ - kRefY + 1, gy_);
       if (poll(j1 - j0 + 1)) return;
+      const int sign = e[3] < e[1] ? 1 : -1;
       for (std::int64_t j = j0; j <= j1; ++j) {
         const double y = y0_ + (static_cast<double>(j) + kRefY) * ch_;
         if ((e[1] <= y) == (e[3] <= y)) continue;
+        // Centre i lies past the edge when it is on the edge's right side
+        // for an upward edge, its left side for a downward one (the +x
+        // side either way).
+        auto past = [&](std::int64_t i) {
+          const double cx = x0_ + (static_cast<double>(i) + kRefX) * cw_;
+          const bool left = Orient(e[0], e[1], e[2], e[3], cx, y) > 0;
+          return sign > 0 ? left : !left;
+        };
+        // From the crossing's x, then a step or two by the test itself
+        // (centres are a cell apart, so only one can be in doubt).
         const double x = e[0] + (y - e[1]) * (e[2] - e[0]) / (e[3] - e[1]);
-        rows[static_cast<std::size_t>(j)].emplace_back(x, e[3] < e[1] ? 1 : -1);
+        const double guess = std::ceil((x - x0_) / cw_ - kRefX);
+        std::int64_t first = guess > 0 ? (guess < static_cast<double>(gx_)
+                                              ? static_cast<std::int64_t>(guess)
+                                              : gx_)
+                                       : 0;
+        while (first > 0 && past(first - 1)) --first;
+        while (first < gx_ && !past(first)) ++first;
+        rows[static_cast<std::size_t>(j)].emplace_back(first, sign);
       }
     }
     centre_winding_.assign(static_cast<std::size_t>(gx_ * gy_), 0);
@@ -390,8 +416,7 @@ class PolygonIndex {
       int winding = 0;
       std::size_t next = 0;
       for (std::int64_t i = 0; i < gx_; ++i) {
-        const double x = x0_ + (static_cast<double>(i) + kRefX) * cw_;
-        while (next < row.size() && row[next].first < x) {
+        while (next < row.size() && row[next].first <= i) {
           winding += row[next++].second;
         }
         centre_winding_[static_cast<std::size_t>(j * gx_ + i)] = winding;
