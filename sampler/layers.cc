@@ -7,12 +7,8 @@
 #include "absl/strings/str_cat.h"
 
 namespace scatter::sampler {
-namespace {
 
-// The spacing layers are ordered by: the Poisson radius (radius_max with
-// a density raster), the jittered cell; uniform points have none and come
-// last.
-double Spacing(const SamplerOptions& o) {
+double PlacementSpacing(const SamplerOptions& o) {
   if (o.density != nullptr) return o.radius_max;
   switch (o.method) {
     case Method::kPoissonDense:
@@ -25,6 +21,8 @@ double Spacing(const SamplerOptions& o) {
   }
   return 0;
 }
+
+namespace {
 
 // The layer's options as its own run sees them.
 SamplerOptions LayerOptions(const LayerSpec& spec,
@@ -100,10 +98,11 @@ absl::StatusOr<LayeredSampler> LayeredSampler::Create(
   // at run time name as Create's do.
   std::vector<std::size_t> index(layers.size());
   for (std::size_t i = 0; i < index.size(); ++i) index[i] = i;
-  std::stable_sort(
-      index.begin(), index.end(), [&](std::size_t x, std::size_t y) {
-        return Spacing(layers[x].options) > Spacing(layers[y].options);
-      });
+  std::stable_sort(index.begin(), index.end(),
+                   [&](std::size_t x, std::size_t y) {
+                     return PlacementSpacing(layers[x].options) >
+                            PlacementSpacing(layers[y].options);
+                   });
   std::vector<LayerSpec> placed;
   placed.reserve(layers.size());
   for (const std::size_t i : index) placed.push_back(std::move(layers[i]));
@@ -139,6 +138,7 @@ absl::Status LayeredSampler::Run(BatchSink sink,
     // A density layer with footprint 0 has a footprint per point, r(x) / 2,
     // which the sampler adds to each obstacle's radius itself.
     const bool per_point = o.density != nullptr && o.footprint == 0;
+    o.obstacles.reserve(o.obstacles.size() + placed.size());
     for (const Placed& q : placed) {
       o.obstacles.push_back(internal::EarlierLayerObstacle(
           q.center, q.layer, q.footprint, o, overrides_));
@@ -147,9 +147,10 @@ absl::Status LayeredSampler::Run(BatchSink sink,
     // Create checked the caller's obstacles; earlier layers' points do not
     // count against the limit.
     o.max_obstacles = std::max(o.max_obstacles, o.obstacles.size());
-    absl::StatusOr<Sampler> sampler = Sampler::Create(region_, o);
-    if (!sampler.ok()) return sampler.status();
     const double footprint = o.footprint;
+    // Moved: the obstacles are as many as the points kept so far.
+    absl::StatusOr<Sampler> sampler = Sampler::Create(region_, std::move(o));
+    if (!sampler.ok()) return sampler.status();
     absl::Status status = sampler->Run(
         [&](const PointBatch& batch) {
           if (!keep) return sink(batch);

@@ -40,6 +40,11 @@ struct ClearanceOverride {
   double clearance = 0;  // Finite, >= 0.
 };
 
+// What layers are placed by, largest first (ties in the order given): the
+// Poisson radius (radius_max with a density raster), the jittered cell
+// size; 0 for uniform points, which have none and come last.
+double PlacementSpacing(const SamplerOptions& options);
+
 class LayeredSampler {
  public:
   // InvalidArgument naming the layer (layers[i]: ...) for a bad layer's

@@ -23,6 +23,13 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
   double lo[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL};
   double hi[3] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
   double max_clear = 0;
+  // Room for all: a layered run passes millions (every earlier layer's
+  // point), and growth by doubling held up to twice as much.
+  centers_.reserve(3 * obstacles.size());
+  clearance_.reserve(obstacles.size());
+  limit2_.reserve(obstacles.size());
+  takes_extra_.reserve(obstacles.size());
+  takes_own_.reserve(obstacles.size());
   for (const Obstacle& o : obstacles) {
     if (o.same_layer && grid != nullptr && grid->Contains(o.center.data())) {
       for (int a = 0; a < 3; ++a) same_centers_.push_back(o.center[a]);
@@ -101,33 +108,42 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
       cells *= static_cast<std::size_t>(n_[a]);
     }
   }
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
-  for (std::size_t k = 0; k < clearance_.size(); ++k) {
-    double b0[3], b1[3];
-    const double reach = std::max(clearance_[k] + takes_extra_[k] * max_extra,
-                                  takes_own_[k] * max_own);
-    for (int a = 0; a < dims; ++a) {
-      b0[a] = centers_[k * 3 + a] - reach;
-      b1[a] = centers_[k * 3 + a] + reach;
-    }
-    std::int64_t c0[3], c1[3];
-    if (!CellRange(b0, b1, c0, c1)) continue;
-    for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
-      for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
-        for (std::int64_t x = c0[0]; x <= c1[0]; ++x) {
-          const auto cell_id =
-              static_cast<std::uint32_t>((z * n_[1] + y) * n_[0] + x);
-          pairs.emplace_back(cell_id, static_cast<std::uint32_t>(k));
+  // Each obstacle's cells, visited twice: to count them per cell, then to
+  // list the obstacles in index order (a list of (cell, obstacle) pairs
+  // cost up to 144 bytes an obstacle at its peak).
+  auto for_each_cell = [&](auto&& visit) {
+    for (std::size_t k = 0; k < clearance_.size(); ++k) {
+      double b0[3], b1[3];
+      const double reach = std::max(clearance_[k] + takes_extra_[k] * max_extra,
+                                    takes_own_[k] * max_own);
+      for (int a = 0; a < dims; ++a) {
+        b0[a] = centers_[k * 3 + a] - reach;
+        b1[a] = centers_[k * 3 + a] + reach;
+      }
+      std::int64_t c0[3], c1[3];
+      if (!CellRange(b0, b1, c0, c1)) continue;
+      for (std::int64_t z = c0[2]; z <= c1[2]; ++z) {
+        for (std::int64_t y = c0[1]; y <= c1[1]; ++y) {
+          for (std::int64_t x = c0[0]; x <= c1[0]; ++x) {
+            visit(static_cast<std::size_t>((z * n_[1] + y) * n_[0] + x),
+                  static_cast<std::uint32_t>(k));
+          }
         }
       }
     }
-  }
+  };
   begin_.assign(cells + 1, 0);
-  for (const auto& pr : pairs) ++begin_[pr.first + 1];
+  for_each_cell(
+      [&](std::size_t cell_id, std::uint32_t) { ++begin_[cell_id + 1]; });
   for (std::size_t c = 0; c < cells; ++c) begin_[c + 1] += begin_[c];
-  index_.resize(pairs.size());
-  std::vector<std::uint32_t> fill(begin_.begin(), begin_.end() - 1);
-  for (const auto& pr : pairs) index_[fill[pr.first]++] = pr.second;
+  index_.resize(begin_[cells]);
+  // Each cell's next free slot, kept in begin_ (shifted down a cell) and
+  // put back by the fill: cell c's slots end where c + 1's begin.
+  for_each_cell([&](std::size_t cell_id, std::uint32_t k) {
+    index_[begin_[cell_id]++] = k;
+  });
+  for (std::size_t c = cells; c > 0; --c) begin_[c] = begin_[c - 1];
+  begin_[0] = 0;
 }
 
 bool ObstacleIndex::CellRange(const double* lo, const double* hi,

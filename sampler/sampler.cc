@@ -269,9 +269,9 @@ const char* MethodName(Method method) {
 }
 
 absl::StatusOr<Sampler> Sampler::Create(const Region& region,
-                                        const SamplerOptions& options) {
+                                        SamplerOptions options) {
   const Box& box = region.bounds();
-  SamplerOptions o = options;
+  SamplerOptions o = std::move(options);
   if (!std::isfinite(o.scale_min) || !std::isfinite(o.scale_max) ||
       !(o.scale_min > 0) || !(o.scale_min <= o.scale_max)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -344,11 +344,10 @@ absl::StatusOr<Sampler> Sampler::Create(const Region& region,
   const double own_radius = variable ? 0 : IsPoisson(o.method) ? o.radius : 0;
   // The Poisson runs keep same-layer obstacles in their bounds in their own
   // grids; obstacles that cannot reach the bounds are left out.
-  return Sampler(region, o,
-                 std::make_shared<const internal::ObstacleIndex>(
-                     o.obstacles, o.footprint, box.dims(), max_extra,
-                     own_radius, variable ? o.radius_max : 0,
-                     IsPoisson(o.method) ? &box : nullptr, &box));
+  auto index = std::make_shared<const internal::ObstacleIndex>(
+      o.obstacles, o.footprint, box.dims(), max_extra, own_radius,
+      variable ? o.radius_max : 0, IsPoisson(o.method) ? &box : nullptr, &box);
+  return Sampler(region, std::move(o), std::move(index));
 }
 
 bool Sampler::NothingToPlace() const {

@@ -198,8 +198,8 @@ class Sampler {
  public:
   // A box region: see Create(const Region&, ...).
   static absl::StatusOr<Sampler> Create(const Box& box,
-                                        const SamplerOptions& options) {
-    return Create(Region::FromBox(box), options);
+                                        SamplerOptions options) {
+    return Create(Region::FromBox(box), std::move(options));
   }
 
   // InvalidArgument naming the field and the rule when an option is out of
@@ -212,8 +212,10 @@ class Sampler {
   // Memory and point limits are judged on the region's bounding box (with a
   // density raster: the expected count integrates 2 / (sqrt(3) r(x)^2)
   // over it, sqrt(2) / r^3 in 3D).
+  // Options passed as an rvalue are moved, obstacles and all (a layered
+  // run passes every earlier layer's point as one).
   static absl::StatusOr<Sampler> Create(const Region& region,
-                                        const SamplerOptions& options);
+                                        SamplerOptions options);
 
   // OK when the region is filled; Cancelled if the sink returned false or
   // `stop` returned true; ResourceExhausted when max_points was reached;
@@ -234,9 +236,11 @@ class Sampler {
   const SamplerOptions& options() const { return options_; }
 
  private:
-  Sampler(const Region& region, const SamplerOptions& options,
+  Sampler(const Region& region, SamplerOptions options,
           std::shared_ptr<const internal::ObstacleIndex> obstacles)
-      : region_(region), options_(options), obstacles_(std::move(obstacles)) {}
+      : region_(region),
+        options_(std::move(options)),
+        obstacles_(std::move(obstacles)) {}
 
   // Whether no place in the region's bounds can take a point, as far as
   // cheap tests tell: the bounds lie inside one obstacle's clearance, or

@@ -826,7 +826,8 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
   // Sampling memory: every layer's grid (with a density raster, grids and
   // points), and the points a layered run keeps as obstacles for the
   // layers after theirs: every layer's but the last placed, which has the
-  // smallest spacing (of those that tie, count the one with fewest).
+  // smallest placement spacing (a uniform layer's is 0; of those that tie,
+  // count the one with fewest).
   std::size_t last = 0;
   std::vector<double> points(job.layers.size());
   for (std::size_t i = 0; i < job.layers.size(); ++i) {
@@ -834,10 +835,8 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
     points[i] = EstimatePoints(o, dims, cells);
     job.estimated_points += points[i];
     job.estimated_bytes += sampler::EstimatedRunBytes(job.region.bounds(), o);
-    const auto spacing = [](const sampler::SamplerOptions& l) {
-      return l.density != nullptr ? l.radius_max : l.radius;
-    };
-    const double s = spacing(o), least = spacing(job.layers[last].options);
+    const double s = sampler::PlacementSpacing(o);
+    const double least = sampler::PlacementSpacing(job.layers[last].options);
     if (s < least || (s == least && points[i] < points[last])) last = i;
   }
   if (job.layers.size() > 1) {

@@ -845,6 +845,24 @@ TEST(ServiceTest, MemoryEstimateCountsThePointsKeptForLaterLayers) {
   EXPECT_LE(kept, 11547 * kKeptPointBytes);
 }
 
+// A uniform layer has no spacing and is placed last, whatever its options'
+// radius (unused, 1 by default): the Poisson layer's points are the kept
+// ones. The estimate took the Poisson layer, whose radius was the smaller,
+// for the last and counted none: a review helper's 100 x 100 box at spacing
+// 0.05 was estimated at 153 MB and peaked at 1 062 MB.
+TEST(ServiceTest, MemoryEstimateCountsThePointsKeptForALastUniformLayer) {
+  v1::ScatterRequest two = BoxRequest(1, 0.01);
+  v1::Layer* uniform = two.add_layers();
+  uniform->set_id(2);
+  uniform->set_method(v1::METHOD_UNIFORM);
+  uniform->set_count(1);
+  v1::ScatterRequest alone = two;
+  alone.mutable_layers()->RemoveLast();
+  const double kept = EstimatedBytes(two) - EstimatedBytes(alone);
+  EXPECT_GT(kept, 5000 * kKeptPointBytes);
+  EXPECT_LE(kept, 11548 * kKeptPointBytes);
+}
+
 // A polygon's index lives as long as the call: the estimate counts it,
 // over the grids a box of the same bounds would need.
 TEST(ServiceTest, MemoryEstimateCountsThePolygonIndex) {
