@@ -94,10 +94,6 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
-  // Per call over every address the target resolves to (a headless
-  // Service's pods, "ipv4:A,B"), as deploy/README.md says clients
-  // balance: gRPC's default, pick_first, sent every call to the first.
-  args.SetLoadBalancingPolicyName("round_robin");
   if (options.tls_ca_pem.empty()) {
     if (!options.tls_cert_pem.empty()) {
       return absl::InvalidArgumentError(
@@ -114,20 +110,39 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
       args.SetSslTargetNameOverride(options.tls_server_name);
     }
   }
-  auto channel = grpc::CreateCustomChannel(options.address, credentials, args);
-  if (channel == nullptr) {
+  // (Set on copies: ChannelArguments adds a second value rather than
+  // replace the first, and the first wins.)
+  grpc::ChannelArguments balanced = args;
+  // Per call over every address the target resolves to (a headless
+  // Service's pods, "ipv4:A,B"), as deploy/README.md says clients
+  // balance: gRPC's default, pick_first, sent every call to the first.
+  balanced.SetLoadBalancingPolicyName("round_robin");
+  auto channel =
+      grpc::CreateCustomChannel(options.address, credentials, balanced);
+  // The same servers, every call to one of them: an upload and the call
+  // that names it must meet on one replica, which round robin over two
+  // never did (the upload went to one, the call to the other, every time).
+  // It connects only if a raster is ever lost.
+  grpc::ChannelArguments one = args;
+  one.SetLoadBalancingPolicyName("pick_first");
+  auto pinned = grpc::CreateCustomChannel(options.address, credentials, one);
+  if (channel == nullptr || pinned == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot make a channel to ", options.address));
   }
   return std::make_unique<Client>(std::move(channel), options.address,
-                                  options.remembered_raster_bytes);
+                                  options.remembered_raster_bytes,
+                                  std::move(pinned));
 }
 
 Client::Client(std::shared_ptr<grpc::Channel> channel, std::string address,
-               std::size_t remembered_raster_bytes)
+               std::size_t remembered_raster_bytes,
+               std::shared_ptr<grpc::Channel> pinned)
     : channel_(std::move(channel)),
       address_(std::move(address)),
       stub_(v1::ScatterService::NewStub(channel_)),
+      pinned_stub_(
+          v1::ScatterService::NewStub(pinned != nullptr ? pinned : channel_)),
       remembered_raster_bytes_(remembered_raster_bytes) {}
 
 absl::Status Client::FromGrpc(const grpc::Status& status, bool upload) const {
@@ -168,7 +183,7 @@ absl::Status Client::FromGrpc(const grpc::Status& status, bool upload) const {
 }
 
 absl::StatusOr<int> Client::UploadKnownDigests(
-    const v1::Region* region,
+    v1::ScatterService::Stub& stub, const v1::Region* region,
     const google::protobuf::RepeatedPtrField<v1::Layer>& layers,
     absl::Time deadline, const std::function<bool()>& cancelled) {
   std::vector<NamedDigest> named;
@@ -192,7 +207,7 @@ absl::StatusOr<int> Client::UploadKnownDigests(
       // another thread's PutRaster may drop it.
       data = known->second;
     }
-    absl::StatusOr<v1::RasterRef> ref = Upload(data, deadline, cancelled);
+    absl::StatusOr<v1::RasterRef> ref = Upload(stub, data, deadline, cancelled);
     if (!ref.ok()) {
       return absl::Status(
           ref.status().code(),
@@ -217,6 +232,23 @@ bool Client::InlineKnownDigests(
   return changed;
 }
 
+template <typename Request>
+bool Client::NamesUploadedRaster(const Request& request) {
+  absl::MutexLock lock(&mu_);
+  auto uploaded = [&](const v1::RasterInput& input) {
+    return input.source_case() == v1::RasterInput::kDigest &&
+           uploaded_.contains(input.digest());
+  };
+  if (request.has_region() && request.region().has_mask() &&
+      uploaded(request.region().mask())) {
+    return true;
+  }
+  for (const v1::Layer& layer : request.layers()) {
+    if (layer.has_density() && uploaded(layer.density())) return true;
+  }
+  return false;
+}
+
 template <typename Request, typename Response, typename Summary, typename Open,
           typename Handle>
 absl::StatusOr<Summary> Client::Stream(Request request, Open open, Handle handle,
@@ -224,6 +256,12 @@ absl::StatusOr<Summary> Client::Stream(Request request, Open open, Handle handle
   const absl::Time deadline = CallDeadline(call);
   bool uploaded_again = false;
   bool inlined = false;
+  // Once a raster was lost, a request that names one this client uploaded
+  // goes where the upload went.
+  v1::ScatterService::Stub* stub = stub_.get();
+  if (pinned_first_.load() && NamesUploadedRaster(request)) {
+    stub = pinned_stub_.get();
+  }
   // At most three calls: as asked, after uploading lost rasters again, and
   // with them inline. Each flag is set before its retry.
   for (;;) {
@@ -232,7 +270,8 @@ absl::StatusOr<Summary> Client::Stream(Request request, Open open, Handle handle
     }
     grpc::ClientContext context;
     ApplyDeadline(deadline, &context);
-    std::unique_ptr<grpc::ClientReader<Response>> reader = open(&context, request);
+    std::unique_ptr<grpc::ClientReader<Response>> reader =
+        open(*stub, &context, request);
     Response response;
     Summary summary;
     bool any = false;
@@ -265,11 +304,17 @@ absl::StatusOr<Summary> Client::Stream(Request request, Open open, Handle handle
       }
       if (!uploaded_again) {
         uploaded_again = true;
+        // The upload and the call again over the pinned channel: one
+        // replica gets both.
+        stub = pinned_stub_.get();
         absl::StatusOr<int> again = UploadKnownDigests(
-            request.has_region() ? &request.region() : nullptr,
+            *stub, request.has_region() ? &request.region() : nullptr,
             request.layers(), deadline, call.cancelled);
         if (!again.ok()) return again.status();
-        if (*again > 0) continue;
+        if (*again > 0) {
+          pinned_first_.store(true);
+          continue;
+        }
       }
       // Still lost after the upload (a load balancer may have sent it to
       // another replica): inline, the raster goes with the request.
@@ -292,9 +337,8 @@ absl::StatusOr<v1::Summary> Client::Scatter(v1::ScatterRequest request,
                                             const CallOptions& call) {
   return Stream<v1::ScatterRequest, v1::ScatterResponse, v1::Summary>(
       std::move(request),
-      [&](grpc::ClientContext* context, const v1::ScatterRequest& r) {
-        return stub_->Scatter(context, r);
-      },
+      [&](v1::ScatterService::Stub& stub, grpc::ClientContext* context,
+          const v1::ScatterRequest& r) { return stub.Scatter(context, r); },
       [&](const v1::ScatterResponse& response) {
         return handler(response.points());
       },
@@ -306,24 +350,25 @@ absl::StatusOr<v1::TilesSummary> Client::ScatterTiles(
     const CallOptions& call) {
   return Stream<v1::ScatterTilesRequest, v1::TileResponse, v1::TilesSummary>(
       std::move(request),
-      [&](grpc::ClientContext* context, const v1::ScatterTilesRequest& r) {
-        return stub_->ScatterTiles(context, r);
+      [&](v1::ScatterService::Stub& stub, grpc::ClientContext* context,
+          const v1::ScatterTilesRequest& r) {
+        return stub.ScatterTiles(context, r);
       },
       handler, call);
 }
 
 absl::StatusOr<v1::RasterRef> Client::PutRaster(const v1::RasterData& raster,
                                                 const CallOptions& call) {
-  return Upload(raster, CallDeadline(call), call.cancelled);
+  return Upload(*stub_, raster, CallDeadline(call), call.cancelled);
 }
 
 absl::StatusOr<v1::RasterRef> Client::Upload(
-    const v1::RasterData& raster, absl::Time deadline,
-    const std::function<bool()>& cancelled) {
+    v1::ScatterService::Stub& stub, const v1::RasterData& raster,
+    absl::Time deadline, const std::function<bool()>& cancelled) {
   grpc::ClientContext context;
   ApplyDeadline(deadline, &context);
   v1::RasterRef ref;
-  auto writer = stub_->PutRaster(&context, &ref);
+  auto writer = stub.PutRaster(&context, &ref);
   const std::string& pixels = raster.pixels();
   std::size_t at = 0;
   do {

@@ -80,10 +80,13 @@ class Client {
   // ("dns:///scatterd.scatter.svc.cluster.local:50051", "ipv4:A,B").
   static absl::StatusOr<std::unique_ptr<Client>> Connect(
       const ClientOptions& options);
-  // Over an existing channel (in-process, tests).
+  // Over an existing channel (in-process, tests). `pinned`, when given,
+  // reaches the same servers but sends every call to one of them (gRPC's
+  // pick_first): the resends of a lost raster go there (see Scatter).
   explicit Client(
       std::shared_ptr<grpc::Channel> channel, std::string address = "",
-      std::size_t remembered_raster_bytes = kDefaultRememberedRasterBytes);
+      std::size_t remembered_raster_bytes = kDefaultRememberedRasterBytes,
+      std::shared_ptr<grpc::Channel> pinned = nullptr);
 
   // Runs the request, passing batches to `handler` in order. Returns the
   // summary, or the call's status as an absl::Status (code and message as
@@ -95,11 +98,13 @@ class Client {
   // The request's own max_points ends the call with RESOURCE_EXHAUSTED and
   // no summary: StoppedAtOwnCap() tells it from the server's limits.
   // When a raster named by digest is unknown to the server (NOT_FOUND
-  // before any response: an evicted cache, a restarted replica) and this
-  // client uploaded it and still remembers it, the client uploads every
-  // such raster the request names again (PutRaster) and sends the request
-  // again by digest. Only if that is NOT_FOUND too (the upload reached
-  // another replica) is the request sent once more with those rasters
+  // before any response: an evicted cache, a restarted replica, or, with
+  // several replicas, the upload went to another one) and this client
+  // uploaded it and still remembers it, the client uploads every such
+  // raster the request names again (PutRaster) and sends the request again
+  // by digest, both over the pinned channel, so to one replica; later calls
+  // that name an uploaded raster go there first too. Only if that is
+  // NOT_FOUND as well is the request sent once more with those rasters
   // inline, which the server's max request size must allow. At most three
   // calls and one upload per raster, all within `call`'s deadline; a failed
   // upload ends the call with its code, its message naming the field.
@@ -134,23 +139,28 @@ class Client {
   // `upload`: the status of a PutRaster call, whose messages are chunks.
   absl::Status FromGrpc(const grpc::Status& status, bool upload = false) const;
   // PutRaster with a deadline fixed by the caller (InfiniteFuture: none).
-  absl::StatusOr<v1::RasterRef> Upload(const v1::RasterData& raster,
+  absl::StatusOr<v1::RasterRef> Upload(v1::ScatterService::Stub& stub,
+                                       const v1::RasterData& raster,
                                        absl::Time deadline,
                                        const std::function<bool()>& cancelled);
   // Uploads again every raster this client uploaded and remembers that the
   // request's region (none when null) or layers name by digest. Returns how
   // many, or the first failed upload's status with its field named.
   absl::StatusOr<int> UploadKnownDigests(
-      const v1::Region* region,
+      v1::ScatterService::Stub& stub, const v1::Region* region,
       const google::protobuf::RepeatedPtrField<v1::Layer>& layers,
       absl::Time deadline, const std::function<bool()>& cancelled);
   // Replaces every digest this client uploaded, in the request's region
   // (none when null) and layers, with its data.
   bool InlineKnownDigests(v1::Region* region,
                           google::protobuf::RepeatedPtrField<v1::Layer>* layers);
+  // Whether the request's region or layers name by digest a raster this
+  // client uploaded and remembers.
+  template <typename Request>
+  bool NamesUploadedRaster(const Request& request);
   // One server-streaming call with the upload and resends of a lost
-  // raster: `open` starts it, `handle` takes each response that is not the
-  // summary.
+  // raster: `open(stub, context, request)` starts it, `handle` takes each
+  // response that is not the summary.
   template <typename Request, typename Response, typename Summary,
             typename Open, typename Handle>
   absl::StatusOr<Summary> Stream(Request request, Open open, Handle handle,
@@ -159,6 +169,11 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::string address_;
   std::unique_ptr<v1::ScatterService::Stub> stub_;
+  // Over the pinned channel (stub_'s own channel when none was given).
+  std::unique_ptr<v1::ScatterService::Stub> pinned_stub_;
+  // Set once a lost raster was recovered over the pinned channel: calls
+  // that name uploaded rasters go there first from then on.
+  std::atomic<bool> pinned_first_{false};
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, v1::RasterData> uploaded_ ABSL_GUARDED_BY(mu_);
   // uploaded_'s digests, oldest upload first, and their pixel bytes.
