@@ -654,6 +654,19 @@ TEST(ServiceTest, ServerPointLimitRefusesAnEstimateOverItAndServesOneUnder) {
   EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(got.status.error_message(), HasSubstr("max_points = 50000"));
   EXPECT_EQ(got.size(), 0u);
+  // The same with the request's own cap below the limit: it cannot reach
+  // the limit, so it runs, and ends at its cap (it was refused).
+  v1::ScatterRequest capped = BoxRequest(1, 0.003);
+  capped.set_max_points(10);
+  got = Collect(*server.InProcessStub(), capped);
+  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(got.status.error_message(), Not(HasSubstr("could make")));
+  EXPECT_EQ(got.size(), 10u);
+  // A cap over the limit does not lift it.
+  capped.set_max_points(60'000);
+  got = Collect(*server.InProcessStub(), capped);
+  EXPECT_THAT(got.status.error_message(), HasSubstr("could make"));
+  EXPECT_EQ(got.size(), 0u);
   // 32 075 could fit: served whole.
   got = Collect(*server.InProcessStub(), BoxRequest(1, 0.006));
   ASSERT_TRUE(got.status.ok()) << got.status.error_message();
