@@ -48,6 +48,9 @@ absl::StatusOr<Request> ResolveInto(Request request, const v1::Job& job,
   // Each file is read once, however many fields it fills (a density map
   // shared by two layers).
   std::map<std::string, std::string> read;
+  // The entry that filled each target: a second one for the same field
+  // replaced the first without a word.
+  std::map<const v1::RasterInput*, int> filled;
   for (int i = 0; i < job.raster_files_size(); ++i) {
     const v1::RasterFile& file = job.raster_files(i);
     const std::string field = absl::StrCat("rasterFiles[", i, "]");
@@ -56,6 +59,18 @@ absl::StatusOr<Request> ResolveInto(Request request, const v1::Job& job,
       return absl::InvalidArgumentError(
           absl::StrCat(field, ".", input.status().message()));
     }
+    if (auto first = filled.find(*input); first != filled.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".target: ", file.target(), " is filled by rasterFiles[",
+          first->second, "] already; give each raster field one file"));
+    }
+    if ((*input)->source_case() != v1::RasterInput::SOURCE_NOT_SET) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".target: the job's ", job.has_world() ? "world" : "request",
+          " sets ", file.target(),
+          " itself (data or digest); give it one or the other"));
+    }
+    filled.emplace(*input, i);
     const std::string path = RasterPath(file, base_dir);
     auto known = read.find(path);
     if (known == read.end()) {
@@ -280,7 +295,7 @@ absl::Status NameRasterFile(const v1::Job& job, const std::string& base_dir,
                             const absl::Status& status) {
   if (IsCallError(status.code())) return status;
   const absl::string_view message = status.message();
-  // The last file for a target is the one ResolveInto left in place.
+  // One file per target (ResolveInto refuses a second).
   for (int i = job.raster_files_size() - 1; i >= 0; --i) {
     const v1::RasterFile& file = job.raster_files(i);
     const std::string& field = file.target();
