@@ -666,7 +666,7 @@ std::vector<GeneratorKey> TileWorld::Dependencies(GeneratorKey key) const {
   std::vector<GeneratorKey> deps;
   // Generate makes nothing there and reads nothing: without this, a tile
   // far outside a small region planned a full closure of empty generators
-  // (about 12 L^3 for L layers), which the plan's point limit no longer
+  // (about 11 L^3 for L layers), which the plan's point limit no longer
   // bounds once empty generators count as the nothing they make.
   std::array<double, 4> area;
   if (!GrownArea(key.tile, &area)) return deps;

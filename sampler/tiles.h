@@ -124,8 +124,9 @@ struct WorldSpec {
   // (EstimatedGeneratorPoints summed over every generator the tile reads,
   // directly or through others, that the cache lacks). Every layer reads
   // the layer before over the 3 x 3 tiles around, and the same layer of
-  // the lower-colour neighbours, so a tile not cached needs about 12 L^3
-  // generators for L layers (6 680 for 8, 3 million for 64), the first
+  // the lower-colour neighbours, so a tile not cached needs (32 L^3 + 54
+  // L^2 + 25 L) / 3 generators for L layers (37 for 1, 6 680 for 8, 2.9
+  // million for 64), the first
   // layer's over about (6L)^2 tiles. Past the limit Serve gives
   // ResourceExhausted before making any. 0: no limit; below 0 or NaN is
   // InvalidArgument.
