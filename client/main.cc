@@ -100,11 +100,26 @@ int Fail(const std::string& message) {
 }
 
 int Fail(const absl::Status& status) {
-  return Fail(status.code() == absl::StatusCode::kUnavailable ||
-                      status.code() == absl::StatusCode::kNotFound
-                  ? std::string(status.message())
-                  : absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
-                                 status.message()));
+  std::string message =
+      status.code() == absl::StatusCode::kUnavailable ||
+              status.code() == absl::StatusCode::kNotFound
+          ? std::string(status.message())
+          : absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
+                         status.message());
+  // A plaintext client at a TLS server, or one without the certificate a
+  // mutual-TLS server asks for, hears only "Socket closed".
+  if (status.code() == absl::StatusCode::kUnavailable &&
+      absl::StartsWith(status.message(), "cannot reach scatterd at ")) {
+    if (absl::GetFlag(FLAGS_tls_ca).empty()) {
+      absl::StrAppend(&message, " (if scatterd serves TLS, give --tls_ca)");
+    } else if (absl::GetFlag(FLAGS_tls_cert).empty() &&
+               absl::StrContains(status.message(), "Socket closed")) {
+      absl::StrAppend(&message,
+                      " (if scatterd asks for a client certificate, give "
+                      "--tls_cert and --tls_key)");
+    }
+  }
+  return Fail(message);
 }
 
 // A failed connect: a bad TLS flag is named as flags are, without a code.

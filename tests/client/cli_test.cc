@@ -544,6 +544,37 @@ TEST(CliTest, HealthTellsALiveServerFromADeadOne) {
   EXPECT_THAT(dead.err, HasSubstr("cannot reach scatterd at " + address));
 }
 
+// A plaintext call at a TLS scatterd, or a TLS one without the client
+// certificate a mutual-TLS scatterd asks for, failed with gRPC's bare
+// "Socket closed" (found by a review helper; the Python client already
+// said what to try).
+TEST(CliTest, ATlsServerRefusingTheCallSaysWhichFlagsToTry) {
+  const server::testing::Pem pem = server::testing::SelfSigned();
+  const std::string cert = Temp("hint_cert.pem");
+  const std::string key = Temp("hint_key.pem");
+  std::ofstream(cert) << pem.cert;
+  std::ofstream(key) << pem.key;
+  {
+    Scatterd tls({"--tls_cert=" + cert, "--tls_key=" + key});
+    ASSERT_GT(tls.port(), 0);
+    const CommandResult plaintext =
+        Scatter({"health", absl::StrCat("--server=127.0.0.1:", tls.port())});
+    EXPECT_EQ(plaintext.exit_code, 1);
+    EXPECT_THAT(plaintext.err,
+                HasSubstr(" (if scatterd serves TLS, give --tls_ca)\n"));
+  }
+  Scatterd mutual(
+      {"--tls_cert=" + cert, "--tls_key=" + key, "--tls_client_ca=" + cert});
+  ASSERT_GT(mutual.port(), 0);
+  const CommandResult no_cert =
+      Scatter({"health", absl::StrCat("--server=127.0.0.1:", mutual.port()),
+               "--tls_ca=" + cert, "--tls_server_name=localhost"});
+  EXPECT_EQ(no_cert.exit_code, 1);
+  EXPECT_THAT(no_cert.err,
+              HasSubstr(" (if scatterd asks for a client certificate, give "
+                        "--tls_cert and --tls_key)\n"));
+}
+
 // A failed TLS handshake printed gRPC's own log line ("E1127 ...
 // ssl_transport_security.cc:1501] Handshake failed ...") before the
 // command's one-line error. GRPC_VERBOSITY, gRPC's variable, brings it
