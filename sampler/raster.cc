@@ -279,8 +279,9 @@ absl::StatusOr<Raster> Raster::FromPng(absl::Span<const std::uint8_t> bytes,
   return Raster(width, height, rect, std::move(values));
 }
 
-bool Raster::Bounds(double x0, double y0, double x1, double y1, double* lo,
-                    double* hi, std::size_t max_pixels) const {
+void Raster::PixelsUnder(double x0, double y0, double x1, double y1,
+                         std::uint32_t* i0, std::uint32_t* j0,
+                         std::uint32_t* i1, std::uint32_t* j1) const {
   // Continuous pixel coordinates of the box's corners, clamped as Sample
   // clamps; the pixels around them hold every value in between.
   auto col = [&](double x) {
@@ -291,11 +292,39 @@ bool Raster::Bounds(double x0, double y0, double x1, double y1, double* lo,
     const double v = (rect_.y1 - y) * to_row_ - 0.5;
     return std::clamp(v, 0.0, height_ - 1.0);
   };
-  const auto i0 = static_cast<std::uint32_t>(col(x0));
-  const auto i1 = std::min(static_cast<std::uint32_t>(col(x1)) + 1, width_ - 1);
-  const auto j0 = static_cast<std::uint32_t>(row(y1));
-  const auto j1 =
-      std::min(static_cast<std::uint32_t>(row(y0)) + 1, height_ - 1);
+  *i0 = static_cast<std::uint32_t>(col(x0));
+  *i1 = std::min(static_cast<std::uint32_t>(col(x1)) + 1, width_ - 1);
+  *j0 = static_cast<std::uint32_t>(row(y1));
+  *j1 = std::min(static_cast<std::uint32_t>(row(y0)) + 1, height_ - 1);
+}
+
+double Raster::Greatest(double x0, double y0, double x1, double y1) const {
+  std::uint32_t i0, j0, i1, j1;
+  PixelsUnder(x0, y0, x1, y1, &i0, &j0, &i1, &j1);
+  // Level k's blocks are 2^k pixels a side; pixel i lies in block i >> k.
+  const std::vector<BlockLevel>& levels = BlockLevels();
+  std::size_t k = 0;
+  auto blocks = [&](std::size_t level) {
+    return static_cast<std::size_t>((i1 >> level) - (i0 >> level) + 1) *
+           ((j1 >> level) - (j0 >> level) + 1);
+  };
+  while (k < levels.size() && blocks(k) > 16) ++k;
+  float greatest = -1;
+  for (std::uint32_t j = j0 >> k; j <= j1 >> k; ++j) {
+    for (std::uint32_t i = i0 >> k; i <= i1 >> k; ++i) {
+      greatest = std::max(
+          greatest,
+          k == 0 ? Pixel(i, j)
+                 : levels[k - 1].hi[std::size_t{j} * levels[k - 1].w + i]);
+    }
+  }
+  return greatest;
+}
+
+bool Raster::Bounds(double x0, double y0, double x1, double y1, double* lo,
+                    double* hi, std::size_t max_pixels) const {
+  std::uint32_t i0, j0, i1, j1;
+  PixelsUnder(x0, y0, x1, y1, &i0, &j0, &i1, &j1);
   if (static_cast<std::size_t>(i1 - i0 + 1) * (j1 - j0 + 1) > max_pixels) {
     return false;
   }

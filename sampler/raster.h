@@ -128,6 +128,12 @@ class Raster {
   bool Bounds(double x0, double y0, double x1, double y1, double* lo,
               double* hi, std::size_t max_pixels = 64) const;
 
+  // At least the greatest value Sample() can return in the box [x0, x1] x
+  // [y0, y1], at most the greatest pixel of the blocks of BlockLevels that
+  // cover the pixels whose bilinear support meets it: the pixels when they
+  // are at most 16, else the first level whose blocks over them are.
+  double Greatest(double x0, double y0, double x1, double y1) const;
+
   // The normalised value of pixel (i, j).
   float Pixel(std::uint32_t i, std::uint32_t j) const {
     return (*values_)[static_cast<std::size_t>(j) * width_ + i];
@@ -153,6 +159,11 @@ class Raster {
                                       std::uint32_t height);
 
  private:
+  // The pixels whose bilinear support meets the box [x0, x1] x [y0, y1]:
+  // columns i0 to i1, rows j0 to j1 (row 0 at the top).
+  void PixelsUnder(double x0, double y0, double x1, double y1,
+                   std::uint32_t* i0, std::uint32_t* j0, std::uint32_t* i1,
+                   std::uint32_t* j1) const;
   // Continuous pixel coordinates of world x and y (centres at integers),
   // clamped to the pixels.
   double PixelU(double x) const {

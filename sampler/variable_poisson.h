@@ -44,7 +44,8 @@ namespace scatter::sampler::internal {
 // the densest packing, integral of 2 / (sqrt(3) r(x)^2) dA in 2D (sqrt(2) /
 // r^3 dV in 3D), times the packing fraction real sets reach. Both are
 // doubles so huge requests do not overflow before they are refused. Cost:
-// a fixed number of raster samples (128 x 128). Not in `bytes`: the
+// 128 x 128 cells, each at its brightest pixel (Raster::Greatest), so a
+// bound however fine the raster. Not in `bytes`: the
 // raster's block bounds, built once per raster and kept with it
 // (Raster::BlockLevels).
 struct VariableEstimate {

@@ -453,8 +453,10 @@ double Cubes(const std::array<double, 3>& sides, int dims, double side) {
 }
 
 // The integral of the packing density over the meeting cells: with a
-// density raster, each cell at the smallest radius its corners and centre
-// give (the raster is bilinear, so that is close to its least).
+// density raster, each cell at the smallest radius its pixels allow
+// (Raster::Greatest; reading five places a cell missed a raster bright
+// between them, finer than the cells: a review helper's was estimated at
+// 18 919 points and made 904 720).
 double EstimatePoints(const sampler::SamplerOptions& o, int dims,
                       const CoverCells& cells) {
   const auto count = static_cast<double>(cells.boxes.size());
@@ -467,14 +469,8 @@ double EstimatePoints(const sampler::SamplerOptions& o, int dims,
       }
       double sum = 0;
       for (const auto& c : cells.boxes) {
-        double bright = 0;
-        for (const auto& [x, y] :
-             {std::pair{c[0], c[1]}, std::pair{c[3], c[1]},
-              std::pair{c[0], c[4]}, std::pair{c[3], c[4]},
-              std::pair{(c[0] + c[3]) / 2, (c[1] + c[4]) / 2}}) {
-          bright =
-              std::max(bright, std::clamp(o.density->Sample(x, y), 0.0, 1.0));
-        }
+        const double bright =
+            std::clamp(o.density->Greatest(c[0], c[1], c[3], c[4]), 0.0, 1.0);
         const double r =
             o.radius_min + (o.radius_max - o.radius_min) * (1 - bright);
         sum += sampler::DensestPackingPoints(cells.step, dims, r);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "sampler/rng.h"
 #include "tests/sampler/png_encode.h"
 
 namespace scatter::sampler {
@@ -192,6 +193,38 @@ TEST(RasterTest, BlockLevelsHoldEachBlocksLeastAndGreatestPixel) {
     }
   }
   EXPECT_EQ(Raster::BlockLevelsBytes(kW, kH), bytes_held);
+}
+
+// Greatest bounds Sample() over a box from above, and never by more than
+// the blocks that cover the box's pixels hold: one bright pixel in a dark
+// 300 x 200 raster is seen by the boxes that reach it and by no box two
+// blocks of 16 pixels away.
+TEST(RasterTest, GreatestHoldsEverySampleOfTheBoxFromAbove) {
+  constexpr std::uint32_t kW = 300, kH = 200;
+  std::vector<std::uint8_t> bytes(kW * kH, 0);
+  bytes[120 * kW + 170] = 255;  // Column 170, row 120 from the top.
+  const RasterRect rect{0, 0, 300, 200};
+  absl::StatusOr<Raster> r =
+      Raster::FromRaw(RasterFormat::kU8, kW, kH, bytes, rect, kLimit);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // The pixel's centre is at (170.5, 200 - 120.5).
+  EXPECT_EQ(r->Greatest(170, 79, 171, 80), 1);
+  EXPECT_EQ(r->Greatest(0, 0, 300, 200), 1);
+  EXPECT_EQ(r->Greatest(100.2, 60.7, 180.9, 140.1), 1);
+  EXPECT_EQ(r->Greatest(0, 0, 100, 40), 0);
+  EXPECT_EQ(r->Greatest(230, 150, 300, 200), 0);
+  // Random boxes: at least every sample in them.
+  CounterRng rng(5);
+  for (int k = 0; k < 2000; ++k) {
+    const double x0 = rng.Uniform01() * 300, y0 = rng.Uniform01() * 200;
+    const double x1 = x0 + rng.Uniform01() * 40, y1 = y0 + rng.Uniform01() * 40;
+    const double greatest = r->Greatest(x0, y0, x1, y1);
+    for (int s = 0; s < 20; ++s) {
+      const double x = x0 + rng.Uniform01() * (x1 - x0);
+      const double y = y0 + rng.Uniform01() * (y1 - y0);
+      ASSERT_LE(r->Sample(x, y), greatest) << x << " " << y;
+    }
+  }
 }
 
 TEST(RasterTest, PatchBoundsHoldEverySampleOfTheBoxAndAreTight) {

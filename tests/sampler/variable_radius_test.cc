@@ -749,7 +749,10 @@ TEST(VariableRadiusValidationTest, TheEstimateIsTheSameAtAnyScale) {
       const SamplerOptions o =
           VariableOptions(Method::kPoissonDense, 1e-5 * scale, 2e-5 * scale,
                           std::make_shared<const Raster>(*std::move(density)));
-      EXPECT_NEAR(EstimatedRunBytes(*box, o) / at_unit, 1, 1e-6)
+      // Within 1e-3: each of the estimate's cells reads the pixels under
+      // it, and where a cell's edge falls among them rounds differently at
+      // another scale (up to 2.3e-4 here).
+      EXPECT_NEAR(EstimatedRunBytes(*box, o) / at_unit, 1, 1e-3)
           << "dims " << dims << ", scale " << scale;
       absl::StatusOr<Sampler> s = Sampler::Create(*box, o);
       ASSERT_FALSE(s.ok()) << "dims " << dims << ", scale " << scale;
