@@ -349,6 +349,16 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(
     o.radius_min = layer.radius_min();
     o.radius_max = layer.radius_max();
     o.radius = layer.radius_max();
+  } else if (layer.radius_min() != 0 || layer.radius_max() != 0) {
+    // Without a raster the bounds meant nothing, and were dropped without a
+    // word (found by a review helper: inverted ones too).
+    return Invalid(
+        absl::StrCat(path, layer.radius_min() != 0 ? ".radius_min"
+                                                   : ".radius_max"),
+        absl::StrCat("bounds a variable radius, which needs a density "
+                     "raster (",
+                     path, ".density); a constant one is ", path,
+                     ".spacing"));
   } else if (IsPoisson(layer.method())) {
     if (!FinitePositive(layer.spacing())) {
       return Invalid(
@@ -606,6 +616,13 @@ absl::StatusOr<sampler::Region> ToRegion(const v1::Region& proto,
   absl::StatusOr<sampler::Region> region =
       ToShape(proto, smallest_spacing, limits, stop);
   if (!region.ok()) return region.status();
+  if (!proto.has_mask() && !(proto.mask_threshold() >= 0 &&
+                             proto.mask_threshold() <= 1)) {
+    // Checked with a mask only, so a NaN passed without one.
+    return Invalid("region.mask_threshold",
+                   absl::StrCat("must be in [0, 1], got ",
+                                proto.mask_threshold()));
+  }
   if (proto.has_mask()) {
     absl::StatusOr<std::shared_ptr<const sampler::Raster>> mask =
         ResolveRaster("region.mask", proto.mask(), limits, rasters, pinned);

@@ -328,6 +328,22 @@ const BadCase kBadCases[] = {
      },
      grpc::StatusCode::RESOURCE_EXHAUSTED,
      "the request could make 1.1547e+100 points"},
+    // Checked only with a raster, they were dropped without one (found
+    // by a review helper).
+    {"radius bounds without a density raster",
+     [](v1::ScatterRequest* r) {
+       r->mutable_layers(0)->set_radius_min(3);
+       r->mutable_layers(0)->set_radius_max(2);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "layers[0].radius_min: bounds a variable radius, which needs a density "
+     "raster (layers[0].density); a constant one is layers[0].spacing"},
+    {"mask threshold NaN without a mask",
+     [](v1::ScatterRequest* r) {
+       r->mutable_region()->set_mask_threshold(NAN);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "region.mask_threshold: must be in [0, 1], got nan"},
     {"too many attempts",
      [](v1::ScatterRequest* r) {
        r->mutable_layers(0)->set_max_attempts(5000);
