@@ -590,11 +590,14 @@ double SmallestSpacing(const Request& request) {
   double smallest = std::numeric_limits<double>::infinity();
   for (const v1::Layer& layer : request.layers()) {
     // With a density raster, `spacing` is ignored.
+    // Lengths out of range are left to the layer's own check, which names
+    // them (a spacing of 1e-300 set a tolerance the spline could not meet,
+    // and the request was refused for the spline).
     if (IsPoisson(layer.method()) && !layer.has_density() &&
-        FinitePositive(layer.spacing())) {
+        InRadiusRange(layer.spacing())) {
       smallest = std::min(smallest, layer.spacing());
     }
-    if (layer.has_density() && FinitePositive(layer.radius_min())) {
+    if (layer.has_density() && InRadiusRange(layer.radius_min())) {
       smallest = std::min(smallest, layer.radius_min());
     }
     // A grid's cell is its length: a spline flattened at 1/100 of 1 would

@@ -338,6 +338,19 @@ const BadCase kBadCases[] = {
      grpc::StatusCode::INVALID_ARGUMENT,
      "layers[0].radius_min: bounds a variable radius, which needs a density "
      "raster (layers[0].density); a constant one is layers[0].spacing"},
+    // Out of range, it set the spline's default tolerance first: the
+    // request was refused for needing too many vertices (found by a
+    // review helper).
+    {"tiny spacing with a spline region",
+     [](v1::ScatterRequest* r) {
+       v1::Spline* spline =
+           r->mutable_region()->mutable_polygons()->add_splines();
+       for (double v : {0.0, 0.0, 10.0, 0.0, 10.0, 10.0, 0.0, 10.0}) {
+         spline->add_xy(v);
+       }
+       r->mutable_layers(0)->set_spacing(1e-300);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT, "layers[0].spacing: must be in"},
     {"mask threshold NaN without a mask",
      [](v1::ScatterRequest* r) {
        r->mutable_region()->set_mask_threshold(NAN);
