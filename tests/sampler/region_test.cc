@@ -338,6 +338,12 @@ TEST(RegionTest, BadGeometryIsInvalidArgumentNamingRingAndVertex) {
       {{Square(0, 0, 1, 1), {{0, 0}, {1, nan}, {1, 1}}}, "rings[1][1]"},
       {{{{0, 0}, {1, 1}, {0, 0}}}, "rings[0]"},  // 2 distinct.
       {{Square(0, 0, 1, 1), {{0, 0}, {1, 1}, {2, 2}}}, "rings[1]"},  // Line.
+      // On a line far out: exact steps of 1/16, the shoelace sum of the
+      // coordinates rounded to 0.015625 and the line went unasked.
+      {{{{1e7 + 0.1, 1e7 + 0.7},
+         {1e7 + 0.1 + 0.1875, 1e7 + 0.7 + 0.3125},
+         {1e7 + 0.1 + 0.375, 1e7 + 0.7 + 0.625}}},
+       "rings[0]: a ring must enclose a non-zero area"},
       {{{{0, 0}, {HUGE_VAL, 0}, {1, 1}}}, "rings[0][1]"},
   };
   for (const Case& c : cases) {
