@@ -86,21 +86,20 @@ absl::Status CheckVersion(std::uint32_t asked) {
                    sampler::kAlgorithmVersion, " only, asked for ", asked));
 }
 
-// A digest names a raster in a server's cache, and a run in this process
-// has none: the conversion's NOT_FOUND ("no raster ... on this server ...;
-// upload it with PutRaster") would send the user to a server the run does
-// not use.
+}  // namespace
+
 absl::Status CheckNoDigests(
     const v1::Region& region,
-    const google::protobuf::RepeatedPtrField<v1::Layer>& layers) {
-  auto check = [](const std::string& field, const v1::RasterInput& input) {
+    const google::protobuf::RepeatedPtrField<v1::Layer>& layers,
+    absl::string_view who) {
+  auto check = [who](const std::string& field, const v1::RasterInput& input) {
     if (input.source_case() != v1::RasterInput::kDigest) {
       return absl::OkStatus();
     }
     return absl::InvalidArgumentError(absl::StrCat(
-        field,
-        ".digest: a --local run has no raster cache to look up a digest in; "
-        "give the raster inline (data) or by the job's rasterFiles"));
+        field, ".digest: ", who,
+        " has no raster cache to look up a digest in; give the raster inline "
+        "(data) or by the job's rasterFiles"));
   };
   if (region.has_mask()) {
     const absl::Status mask = check("region.mask", region.mask());
@@ -115,11 +114,9 @@ absl::Status CheckNoDigests(
   return absl::OkStatus();
 }
 
-}  // namespace
-
 absl::StatusOr<server::ScatterJob> LocalJob(const v1::ScatterRequest& request) {
   const absl::Status inline_only =
-      CheckNoDigests(request.region(), request.layers());
+      CheckNoDigests(request.region(), request.layers(), "a --local run");
   if (!inline_only.ok()) return inline_only;
   // The job pins the rasters it uses; the cache may go.
   server::RasterCache rasters(std::size_t{1} << 40);
@@ -230,7 +227,7 @@ absl::StatusOr<v1::TilesSummary> RunTilesLocalUnguarded(
   const absl::Status version = CheckVersion(request.algorithm_version());
   if (!version.ok()) return version;
   const absl::Status inline_only =
-      CheckNoDigests(request.region(), request.layers());
+      CheckNoDigests(request.region(), request.layers(), "a --local run");
   if (!inline_only.ok()) return inline_only;
   server::RasterCache rasters(std::size_t{1} << 40);
   absl::StatusOr<server::TilesJob> job =

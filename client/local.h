@@ -6,12 +6,24 @@
 // for bit, in the same batches.
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "client/client.h"
 #include "scatter/v1/scatter.pb.h"
 #include "server/convert.h"
 
 namespace scatter::client {
+
+// INVALID_ARGUMENT naming the first raster field that names a digest,
+// which only a server's cache can look up: "region.mask.digest: WHO has no
+// raster cache ...". A digest names a raster in a server's cache, and
+// work in this process has none: the conversion's NOT_FOUND ("no raster
+// ... on this server ...; upload it with PutRaster") would send the user
+// to a server the work does not use.
+absl::Status CheckNoDigests(
+    const v1::Region& region,
+    const google::protobuf::RepeatedPtrField<v1::Layer>& layers,
+    absl::string_view who);
 
 // The request converted as scatterd converts it, without server limits.
 // Its rasters must be inline.

@@ -357,6 +357,16 @@ int Run(const std::string& job_path) {
   // preview; uploaded from there for the server.
   absl::StatusOr<v1::ScatterRequest> inline_request = ResolveRasters(*job, base_dir);
   if (!inline_request.ok()) return Fail(inline_request.status());
+  // The picture and the report are made here, after the run: a raster the
+  // job names by digest lives only in the server's cache. Said before the
+  // run, not after --out is replaced (found by a review helper).
+  if (!local && (report || !preview.empty())) {
+    const absl::Status here =
+        CheckNoDigests(inline_request->region(), inline_request->layers(),
+                       absl::StrCat(!preview.empty() ? "--preview" : "--report",
+                                    " (made in this process, after the run)"));
+    if (!here.ok()) return Fail(here);
+  }
   // Files need every per-point array.
   inline_request->clear_fields();
   const v1::ScatterRequest* request = &*inline_request;

@@ -531,6 +531,33 @@ TEST(CliTest, ReportTimesTheRunWithoutThePreview) {
   EXPECT_LT(seconds, wall / 2) << run.err;
 }
 
+// --preview and --report are made in this process after the run, and a
+// raster the job names by digest is only in the server's cache: they failed
+// after --out was replaced, saying "a --local run" of a run against a
+// server (found by a review helper). Refused before any call now.
+TEST(CliTest, APreviewOrReportOfARasterNamedByDigestIsRefusedFirst) {
+  const std::string job = Temp("digest_job.json");
+  std::ofstream(job) << R"({"request": {
+      "region": {"box": {"min": [0, 0], "max": [10, 10]},
+                 "mask": {"digest": "2ce2d58f", "x1": 10, "y1": 10}},
+      "layers": [{"spacing": 1}]}})";
+  const std::string out = Temp("digest_out.csv");
+  for (const std::string& flag :
+       {"--preview=" + Temp("digest.png"), std::string("--report")}) {
+    std::ofstream(out) << "old\n";
+    const CommandResult run =
+        Scatter({"run", job, "--server=127.0.0.1:1", "--out=" + out, flag});
+    EXPECT_EQ(run.exit_code, 1);
+    EXPECT_THAT(run.err,
+                HasSubstr(absl::StrCat(
+                    "region.mask.digest: ", flag.substr(0, flag.find('=')),
+                    " (made in this process, after the run) has no raster "
+                    "cache")));
+    std::ifstream kept(out);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "old\n");
+  }
+}
+
 TEST(CliTest, HealthTellsALiveServerFromADeadOne) {
   Scatterd scatterd({});
   const std::string address = absl::StrCat("127.0.0.1:", scatterd.port());
