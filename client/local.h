@@ -25,7 +25,9 @@ absl::Status CheckNoDigests(
     const google::protobuf::RepeatedPtrField<v1::Layer>& layers,
     absl::string_view who);
 
-// The request converted as scatterd converts it, without server limits.
+// The request converted as scatterd converts it, without the server's
+// point, raster-size and tile limits (a request's own size limits, layers,
+// obstacles and polygon vertices, hold as on a server).
 // Its rasters must be inline.
 absl::StatusOr<server::ScatterJob> LocalJob(const v1::ScatterRequest& request);
 
@@ -60,7 +62,8 @@ struct LocalTilesOptions {
 
 // Serves the request in this process as scatterd serves it: the same
 // conversion, tiles and parts, so the same points, bit for bit, in the same
-// messages. No server limits apply (tiles per request, points). Its
+// messages. The server's tile and point limits do not apply (a request's
+// own size limits do). Its
 // rasters must be inline.
 absl::StatusOr<v1::TilesSummary> RunTilesLocal(
     const v1::ScatterTilesRequest& request, const LocalTilesOptions& options,
