@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <new>
@@ -352,6 +353,16 @@ int Run(const std::string& job_path) {
     // written must fail the run before that.
     const absl::Status writable = CheckPreviewWritable(preview);
     if (!writable.ok()) return Fail(std::string(writable.message()));
+    // Nor may it replace the points (found by a review helper: --out=x.png
+    // --preview=x.png left the picture and exited 0).
+    const std::string out = absl::GetFlag(FLAGS_out);
+    std::error_code same_error;
+    if (out != "-" && (preview == out ||
+                       std::filesystem::equivalent(preview, out, same_error))) {
+      return Fail(absl::StrCat("--preview: ", preview,
+                               " is the file --out writes the points to; "
+                               "give the picture another name"));
+    }
   }
   // The rasters are read once: inline for a local run, the report and the
   // preview; uploaded from there for the server.

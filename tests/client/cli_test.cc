@@ -743,6 +743,12 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
       {{"run", three, "--local", "--preview=" + Temp("never.png"),
         "--preview_size=0"},
        "--preview_size: expected 16 to 8192, got 0"},
+      // The picture replaced the points, and the run exited 0.
+      {{"run", three, "--local", "--out=" + Temp("both.png"),
+        "--preview=" + Temp("both.png")},
+       "--preview: " + Temp("both.png") +
+           " is the file --out writes the points to; give the picture "
+           "another name"},
       {{"run", bad_field, server}, "seeed"},
       {{"run", bad_spacing, server}, "INVALID_ARGUMENT: layers[0].spacing"},
       {{"run", bad_spacing, "--local"}, "INVALID_ARGUMENT: layers[0].spacing"},
