@@ -6,13 +6,16 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -396,6 +399,30 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
     return absl::UnavailableError(
         absl::StrCat("address: cannot listen on ", options.address,
                      ": a server is listening there"));
+  }
+  // A socket in a directory that is missing or not writable failed to
+  // bind as "(address in use, or not host:port?)".
+  if (absl::string_view path = options.address;
+      absl::ConsumePrefix(&path, "unix:")) {
+    const std::size_t slash = path.rfind('/');
+    const std::string dir =
+        slash == absl::string_view::npos
+            ? "."
+            : std::string(slash == 0 ? "/" : path.substr(0, slash));
+    struct stat info;
+    const char* why = nullptr;
+    if (stat(dir.c_str(), &info) != 0) {
+      why = std::strerror(errno);
+    } else if (!S_ISDIR(info.st_mode)) {
+      why = "not a directory";
+    } else if (access(dir.c_str(), W_OK | X_OK) != 0) {
+      why = std::strerror(errno);
+    }
+    if (why != nullptr) {
+      return absl::UnavailableError(
+          absl::StrCat("address: cannot listen on ", options.address,
+                       ": its directory ", dir, ": ", why));
+    }
   }
   if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
     return absl::InvalidArgumentError(

@@ -231,6 +231,15 @@ TEST(ScatterdTest, AUnixSocketPathEmptyOrTooLongIsRefused) {
       {absl::StrCat("--address=unix:/tmp/", std::string(110, 'a'))});
   EXPECT_EQ(long_path.exit_code, 2) << long_path.err;
   EXPECT_THAT(long_path.err, HasSubstr("(115 bytes)"));
+  // It said "(address in use, or not host:port?)" (found by a review
+  // helper).
+  const CommandResult no_dir =
+      RunScatterd({"--address=unix:/nonexistent_scatter_dir/sock"});
+  EXPECT_NE(no_dir.exit_code, 0);
+  EXPECT_THAT(no_dir.err,
+              HasSubstr("address: cannot listen on "
+                        "unix:/nonexistent_scatter_dir/sock: its directory "
+                        "/nonexistent_scatter_dir: No such file or directory"));
 }
 
 // gRPC removes what is at a unix socket's path before binding: a second
