@@ -355,10 +355,15 @@ int Run(const std::string& job_path) {
     if (!writable.ok()) return Fail(std::string(writable.message()));
     // Nor may it replace the points (found by a review helper: --out=x.png
     // --preview=x.png left the picture and exited 0).
+    // (/dev/null for both, or another device or pipe, is fine.)
     const std::string out = absl::GetFlag(FLAGS_out);
     std::error_code same_error;
-    if (out != "-" && (preview == out ||
-                       std::filesystem::equivalent(preview, out, same_error))) {
+    struct stat out_info;
+    const bool special =
+        stat(out.c_str(), &out_info) == 0 && !S_ISREG(out_info.st_mode);
+    if (out != "-" && !special &&
+        (preview == out ||
+         std::filesystem::equivalent(preview, out, same_error))) {
       return Fail(absl::StrCat("--preview: ", preview,
                                " is the file --out writes the points to; "
                                "give the picture another name"));
