@@ -351,6 +351,36 @@ const BadCase kBadCases[] = {
        r->mutable_layers(0)->set_spacing(1e-300);
      },
      grpc::StatusCode::INVALID_ARGUMENT, "layers[0].spacing: must be in"},
+    // At 2^50 doubles are 0.25 apart: a cell of 0.5 holds four places,
+    // and 16 384 uniform points in 64 x 64 took 14 516 (found by a review
+    // helper). Refused as a spacing that small is.
+    {"jittered cells finer than the coordinates",
+     [](v1::ScatterRequest* r) {
+       v1::Box* box = r->mutable_region()->mutable_box();
+       for (int a = 0; a < 2; ++a) {
+         box->set_min(a, std::ldexp(1.0, 50));
+         box->set_max(a, std::ldexp(1.0, 50) + 64);
+       }
+       r->mutable_layers(0)->clear_spacing();
+       r->mutable_layers(0)->set_method(v1::METHOD_JITTERED_GRID);
+       r->mutable_layers(0)->set_cell_size(0.5);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "layers[0].cell_size: must be at least 256 in this region"},
+    {"uniform points finer than the coordinates",
+     [](v1::ScatterRequest* r) {
+       v1::Box* box = r->mutable_region()->mutable_box();
+       for (int a = 0; a < 2; ++a) {
+         box->set_min(a, std::ldexp(1.0, 50));
+         box->set_max(a, std::ldexp(1.0, 50) + 64);
+       }
+       r->mutable_layers(0)->clear_spacing();
+       r->mutable_layers(0)->set_method(v1::METHOD_UNIFORM);
+       r->mutable_layers(0)->set_count(16384);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "layers[0].count: gives a mean spacing of 0.5 in this region, where "
+     "doubles are 0.25 apart"},
     {"mask threshold NaN without a mask",
      [](v1::ScatterRequest* r) {
        r->mutable_region()->set_mask_threshold(NAN);
