@@ -131,8 +131,19 @@ class Raster {
   // At least the greatest value Sample() can return in the box [x0, x1] x
   // [y0, y1], at most the greatest pixel of the blocks of BlockLevels that
   // cover the pixels whose bilinear support meets it: the pixels when they
-  // are at most 16, else the first level whose blocks over them are.
+  // span at most 2 a side, else the first level whose blocks are wider than
+  // their span (2 x 2 blocks at most, up to twice the span a side).
   double Greatest(double x0, double y0, double x1, double y1) const;
+  // The same over the pixels of columns i0 to i1 and rows j0 to j1, as
+  // PixelsUnder gives them.
+  double GreatestOverPixels(std::uint32_t i0, std::uint32_t j0,
+                            std::uint32_t i1, std::uint32_t j1) const;
+  // The pixels whose bilinear support meets the box [x0, x1] x [y0, y1]:
+  // columns i0 to i1, rows j0 to j1 (row 0 at the top). Columns depend on
+  // x only, rows on y only.
+  void PixelsUnder(double x0, double y0, double x1, double y1,
+                   std::uint32_t* i0, std::uint32_t* j0, std::uint32_t* i1,
+                   std::uint32_t* j1) const;
 
   // The normalised value of pixel (i, j).
   float Pixel(std::uint32_t i, std::uint32_t j) const {
@@ -159,11 +170,6 @@ class Raster {
                                       std::uint32_t height);
 
  private:
-  // The pixels whose bilinear support meets the box [x0, x1] x [y0, y1]:
-  // columns i0 to i1, rows j0 to j1 (row 0 at the top).
-  void PixelsUnder(double x0, double y0, double x1, double y1,
-                   std::uint32_t* i0, std::uint32_t* j0, std::uint32_t* i1,
-                   std::uint32_t* j1) const;
   // Continuous pixel coordinates of world x and y (centres at integers),
   // clamped to the pixels.
   double PixelU(double x) const {

@@ -52,14 +52,24 @@ VariableEstimate EstimateVariablePoisson(const Box& box, const Raster& density,
   // Each cell at the least radius its pixels allow (Raster::Greatest):
   // read at its middle, a raster bright between the middles went unseen
   // (a review helper's made 48 times the points counted).
+  // A cell's pixel columns depend on its x only and its rows on its y
+  // only: found once per column and row of cells.
   constexpr int kSteps = 128;
+  std::uint32_t cols[kSteps][2], rows[kSteps][2];
+  for (int k = 0; k < kSteps; ++k) {
+    const double x0 = box.min(0) + k * box.extent(0) / kSteps;
+    const double y0 = box.min(1) + k * box.extent(1) / kSteps;
+    density.PixelsUnder(x0, y0, x0 + box.extent(0) / kSteps,
+                        y0 + box.extent(1) / kSteps, &cols[k][0], &rows[k][0],
+                        &cols[k][1], &rows[k][1]);
+  }
+  // 1 / r^D per cell, axis by axis: sides over r (r^D and the measure
+  // apart leave the doubles, see above).
   double sum = 0;
   for (int j = 0; j < kSteps; ++j) {
     for (int i = 0; i < kSteps; ++i) {
-      const double x0 = box.min(0) + i * box.extent(0) / kSteps;
-      const double y0 = box.min(1) + j * box.extent(1) / kSteps;
-      const double r = field.FromDensity(density.Greatest(
-          x0, y0, x0 + box.extent(0) / kSteps, y0 + box.extent(1) / kSteps));
+      const double r = field.FromDensity(density.GreatestOverPixels(
+          cols[i][0], rows[j][0], cols[i][1], rows[j][1]));
       double cells = 1;
       for (int a = 0; a < dims; ++a) cells *= box.extent(a) / r;
       sum += cells;
