@@ -109,12 +109,14 @@ int Fail(const absl::Status& status) {
                          status.message());
   // A plaintext client at a TLS server, or one without the certificate a
   // mutual-TLS server asks for, hears only "Socket closed".
+  // Only then: a refused connection or a name that does not resolve is
+  // not about TLS.
   if (status.code() == absl::StatusCode::kUnavailable &&
-      absl::StartsWith(status.message(), "cannot reach scatterd at ")) {
+      absl::StartsWith(status.message(), "cannot reach scatterd at ") &&
+      absl::StrContains(status.message(), "Socket closed")) {
     if (absl::GetFlag(FLAGS_tls_ca).empty()) {
       absl::StrAppend(&message, " (if scatterd serves TLS, give --tls_ca)");
-    } else if (absl::GetFlag(FLAGS_tls_cert).empty() &&
-               absl::StrContains(status.message(), "Socket closed")) {
+    } else if (absl::GetFlag(FLAGS_tls_cert).empty()) {
       absl::StrAppend(&message,
                       " (if scatterd asks for a client certificate, give "
                       "--tls_cert and --tls_key)");
@@ -361,8 +363,14 @@ int Run(const std::string& job_path) {
     struct stat out_info;
     const bool special =
         stat(out.c_str(), &out_info) == 0 && !S_ISREG(out_info.st_mode);
+    // Compared as absolute paths with the parts that exist resolved
+    // ("pts.csv" and "./pts.csv"), and as files when both exist.
+    auto canonical = [&same_error](const std::string& path) {
+      return std::filesystem::weakly_canonical(std::filesystem::absolute(path),
+                                               same_error);
+    };
     if (out != "-" && !special &&
-        (preview == out ||
+        (canonical(preview) == canonical(out) ||
          std::filesystem::equivalent(preview, out, same_error))) {
       return Fail(absl::StrCat("--preview: ", preview,
                                " is the file --out writes the points to; "

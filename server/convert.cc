@@ -353,12 +353,15 @@ absl::StatusOr<sampler::LayerSpec> ToLayer(
     // Without a raster the bounds meant nothing, and were dropped without a
     // word (found by a review helper: inverted ones too).
     return Invalid(
-        absl::StrCat(path, layer.radius_min() != 0 ? ".radius_min"
-                                                   : ".radius_max"),
-        absl::StrCat("bounds a variable radius, which needs a density "
-                     "raster (",
-                     path, ".density); a constant one is ", path,
-                     ".spacing"));
+        absl::StrCat(path,
+                     layer.radius_min() != 0 ? ".radius_min" : ".radius_max"),
+        absl::StrCat(
+            "bounds a variable radius, which needs a density "
+            "raster (",
+            path, ".density)",
+            IsPoisson(layer.method())
+                ? absl::StrCat("; a constant one is ", path, ".spacing")
+                : " and a Poisson method"));
   } else if (IsPoisson(layer.method())) {
     if (!FinitePositive(layer.spacing())) {
       return Invalid(
@@ -616,16 +619,17 @@ absl::StatusOr<sampler::Region> ToRegion(const v1::Region& proto,
                                          const Limits& limits,
                                          RasterCache& rasters, Pinned* pinned,
                                          absl::FunctionRef<bool()> stop) {
-  absl::StatusOr<sampler::Region> region =
-      ToShape(proto, smallest_spacing, limits, stop);
-  if (!region.ok()) return region.status();
   if (!proto.has_mask() && !(proto.mask_threshold() >= 0 &&
                              proto.mask_threshold() <= 1)) {
-    // Checked with a mask only, so a NaN passed without one.
+    // Checked with a mask only, so a NaN passed without one. (Before the
+    // shape, whose index may take a while.)
     return Invalid("region.mask_threshold",
                    absl::StrCat("must be in [0, 1], got ",
                                 proto.mask_threshold()));
   }
+  absl::StatusOr<sampler::Region> region =
+      ToShape(proto, smallest_spacing, limits, stop);
+  if (!region.ok()) return region.status();
   if (proto.has_mask()) {
     absl::StatusOr<std::shared_ptr<const sampler::Raster>> mask =
         ResolveRaster("region.mask", proto.mask(), limits, rasters, pinned);
@@ -856,8 +860,12 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
     if (s < least || (s == least && points[i] < points[last])) last = i;
   }
   if (job.layers.size() > 1) {
-    job.estimated_bytes +=
-        (job.estimated_points - points[last]) * kKeptPointBytes;
+    // A request's own cap bounds the points kept too.
+    double kept = job.estimated_points - points[last];
+    if (request.max_points() != 0) {
+      kept = std::min(kept, static_cast<double>(request.max_points()));
+    }
+    job.estimated_bytes += kept * kKeptPointBytes;
   }
   // The polygon index, held for the call's life.
   job.estimated_bytes += static_cast<double>(job.region.IndexBytes());

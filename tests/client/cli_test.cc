@@ -569,6 +569,8 @@ TEST(CliTest, HealthTellsALiveServerFromADeadOne) {
   CommandResult dead = Scatter({"health", "--server=" + address});
   EXPECT_NE(dead.exit_code, 0);
   EXPECT_THAT(dead.err, HasSubstr("cannot reach scatterd at " + address));
+  // A refused connection is not about TLS.
+  EXPECT_THAT(dead.err, Not(HasSubstr("TLS")));
 }
 
 // A plaintext call at a TLS scatterd, or a TLS one without the client
@@ -749,6 +751,11 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
        "--preview: " + Temp("both.png") +
            " is the file --out writes the points to; give the picture "
            "another name"},
+      // Spelled another way, before either exists.
+      {{"run", three, "--local", "--out=" + Temp("both2.png"),
+        "--preview=" + absl::StrCat(::testing::TempDir(), "/./cli_", getpid(),
+                                    "_both2.png")},
+       "is the file --out writes the points to"},
       {{"run", bad_field, server}, "seeed"},
       {{"run", bad_spacing, server}, "INVALID_ARGUMENT: layers[0].spacing"},
       {{"run", bad_spacing, "--local"}, "INVALID_ARGUMENT: layers[0].spacing"},
@@ -1914,25 +1921,18 @@ TEST(ClientTest, ARasterUploadedToOneOfTwoReplicasReachesItsCalls) {
   raster.set_format(v1::RASTER_FORMAT_U8);
   raster.set_width(1500);
   raster.set_height(1000);
-  raster.set_pixels(std::string(1500 * 1000, '\x80'));
   for (int round = 0; round < 6; ++round) {
+    // A new raster each round, so each needs its upload.
+    raster.set_pixels(
+        std::string(1500 * 1000, static_cast<char>(0x80 + round)));
     absl::StatusOr<v1::RasterRef> ref = (*client)->PutRaster(raster);
     ASSERT_TRUE(ref.ok()) << ref.status();
-    v1::ScatterRequest request = server::testing::BoxRequest(20, 1);
-    v1::Layer* layer = request.mutable_layers(0);
-    layer->clear_spacing();
-    layer->set_radius_min(1);
-    layer->set_radius_max(2);
-    v1::RasterInput* density = layer->mutable_density();
-    density->set_digest(ref->digest());
-    density->set_x1(20);
-    density->set_y1(20);
-    const ScatterRun run = RunScatter(**client, request);
+    const ScatterRun run = RunScatter(**client, DensityRequest(ref->digest()));
     ASSERT_TRUE(run.summary.ok())
         << "round " << round << ": " << run.summary.status();
     EXPECT_GT(run.summary->total_points(), 20u);
   }
-  // Both replicas served calls.
+  // Both replicas took uploads or calls.
   EXPECT_GT(Count(a.log(), "peer="), 0);
   EXPECT_GT(Count(b.log(), "peer="), 0);
 }

@@ -290,6 +290,18 @@ struct BadCase {
   const char* message;  // A substring the status must carry.
 };
 
+// The 64 x 64 box at 2^50, where doubles are 0.25 apart, and layer 0 of
+// `method` with no spacing.
+void FarBoxLayer(v1::ScatterRequest* r, v1::Method method) {
+  v1::Box* box = r->mutable_region()->mutable_box();
+  for (int a = 0; a < 2; ++a) {
+    box->set_min(a, std::ldexp(1.0, 50));
+    box->set_max(a, std::ldexp(1.0, 50) + 64);
+  }
+  r->mutable_layers(0)->clear_spacing();
+  r->mutable_layers(0)->set_method(method);
+}
+
 const BadCase kBadCases[] = {
     {"no layers", [](v1::ScatterRequest* r) { r->clear_layers(); },
      grpc::StatusCode::INVALID_ARGUMENT, "layers: at least one layer"},
@@ -356,26 +368,14 @@ const BadCase kBadCases[] = {
     // helper). Refused as a spacing that small is.
     {"jittered cells finer than the coordinates",
      [](v1::ScatterRequest* r) {
-       v1::Box* box = r->mutable_region()->mutable_box();
-       for (int a = 0; a < 2; ++a) {
-         box->set_min(a, std::ldexp(1.0, 50));
-         box->set_max(a, std::ldexp(1.0, 50) + 64);
-       }
-       r->mutable_layers(0)->clear_spacing();
-       r->mutable_layers(0)->set_method(v1::METHOD_JITTERED_GRID);
+       FarBoxLayer(r, v1::METHOD_JITTERED_GRID);
        r->mutable_layers(0)->set_cell_size(0.5);
      },
      grpc::StatusCode::INVALID_ARGUMENT,
      "layers[0].cell_size: must be at least 256 in this region"},
     {"uniform points finer than the coordinates",
      [](v1::ScatterRequest* r) {
-       v1::Box* box = r->mutable_region()->mutable_box();
-       for (int a = 0; a < 2; ++a) {
-         box->set_min(a, std::ldexp(1.0, 50));
-         box->set_max(a, std::ldexp(1.0, 50) + 64);
-       }
-       r->mutable_layers(0)->clear_spacing();
-       r->mutable_layers(0)->set_method(v1::METHOD_UNIFORM);
+       FarBoxLayer(r, v1::METHOD_UNIFORM);
        r->mutable_layers(0)->set_count(16384);
      },
      grpc::StatusCode::INVALID_ARGUMENT,
@@ -915,6 +915,10 @@ TEST(ServiceTest, MemoryEstimateCountsThePointsKeptForLaterLayers) {
   const double kept = EstimatedBytes(two) - one_big - one_small;
   EXPECT_GT(kept, 5000 * kKeptPointBytes);
   EXPECT_LE(kept, 11547 * kKeptPointBytes);
+  // The request's own cap bounds them: it refused a job of 10 points for
+  // 0.8 GB of kept points (found by a review helper).
+  two.set_max_points(10);
+  EXPECT_LE(EstimatedBytes(two), one_big + one_small + 10 * kKeptPointBytes);
 }
 
 // A uniform layer has no spacing and is placed last, whatever its options'
