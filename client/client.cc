@@ -50,6 +50,24 @@ void AddDigest(std::string field, const v1::RasterInput& input,
   digests->push_back({std::move(field), input.digest()});
 }
 
+// Every raster the request's region (none when null) and layers name by
+// digest, once each, with the first field that names it.
+std::vector<NamedDigest> NamedDigests(
+    const v1::Region* region,
+    const google::protobuf::RepeatedPtrField<v1::Layer>& layers) {
+  std::vector<NamedDigest> named;
+  if (region != nullptr && region->has_mask()) {
+    AddDigest("region.mask", region->mask(), &named);
+  }
+  for (int i = 0; i < layers.size(); ++i) {
+    if (layers[i].has_density()) {
+      AddDigest(absl::StrCat("layers[", i, "].density"), layers[i].density(),
+                &named);
+    }
+  }
+  return named;
+}
+
 void InlineOne(v1::RasterInput* input,
                const absl::flat_hash_map<std::string, v1::RasterData>& known,
                bool* changed) {
@@ -186,18 +204,8 @@ absl::StatusOr<int> Client::UploadKnownDigests(
     v1::ScatterService::Stub& stub, const v1::Region* region,
     const google::protobuf::RepeatedPtrField<v1::Layer>& layers,
     absl::Time deadline, const std::function<bool()>& cancelled) {
-  std::vector<NamedDigest> named;
-  if (region != nullptr && region->has_mask()) {
-    AddDigest("region.mask", region->mask(), &named);
-  }
-  for (int i = 0; i < layers.size(); ++i) {
-    if (layers[i].has_density()) {
-      AddDigest(absl::StrCat("layers[", i, "].density"), layers[i].density(),
-                &named);
-    }
-  }
   int uploaded = 0;
-  for (const NamedDigest& one : named) {
+  for (const NamedDigest& one : NamedDigests(region, layers)) {
     v1::RasterData data;
     {
       absl::MutexLock lock(&mu_);
@@ -234,19 +242,12 @@ bool Client::InlineKnownDigests(
 
 template <typename Request>
 bool Client::NamesUploadedRaster(const Request& request) {
+  const std::vector<NamedDigest> named = NamedDigests(
+      request.has_region() ? &request.region() : nullptr, request.layers());
   absl::MutexLock lock(&mu_);
-  auto uploaded = [&](const v1::RasterInput& input) {
-    return input.source_case() == v1::RasterInput::kDigest &&
-           uploaded_.contains(input.digest());
-  };
-  if (request.has_region() && request.region().has_mask() &&
-      uploaded(request.region().mask())) {
-    return true;
-  }
-  for (const v1::Layer& layer : request.layers()) {
-    if (layer.has_density() && uploaded(layer.density())) return true;
-  }
-  return false;
+  return std::any_of(named.begin(), named.end(), [&](const NamedDigest& one) {
+    return uploaded_.contains(one.digest);
+  });
 }
 
 template <typename Request, typename Response, typename Summary, typename Open,

@@ -108,9 +108,8 @@ int Fail(const absl::Status& status) {
           : absl::StrCat(absl::StatusCodeToString(status.code()), ": ",
                          status.message());
   // A plaintext client at a TLS server, or one without the certificate a
-  // mutual-TLS server asks for, hears only "Socket closed".
-  // Only then: a refused connection or a name that does not resolve is
-  // not about TLS.
+  // mutual-TLS server asks for, hears only "Socket closed"; a refused
+  // connection or a name that does not resolve is not about TLS.
   if (status.code() == absl::StatusCode::kUnavailable &&
       absl::StartsWith(status.message(), "cannot reach scatterd at ") &&
       absl::StrContains(status.message(), "Socket closed")) {

@@ -110,12 +110,13 @@ TEST(ScatterdTest, ServesOnAUnixSocketAndNamesIt) {
   unlink((base + ".sock").c_str());
 }
 
-// scatterd with `flags` (its log at `log_path` when given), a stream in
-// flight on it that runs for seconds (one message read), then SIGTERM.
+// scatterd with `flags`, its log at `log`, a stream in flight on it that
+// runs for seconds (one message read), then SIGTERM.
 struct DrainingStream {
-  explicit DrainingStream(std::vector<std::string> flags,
-                          const std::string& log_path = "")
-      : scatterd(std::move(flags), log_path),
+  DrainingStream(const std::string& name, std::vector<std::string> flags)
+      : log(absl::StrCat(::testing::TempDir(), "/scatterd_", name, "_",
+                         getpid())),
+        scatterd(std::move(flags), log),
         stub(scatterd.Stub()),
         reader(stub->Scatter(&context, LongRequest())) {
     EXPECT_GT(scatterd.port(), 0);
@@ -123,6 +124,7 @@ struct DrainingStream {
     EXPECT_TRUE(reader->Read(&response));
     scatterd.Signal(SIGTERM);
   }
+  const std::string log;
   Scatterd scatterd;
   std::unique_ptr<v1::ScatterService::Stub> stub;
   grpc::ClientContext context;
@@ -130,9 +132,7 @@ struct DrainingStream {
 };
 
 TEST(ScatterdTest, SigtermEndsAStreamInFlightWithAStatus) {
-  const std::string log =
-      absl::StrCat(::testing::TempDir(), "/scatterd_sigterm_", getpid());
-  DrainingStream draining({"--grace_period=300ms"}, log);
+  DrainingStream draining("sigterm", {"--grace_period=300ms"});
   Scatterd& scatterd = draining.scatterd;
   auto& stub = draining.stub;
   auto& reader = draining.reader;
@@ -152,7 +152,7 @@ TEST(ScatterdTest, SigtermEndsAStreamInFlightWithAStatus) {
   EXPECT_TRUE(WIFEXITED(exit) && WEXITSTATUS(exit) == 0);
   EXPECT_LT(absl::Now() - stopped, absl::Seconds(2)) << "slow to exit";
   // The drained call's line names its client (it said peer=unknown).
-  EXPECT_THAT(ReadAll(log), HasSubstr("Scatter peer=ipv4:127.0.0.1:"));
+  EXPECT_THAT(ReadAll(draining.log), HasSubstr("Scatter peer=ipv4:127.0.0.1:"));
 }
 
 // scatterd with `flags` on 127.0.0.1:0; one that starts anyway is killed
@@ -176,9 +176,7 @@ TEST(ScatterdTest, UnknownLogLevelIsRefusedNamingTheFlag) {
 // the first alone would wait for the stream to finish (seconds here; a
 // SIGKILL was the only way out).
 TEST(ScatterdTest, ASecondSignalEndsTheGracePeriod) {
-  const std::string log =
-      absl::StrCat(::testing::TempDir(), "/scatterd_second_signal_", getpid());
-  DrainingStream draining({"--grace_period=inf"}, log);
+  DrainingStream draining("second_signal", {"--grace_period=inf"});
   Scatterd& scatterd = draining.scatterd;
   auto& reader = draining.reader;
   v1::ScatterResponse response;
@@ -193,7 +191,7 @@ TEST(ScatterdTest, ASecondSignalEndsTheGracePeriod) {
   const int exit = scatterd.Wait();
   EXPECT_TRUE(WIFEXITED(exit) && WEXITSTATUS(exit) == 0) << exit;
   EXPECT_LT(absl::Now() - second, absl::Seconds(3)) << "slow to exit";
-  EXPECT_THAT(ReadAll(log),
+  EXPECT_THAT(ReadAll(draining.log),
               HasSubstr("signal 2 again, ending the grace period"));
 }
 
