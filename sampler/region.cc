@@ -601,7 +601,15 @@ absl::StatusOr<Region> Region::Polygons(absl::Span<const Ring> rings,
   absl::StatusOr<Box> bounds = Box::Create(
       2, {lo[0], lo[1], 0},
       {std::nextafter(hi[0], HUGE_VAL), std::nextafter(hi[1], HUGE_VAL), 0});
-  if (!bounds.ok()) return bounds.status();
+  if (!bounds.ok()) {
+    // Not the box's own words: the caller gave rings. Vertices at the
+    // largest doubles leave no finite bound past them, and rings spanning
+    // more than the largest double have no finite extent.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rings: the vertices' bounds must have a finite extent, got x from ",
+        lo[0], " to ", hi[0], " and y from ", lo[1], " to ", hi[1],
+        ": move the rings nearer the origin"));
+  }
   auto index = std::make_shared<const internal::PolygonIndex>(
       std::move(edges), rule, *bounds, poll);
   if (poll.stopped) return stopped();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -377,6 +378,27 @@ TEST(RegionTest, ABallWithNoRoomAroundItsCentreSaysSoNotBox) {
         << ball.status();
     EXPECT_EQ(ball.status().message().find("box"), std::string::npos)
         << ball.status();
+  }
+}
+
+// Rings at the largest doubles: their bounds have no finite extent (from
+// -1.7e308 to 1.7e308), or no finite double past the rightmost vertex.
+// The refusal named box.min.x and box.max.x, of a box the caller never
+// gave.
+TEST(RegionTest, RingsWithNoFiniteBoundsSayRingsNotBox) {
+  const double most = std::numeric_limits<double>::max();
+  for (const Ring& ring : {Ring{{-1.7e308, 0}, {1.7e308, 0}, {0, 1}},
+                           Ring{{0, 0}, {most, 0}, {0, 1}},
+                           Ring{{0, -1.7e308}, {1, 0}, {0, 1.7e308}}}) {
+    absl::StatusOr<Region> region = Region::Polygons({ring});
+    ASSERT_FALSE(region.ok());
+    EXPECT_EQ(region.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(region.status().message().find(
+                  "rings: the vertices' bounds must have a finite extent"),
+              std::string::npos)
+        << region.status();
+    EXPECT_EQ(region.status().message().find("box"), std::string::npos)
+        << region.status();
   }
 }
 
