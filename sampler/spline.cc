@@ -57,11 +57,22 @@ absl::StatusOr<Ring> FlattenSpline(const Spline& spline, double tolerance,
         absl::StrCat("tolerance must be finite and > 0, got ", tolerance));
   }
   const std::vector<P>& p = spline.points;
+  // Within 2^500 the flattening's sums, differences and the products in
+  // its flatness test stay finite. Past about 1e154 the products
+  // overflowed to inf, nothing was ever flat, and a ring of three points
+  // was refused for needing more than max_vertices vertices, as if the
+  // tolerance were too fine.
+  constexpr double kLargest = kSplineLargestCoordinate;
   for (std::size_t k = 0; k < p.size(); ++k) {
     if (!std::isfinite(p[k][0]) || !std::isfinite(p[k][1])) {
       return absl::InvalidArgumentError(
           absl::StrCat("points[", k, "]: coordinates must be finite, got (",
                        p[k][0], ", ", p[k][1], ")"));
+    }
+    if (!(std::abs(p[k][0]) <= kLargest && std::abs(p[k][1]) <= kLargest)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("points[", k, "]: coordinates must be within +-2^500 (",
+                       kLargest, "), got (", p[k][0], ", ", p[k][1], ")"));
     }
   }
   const std::size_t n = p.size();

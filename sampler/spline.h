@@ -29,12 +29,17 @@ struct Spline {
   std::vector<std::array<double, 2>> points;  // In the region's units.
 };
 
+// The largest coordinate a control point may have: within it the
+// flattening's sums and products stay finite.
+inline constexpr double kSplineLargestCoordinate = 0x1.0p500;
+
 // The spline as a ring whose every point lies within `tolerance` of the
 // curve and vice versa (adaptive de Casteljau subdivision until a piece's
 // control points are within tolerance of its chord). InvalidArgument naming
-// the field and the rule for a non-finite point, too few points, a Bezier
-// count that is not a multiple of 3, or a tolerance that is not finite and
-// > 0; ResourceExhausted when the ring would need more than max_vertices.
+// the field and the rule for a non-finite point or one past
+// kSplineLargestCoordinate, too few points, a Bezier count that is not a
+// multiple of 3, or a tolerance that is not finite and > 0;
+// ResourceExhausted when the ring would need more than max_vertices.
 absl::StatusOr<Ring> FlattenSpline(const Spline& spline, double tolerance,
                                    std::size_t max_vertices = std::size_t{1}
                                                               << 20);

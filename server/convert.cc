@@ -203,6 +203,16 @@ absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
         absl::StatusOr<sampler::Ring> points =
             ToRing(absl::StrCat(field, ".xy"), spline.xy());
         if (!points.ok()) return points.status();
+        // Here, where the value's index in xy is known (the sampler names
+        // the control point).
+        for (int k = 0; k < spline.xy_size(); ++k) {
+          if (!(std::abs(spline.xy(k)) <= sampler::kSplineLargestCoordinate)) {
+            return Invalid(absl::StrCat(field, ".xy[", k, "]"),
+                           absl::StrCat("must be within +-2^500 (",
+                                        sampler::kSplineLargestCoordinate,
+                                        "), got ", spline.xy(k)));
+          }
+        }
         if (!v1::SplineKind_IsValid(spline.kind())) {
           return Invalid(absl::StrCat(field, ".kind"),
                          absl::StrCat("unknown spline kind ", spline.kind()));

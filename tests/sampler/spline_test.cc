@@ -157,6 +157,28 @@ TEST(SplineTest, BadSplinesAreInvalidArgument) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// Control points past about 1e154 overflowed the flatness test's products
+// to inf, so nothing was flat and the ring was refused as needing more
+// than max_vertices vertices (ResourceExhausted, as if the tolerance were
+// too fine). Points within 2^500 still flatten.
+TEST(SplineTest, ControlPointsPastTwoToThe500AreInvalidArgument) {
+  for (SplineKind kind : {SplineKind::kCatmullRom, SplineKind::kBezier}) {
+    absl::StatusOr<Ring> huge =
+        FlattenSpline({kind, {{0, 0}, {1e155, 0}, {0, 1e155}}}, 1);
+    EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument)
+        << huge.status();
+    EXPECT_NE(huge.status().message().find("points[1]"), std::string::npos)
+        << huge.status();
+    const double far = 0x1.0p500;
+    absl::StatusOr<Ring> largest =
+        FlattenSpline({kind, {{-far, -far}, {far, -far}, {0, far}}}, far / 64);
+    ASSERT_TRUE(largest.ok()) << largest.status();
+    for (const auto& v : *largest) {
+      EXPECT_TRUE(std::isfinite(v[0]) && std::isfinite(v[1]));
+    }
+  }
+}
+
 TEST(SplineTest, TooFineAToleranceIsResourceExhausted) {
   EXPECT_EQ(FlattenSpline(BezierCircle(), 1e-9, /*max_vertices=*/1000)
                 .status()

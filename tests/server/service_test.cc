@@ -479,6 +479,15 @@ const BadCase kBadCases[] = {
      },
      grpc::StatusCode::INVALID_ARGUMENT,
      "region.polygons.splines[0].xy[5]: must be finite, got inf"},
+    // Past 2^500 the flattening's products overflowed and the spline was
+    // refused as too fine for the vertex limit (RESOURCE_EXHAUSTED).
+    {"spline with a coordinate past 2^500",
+     [](v1::ScatterRequest* r) {
+       auto* spline = r->mutable_region()->mutable_polygons()->add_splines();
+       for (double v : {0.0, 0.0, 1e155, 0.0, 0.0, 1.0}) spline->add_xy(v);
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "region.polygons.splines[0].xy[2]: must be within +-2^500"},
     {"degenerate ring",
      [](v1::ScatterRequest* r) {
        auto* ring = r->mutable_region()->mutable_polygons()->add_rings();
