@@ -1116,6 +1116,37 @@ TEST(TilesTest, FarObstaclesChangeNoTile) {
   EXPECT_GT(checked, 1000u);
 }
 
+// max_obstacles bounds the caller's obstacles, not the points of
+// neighbouring tiles and earlier layers that a generator keeps clear of:
+// a three-layer world that one untiled run served was refused for "1399142
+// obstacles ... over the limit max_obstacles = 1048576".
+TEST(TilesTest, MaxObstaclesCountsOnlyTheWorldsOwn) {
+  WorldSpec spec = OneLayer(1, 12, 7);
+  LayerSpec small;
+  small.layer = 2;
+  small.options.radius = 0.4;
+  spec.layers.push_back(small);
+  spec.shared.max_obstacles = 1;
+  Obstacle rock;
+  rock.center = {5, 5, 0};
+  rock.radius = 1;
+  spec.shared.obstacles = {rock};
+  const Served served = ServeFresh(spec, {{0, 0}});
+  ASSERT_EQ(served.size(), 1u);
+  const GeneratedPoints& points = served.begin()->second;
+  EXPECT_GT(points.size(), 150u);
+  for (std::size_t k = 0; k < points.size(); ++k) {
+    const double dx = points.coords[2 * k] - 5;
+    const double dy = points.coords[2 * k + 1] - 5;
+    // The rock's radius and the footprint, half the layer's spacing.
+    EXPECT_GE(std::sqrt(dx * dx + dy * dy), 1 + points.radius[k] / 2);
+  }
+  // Two obstacles are over it still.
+  spec.shared.obstacles.push_back(rock);
+  EXPECT_EQ(TileWorld::Create(spec).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
 TEST(GeneratorCacheTest, TheBudgetCountsTheKeys) {
   const std::size_t budget = 100'000;
   GeneratorCache cache(budget);
