@@ -961,13 +961,23 @@ absl::Status CheckTilesEstimate(const TilesJob& job,
                                 const sampler::TileWorld& world,
                                 const Limits& limits) {
   double estimate = 0;
+  std::size_t counted = 0;
   for (const sampler::TileCoord& tile : job.tiles) {
     estimate += world.MostServedPoints(tile);
+    ++counted;
     if (!(estimate <= static_cast<double>(limits.max_points))) break;
   }
   if (!(estimate <= static_cast<double>(limits.max_points))) {
+    // The sum stops once past the limit: then it is the first tiles', and
+    // the whole call's is more. (The client's hint looks for "the tiles
+    // could hold ".)
+    const bool partial = counted < job.tiles.size();
     return absl::ResourceExhaustedError(absl::StrCat(
-        "the tiles could hold ", WholeFigure(estimate), " points (",
+        "the tiles could hold ", partial ? "at least " : "",
+        WholeFigure(estimate), " points (",
+        partial ? absl::StrCat("the first ", counted, " of the ",
+                               job.tiles.size(), " tiles alone, at ")
+                : "",
         job.dims == 2 ? "2 / (sqrt(3) r^2) per unit area"
                       : "sqrt(2) / r^3 per unit volume",
         " over each tile",

@@ -458,11 +458,14 @@ TEST(TilesServiceTest, ASmallRegionIsJudgedByItsShareOfEachTile) {
   for (double v : {48.0, 48.0}) box->add_max(v);
   const TilesReceived refused = CollectTiles(*server.InProcessStub(), big);
   EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // The sum stops past the limit, so it is the first tiles' and the
+  // message says so (it gave their sum as the 9 tiles').
   EXPECT_THAT(refused.status.error_message(),
-              HasSubstr("points (2 / (sqrt(3) r^2) per unit area over each "
-                        "tile within the region's bounds, with r / 2 more on "
-                        "each side, per layer), over the limit max_points = "
-                        "2000"));
+              HasSubstr("the tiles could hold at least 3182 points (the first "
+                        "2 of the 9 tiles alone, at 2 / (sqrt(3) r^2) per "
+                        "unit area over each tile within the region's bounds, "
+                        "with r / 2 more on each side, per layer), over the "
+                        "limit max_points = 2000"));
   EXPECT_EQ(refused.messages, 0u);
 }
 
