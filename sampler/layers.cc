@@ -24,9 +24,12 @@ double PlacementSpacing(const SamplerOptions& o) {
 
 namespace {
 
-// The layer's options as its own run sees them.
-SamplerOptions LayerOptions(const LayerSpec& spec,
-                            const SamplerOptions& shared) {
+// The layer's options as its own run sees them; without the shared
+// obstacles, the layer's options as Create checks them (the probe checks
+// the obstacles once: a copy and an index of up to 2^20 of them for each
+// of 64 layers took gigabytes and tens of seconds).
+SamplerOptions LayerOptions(const LayerSpec& spec, const SamplerOptions& shared,
+                            bool with_obstacles) {
   SamplerOptions o = spec.options;
   o.layer = spec.layer;
   o.seed = shared.seed;
@@ -34,7 +37,11 @@ SamplerOptions LayerOptions(const LayerSpec& spec,
   o.max_memory_bytes = shared.max_memory_bytes;
   o.max_points = shared.max_points;
   o.simd = shared.simd;
-  o.obstacles = shared.obstacles;
+  if (with_obstacles) {
+    o.obstacles = shared.obstacles;
+  } else {
+    std::vector<Obstacle>().swap(o.obstacles);
+  }
   o.max_obstacles = shared.max_obstacles;
   return o;
 }
@@ -53,7 +60,7 @@ absl::StatusOr<LayeredSampler> LayeredSampler::Create(
   probe.options.method = Method::kUniform;
   probe.options.count = 1;
   absl::StatusOr<Sampler> shared_alone =
-      Sampler::Create(region, LayerOptions(probe, shared));
+      Sampler::Create(region, LayerOptions(probe, shared, true));
   if (!shared_alone.ok()) return shared_alone.status();
   std::set<std::uint32_t> seen;
   for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -61,9 +68,11 @@ absl::StatusOr<LayeredSampler> LayeredSampler::Create(
       return absl::InvalidArgumentError(absl::StrCat(
           "layers[", i, "]: layer ", layers[i].layer, " appears twice"));
     }
-    // Each layer alone must be a valid run.
+    // Each layer alone must be a valid run. (The shared obstacles cannot
+    // make one invalid: the probe refuses a same-layer obstacle, the only
+    // kind a layer's options are asked about.)
     absl::StatusOr<Sampler> alone =
-        Sampler::Create(region, LayerOptions(layers[i], shared));
+        Sampler::Create(region, LayerOptions(layers[i], shared, false));
     if (!alone.ok()) {
       return absl::Status(
           alone.status().code(),
@@ -133,7 +142,7 @@ absl::Status LayeredSampler::Run(BatchSink sink,
     // a single-layer run 40 bytes a point and the faults of a vector
     // growing to hold them all (half the time of a 10 M-point run).
     const bool keep = &spec != &layers_.back();
-    SamplerOptions o = LayerOptions(spec, shared_);
+    SamplerOptions o = LayerOptions(spec, shared_, true);
     o.footprint = spec.options.footprint;
     // A density layer with footprint 0 has a footprint per point, r(x) / 2,
     // which the sampler adds to each obstacle's radius itself.

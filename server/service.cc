@@ -547,13 +547,15 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
           "bytes (estimates are fractional; the gauge shows whole bytes)")) {}
 
 grpc::Status ScatterServiceImpl::HoldMessage(
-    const google::protobuf::Message& request, MemoryHold* hold) {
+    const google::protobuf::Message& request, int obstacles, MemoryHold* hold) {
   // gRPC has received and parsed the message by now: what holding it
   // bounds is the rest of the call. Calls that each sent a big raster
   // inline went on to decode it and sample beside the others' messages,
   // none of which the budget counted (16 calls with a 63 MB mask reached
-  // 1.2 GB resident under a 384 MB budget).
-  return HoldMemory(static_cast<double>(request.ByteSizeLong()),
+  // 1.2 GB resident under a 384 MB budget). Parsed, an obstacle takes
+  // many times its wire bytes.
+  return HoldMemory(static_cast<double>(request.ByteSizeLong()) +
+                        obstacles * kParsedObstacleBytes,
                     "the request message", hold, "memory");
 }
 
@@ -706,7 +708,8 @@ grpc::Status ScatterServiceImpl::Stream(
   if (!watched.ok()) return watched;
   auto should_stop = [&] { return control.ShouldStop(); };
   MemoryHold message_memory;
-  const grpc::Status message_held = HoldMessage(request, &message_memory);
+  const grpc::Status message_held =
+      HoldMessage(request, request.obstacles_size(), &message_memory);
   if (!message_held.ok()) return message_held;
   absl::StatusOr<ScatterJob> job =
       ToJob(request, options_.limits, rasters_,
@@ -843,7 +846,8 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   // Pool threads poll this too: atomics and the clock only.
   auto should_stop = [&] { return control.ShouldStop(); };
   MemoryHold message_memory;
-  const grpc::Status message_held = HoldMessage(request, &message_memory);
+  const grpc::Status message_held =
+      HoldMessage(request, request.obstacles_size(), &message_memory);
   if (!message_held.ok()) return message_held;
   absl::StatusOr<TilesJob> job =
       ToTilesJob(request, options_.limits, rasters_,
@@ -869,7 +873,10 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   // budgeted apart; a generator the cache holds too is counted all the
   // same, since the call keeps it alive if the cache lets it go.
   MemoryHold memory;
-  const double sampling = GeneratorBytes(*job, **world) * pool_.threads();
+  // And the world's obstacles, which it holds and indexes once.
+  const double sampling =
+      GeneratorBytes(*job, **world) * pool_.threads() +
+      static_cast<double>(job->world.shared.obstacles.size()) * kObstacleBytes;
   const grpc::Status held = HoldMemory(sampling, "the tiles", &memory);
   if (!held.ok()) return held;
   auto hold_generators = [&](std::size_t generators) {

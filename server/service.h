@@ -210,10 +210,10 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   grpc::Status HoldMemory(double bytes, const char* what, MemoryHold* hold,
                           const char* kind = "sampling memory");
   // Holds the bytes of a call's request message (its inline rasters, rings
-  // and all) for the call, as HoldMemory does, before anything is made of
-  // it.
+  // and all, and its `obstacles` parsed) for the call, as HoldMemory does,
+  // before anything is made of it.
   grpc::Status HoldMessage(const google::protobuf::Message& request,
-                           MemoryHold* hold);
+                           int obstacles, MemoryHold* hold);
   // Sets *hold, which HoldMemory took, to `bytes`: at once when that is
   // less; when more, only if the budget has room, else returns false with
   // the hold as it was and *others set to what the other running calls

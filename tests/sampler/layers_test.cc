@@ -179,6 +179,34 @@ TEST(LayersTest, EarlierLayersPointsDoNotCountAsObstacles) {
       << crowded.status();
 }
 
+// The shared obstacles are kept once, in the shared options: each layer's
+// resolved options held a copy (64 layers of 2^20 obstacles took gigabytes
+// and tens of seconds to create, which no estimate counted), and its run
+// takes them from the shared options all the same.
+TEST(LayersTest, TheLayersHoldNoCopyOfTheSharedObstacles) {
+  const Region square = *Region::Polygons({test::Square(0, 0, 40, 40)});
+  SamplerOptions shared;
+  Obstacle rock;
+  rock.center = {20, 20, 0};
+  rock.radius = 3;
+  shared.obstacles = {rock};
+  absl::StatusOr<LayeredSampler> sampler = LayeredSampler::Create(
+      square, {Layer(1, 1, 0.25), Layer(2, 0.5, 0.1)}, shared, {});
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  for (const LayerSpec& layer : sampler->layers()) {
+    EXPECT_TRUE(layer.options.obstacles.empty()) << layer.layer;
+  }
+  const Out out = RunLayers(*sampler);
+  for (const auto& [layer, coords] : out.coords) {
+    ASSERT_GT(coords.size() / 2, 100u) << layer;
+    const double footprint = layer == 1 ? 0.25 : 0.1;
+    for (std::size_t k = 0; k < coords.size(); k += 2) {
+      EXPECT_GE(std::hypot(coords[k] - 20, coords[k + 1] - 20), 3 + footprint)
+          << layer;
+    }
+  }
+}
+
 // Footprints and clearances are compared squared: past 1e150 they are
 // refused up front, naming the layer or the override, not halfway through
 // the run.
