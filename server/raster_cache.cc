@@ -61,12 +61,35 @@ std::string RasterDigest(v1::RasterFormat format, std::uint32_t width,
   return Sha256Hex(header, pixels);
 }
 
+namespace {
+
+// InvalidArgument naming field.format unless it is one Scatter decodes.
+absl::Status KnownFormat(absl::string_view field, v1::RasterFormat format) {
+  switch (format) {
+    case v1::RASTER_FORMAT_U8:
+    case v1::RASTER_FORMAT_U16:
+    case v1::RASTER_FORMAT_F32:
+    case v1::RASTER_FORMAT_PNG:
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".format: must be U8, U16, F32 or PNG, got ",
+                       static_cast<int>(format)));
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<sampler::Raster> DecodeRaster(
     absl::string_view field, v1::RasterFormat format, std::uint32_t width,
     std::uint32_t height, absl::string_view pixels, std::size_t max_bytes) {
   const auto bytes = absl::MakeConstSpan(
       reinterpret_cast<const std::uint8_t*>(pixels.data()), pixels.size());
   const sampler::RasterRect unit;
+  // The format first: a raster of no format and a large size was told to
+  // shrink, not to name its format.
+  absl::Status known = KnownFormat(field, format);
+  if (!known.ok()) return known;
   // The limit is on decoded pixels, 4 bytes each, whatever the format; a
   // PNG's size is in its header.
   if (format == v1::RASTER_FORMAT_PNG && !PngSize(pixels, &width, &height)) {
@@ -101,9 +124,7 @@ absl::StatusOr<sampler::Raster> DecodeRaster(
       raster = sampler::Raster::FromPng(bytes, unit, max_bytes / 4 * 2);
       break;
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".format: must be U8, U16, F32 or PNG, got ",
-                       static_cast<int>(format)));
+      break;  // Refused above.
   }
   if (!raster.ok()) {
     return absl::Status(
@@ -122,6 +143,8 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
     absl::string_view field, v1::RasterFormat format, std::uint32_t width,
     std::uint32_t height, absl::string_view pixels,
     std::size_t max_raster_bytes) {
+  absl::Status format_known = KnownFormat(field, format);
+  if (!format_known.ok()) return format_known;
   // The decoded size: a PNG's is in its header (0 x 0 when the bytes are
   // not a PNG, which FromPng says).
   std::uint32_t decoded_width = width, decoded_height = height;

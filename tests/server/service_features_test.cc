@@ -170,6 +170,13 @@ TEST(RasterTest, BadUploadsGetTheirCodes) {
   Upload(*stub, v1::RASTER_FORMAT_UNSPECIFIED, 10, 10, std::string(100, 'x'), &status);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("format"));
+  // The format before the size: a raster of no format and a size past the
+  // limit was told it was too big (found by a review helper).
+  Upload(*stub, v1::RASTER_FORMAT_UNSPECIFIED, 100000, 100000,
+         std::string(100, 'x'), &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr(".format: must be U8, U16, F32 or PNG, got 0"));
   Upload(*stub, v1::RASTER_FORMAT_U8, 101, 100, std::string(10100, 'x'), &status);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(status.error_message(), HasSubstr("max_raster_bytes = 40000"));
