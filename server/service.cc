@@ -858,6 +858,9 @@ grpc::Status ScatterServiceImpl::StreamTiles(
     return Unprepared(control, context, job.status(),
                       options_.max_call_duration);
   }
+  // Set before anything can refuse the call: the log said tiles=0/0 of a
+  // call refused for its estimate.
+  tally->tiles_asked = job->tiles.size();
   absl::StatusOr<std::shared_ptr<const sampler::TileWorld>> world =
       sampler::TileWorld::Create(job->world);
   if (!world.ok()) return ToGrpc(world.status());
@@ -895,7 +898,6 @@ grpc::Status ScatterServiceImpl::StreamTiles(
                            WholeFigure(others), " of memory_budget_bytes = ",
                            options_.memory_budget_bytes, "; retry later")));
   };
-  tally->tiles_asked = job->tiles.size();
 
   BatchQueue<v1::TileResponse> queue(options_.queue_batches);
   const std::vector<std::uint32_t>& order = (*world)->layer_order();

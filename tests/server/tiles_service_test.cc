@@ -467,6 +467,9 @@ TEST(TilesServiceTest, ASmallRegionIsJudgedByItsShareOfEachTile) {
                         "with r / 2 more on each side, per layer), over the "
                         "limit max_points = 2000"));
   EXPECT_EQ(refused.messages, 0u);
+  // The log counts the tiles asked for, though none was sent (it said
+  // tiles=0/0).
+  EXPECT_THAT(server.log(), HasSubstr("tiles=0/9 "));
 }
 
 TEST(TilesServiceTest, EmptyTileStillSendsOnePart) {
