@@ -31,7 +31,9 @@ std::string ServerWords(absl::string_view message) {
       message,
       {{"the limit max_memory_bytes = ", "the limit max_grid_bytes = "},
        {"the tile cache budget of ",
-        "the tile cache budget (tile_cache_bytes) of "}});
+        "the tile cache budget (tile_cache_bytes) of "},
+       // The server plans up to its max_points (convert.cc).
+       {"the limit max_planned_points = ", "the limit max_points = "}});
 }
 
 grpc::Status ToGrpc(const absl::Status& status) {

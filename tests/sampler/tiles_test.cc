@@ -1262,10 +1262,43 @@ std::set<GeneratorKey> Plan(const TileWorld& world,
 }
 
 TEST(TilesTest, GeneratorEstimateIsTheDensestPackingOverTheGrownTile) {
-  // R = 1, T = 10: a grown tile of side 10 + 2 * 5 R.
+  // R = 1, T = 10: a grown tile of side 10 + 2 * 5 R, and r / 2 more on
+  // each side.
   std::shared_ptr<const TileWorld> world = MakeWorld(OneLayer(1, 10, 8));
   EXPECT_DOUBLE_EQ(world->EstimatedGeneratorPoints({{3, -2}, 0}),
-                   400 * 2 / std::sqrt(3.0));
+                   21 * 21 * 2 / std::sqrt(3.0));
+}
+
+// The estimate bounds a generator's points when the world is thinner than
+// the spacing too: over the area alone, a slab 1e-3 high was planned at
+// 272 points for 475 generators that made 28 073 (found by a review
+// helper), so max_planned_points did not bound the work.
+TEST(TilesTest, GeneratorEstimateBoundsAThinSlab) {
+  WorldSpec spec = OneLayer(1, 10, 3);
+  absl::StatusOr<Box> slab = Box::Create(3, {-100, -100, 0}, {100, 100, 1e-3});
+  ASSERT_TRUE(slab.ok()) << slab.status();
+  spec.region = Region::FromBox(*slab);
+  std::shared_ptr<const TileWorld> world = MakeWorld(spec);
+  GeneratorCache cache(std::size_t{1} << 30);
+  ThreadPool pool(1);
+  const absl::Status status = world->Serve(
+      {{0, 0}}, &cache, &pool, [](const TilePoints&) { return true; },
+      [] { return false; });
+  ASSERT_TRUE(status.ok()) << status;
+  std::size_t generators = 0;
+  for (std::int64_t y = -3; y <= 3; ++y) {
+    for (std::int64_t x = -3; x <= 3; ++x) {
+      std::shared_ptr<const GeneratedPoints> made =
+          cache.Find(world->layer_cache_key(0), {x, y});
+      if (made == nullptr) continue;
+      ++generators;
+      EXPECT_GT(made->size(), 30u);  // Over the slab alone: 0.57.
+      EXPECT_LE(static_cast<double>(made->size()),
+                world->EstimatedGeneratorPoints({{x, y}, 0}))
+          << x << ", " << y;
+    }
+  }
+  EXPECT_GE(generators, 9u);
 }
 
 // A generator samples only where its grown tile meets the world's region,
@@ -1281,9 +1314,9 @@ TEST(TilesTest, PlansCountOnlyTheWorldRegion) {
   spec.max_planned_points = 1000;
   std::shared_ptr<const TileWorld> world = MakeWorld(spec);
   EXPECT_DOUBLE_EQ(world->EstimatedGeneratorPoints({{0, 0}, 0}),
-                   100 * 2 / std::sqrt(3.0));
+                   11 * 11 * 2 / std::sqrt(3.0));
   EXPECT_DOUBLE_EQ(world->EstimatedGeneratorPoints({{1, 0}, 0}),
-                   50 * 2 / std::sqrt(3.0));
+                   6 * 11 * 2 / std::sqrt(3.0));
   EXPECT_EQ(world->EstimatedGeneratorPoints({{2, 0}, 0}), 0);
   EXPECT_EQ(world->EstimatedGeneratorPoints({{-40, 70}, 0}), 0);
 

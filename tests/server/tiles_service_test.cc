@@ -401,7 +401,7 @@ TEST(TilesServiceTest, GeneratorBytesBoundsTheBrightestGeneratorOfTheRaster) {
 // A world over a small polygon: the point limit and the memory held are
 // judged by what the region covers of each tile, not by whole tiles. The
 // nine tiles here count 13 302 points whole (and were refused over
-// max_points = 2000), and each generator was held at the bytes of a whole
+// max_points = 2500), and each generator was held at the bytes of a whole
 // grown tile (refused within 1.5 times that); the triangle's share is a
 // few hundred points. A region as large as the tiles is still refused.
 TEST(TilesServiceTest, ASmallRegionIsJudgedByItsShareOfEachTile) {
@@ -429,7 +429,9 @@ TEST(TilesServiceTest, ASmallRegionIsJudgedByItsShareOfEachTile) {
   EXPECT_LT(small, whole / 4);
 
   ServerOptions options = LoopbackServer::DefaultOptions();
-  options.service.limits.max_points = 2000;
+  // The generators the triangle's tiles need plan 2018 points (with r / 2
+  // more on each side of their areas).
+  options.service.limits.max_points = 2500;
   options.service.threads = 2;
   options.service.memory_budget_bytes = static_cast<std::uint64_t>(1.5 * whole);
   LoopbackServer server(options);
@@ -465,7 +467,7 @@ TEST(TilesServiceTest, ASmallRegionIsJudgedByItsShareOfEachTile) {
                         "2 of the 9 tiles alone, at 2 / (sqrt(3) r^2) per "
                         "unit area over each tile within the region's bounds, "
                         "with r / 2 more on each side, per layer), over the "
-                        "limit max_points = 2000"));
+                        "limit max_points = 2500"));
   EXPECT_EQ(refused.messages, 0u);
   // The log counts the tiles asked for, though none was sent (it said
   // tiles=0/0).
