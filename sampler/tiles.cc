@@ -10,6 +10,7 @@
 #include <system_error>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "sampler/cpus.h"
 #include "sampler/rng.h"
@@ -1073,8 +1074,22 @@ absl::StatusOr<TileWorld::RoundResult> TileWorld::ServeRound(
     alive.push_back(std::move(entry.second));
   }
   found.clear();
-  std::map<GeneratorKey, std::size_t> index;
-  for (std::size_t i = 0; i < keys.size(); ++i) index[keys[i]] = i;
+  // Setting the round up takes seconds for a plan of 10^5 generators and
+  // more (deep stacks of layers), so it polls `stop` too.
+  std::size_t since_poll = 0;
+  auto set_up_stopped = [&] {
+    if (++since_poll < 1024) return false;
+    since_poll = 0;
+    return stop();
+  };
+  const absl::Status stopped_status =
+      absl::CancelledError("tiles stopped by the caller");
+  absl::flat_hash_map<GeneratorKey, std::size_t> index;
+  index.reserve(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (set_up_stopped()) return stopped_status;
+    index[keys[i]] = i;
+  }
   // Each generator waits for those it reads that are in the list. uses[j]:
   // the generators still to make and the tiles still to send that read
   // generator j; at 0 the round lets it go, and only the cache keeps it.
@@ -1082,6 +1097,7 @@ absl::StatusOr<TileWorld::RoundResult> TileWorld::ServeRound(
   std::vector<int> waiting(n, 0);
   std::vector<std::vector<std::size_t>> dependents(n);
   for (std::size_t i = 0; i < n; ++i) {
+    if (set_up_stopped()) return stopped_status;
     for (GeneratorKey v : Dependencies(list[i])) {
       const std::size_t j = index.at(v);
       ++uses[j];
@@ -1110,6 +1126,7 @@ absl::StatusOr<TileWorld::RoundResult> TileWorld::ServeRound(
       pending.push_back(u);
     }
     while (!pending.empty()) {
+      if (set_up_stopped()) return stopped_status;
       const std::size_t j = index.at(pending.back());
       pending.pop_back();
       if (j >= n || need[j] <= k) continue;

@@ -94,6 +94,10 @@ struct GeneratorKey {
   // By layer, then colour, then tile: every generator after those it
   // reads.
   friend bool operator<(GeneratorKey a, GeneratorKey b);
+  template <typename H>
+  friend H AbslHashValue(H h, GeneratorKey k) {
+    return H::combine(std::move(h), k.tile.x, k.tile.y, k.layer);
+  }
 };
 
 // (x mod 2) + 2 (y mod 2) with a floor modulo: 0 to 3, negative tiles too.
