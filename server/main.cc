@@ -86,6 +86,10 @@ ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA file: when set, clients must present a certificate it signed");
 ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error, critical or off (any case)");
+ABSL_FLAG(bool, reflection, false,
+          "answer gRPC server reflection (for grpcurl and the like); each open "
+          "reflection stream holds a handler thread, of the 2 * max_streams + "
+          "16 that Scatter calls need too");
 
 namespace {
 
@@ -177,6 +181,7 @@ int main(int argc, char** argv) {
   options.grace_period = absl::GetFlag(FLAGS_grace_period);
   options.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
   options.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
+  options.reflection = absl::GetFlag(FLAGS_reflection);
   // ServerOptions reads an empty address as "in-process channels only":
   // scatterd started, said "listening on  (plaintext)" and "port 0", and
   // served nobody (an unset variable in --address=$(ADDRESS) does that).

@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -25,7 +26,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "civetweb.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/convert.h"
 #include "server/raster_cache.h"
@@ -458,7 +458,18 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
   if (!started.ok()) return started;
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (options.reflection) {
+    // gRPC's reflection library registers its plugin, for every server the
+    // process builds after, when it loads (a static initializer): linked
+    // in, it answered on every scatterd, --reflection or not. So it loads
+    // here, only when asked for; it stays loaded.
+    if (dlopen(SCATTER_GRPC_REFLECTION_LIBRARY, RTLD_NOW | RTLD_GLOBAL) ==
+        nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("reflection: cannot load gRPC's reflection library ",
+                       SCATTER_GRPC_REFLECTION_LIBRARY, ": ", dlerror()));
+    }
+  }
   grpc::ServerBuilder builder;
   int selected_port = 0;
   if (!options.address.empty()) {

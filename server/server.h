@@ -44,6 +44,13 @@ struct ServerOptions {
   // the ack does not come within the timeout.
   absl::Duration keepalive_time = absl::Seconds(30);
   absl::Duration keepalive_timeout = absl::Seconds(10);
+  // Answer gRPC server reflection. Off by default: a reflection stream is a
+  // synchronous one that holds a handler thread for as long as the client
+  // keeps it open, outside max_streams and max_call_duration, so 50 idle
+  // ones left none for Scatter calls ("Server Threadpool Exhausted") while
+  // health said SERVING. (gRPC's plugin is process-wide: once one server
+  // of the process turns it on, every later one answers it.)
+  bool reflection = false;
   // Connections are closed this long after they open (after in-flight calls
   // finish, within max_connection_age_grace, or max_call_duration and 5 s
   // when that is longer) so clients re-resolve and new replicas get

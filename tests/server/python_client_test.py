@@ -252,8 +252,31 @@ def check_tls():
             server.stdout.close()
 
 
+def check_no_reflection_by_default(scatterd_path, reflection_pb2, reflection_pb2_grpc):
+    """Without --reflection, scatterd does not answer it: each open
+    reflection stream held a handler thread, and 50 idle ones left none for
+    Scatter calls."""
+    plain = subprocess.Popen([scatterd_path, "--address=127.0.0.1:0", "--metrics_address="],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(plain.stdout.readline().split()[1])
+        with grpc.insecure_channel("127.0.0.1:%d" % port) as channel:
+            stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+            try:
+                list(stub.ServerReflectionInfo(
+                    iter([reflection_pb2.ServerReflectionRequest(list_services="")]),
+                    timeout=10))
+                raise AssertionError("reflection answered without --reflection")
+            except grpc.RpcError as e:
+                assert e.code() == grpc.StatusCode.UNIMPLEMENTED, e.code()
+    finally:
+        plain.send_signal(signal.SIGTERM)
+        assert plain.wait(timeout=30) == 0
+
+
 def main():
-    scatterd = subprocess.Popen([sys.argv[1], "--address=127.0.0.1:0", "--metrics_address="],
+    scatterd = subprocess.Popen([sys.argv[1], "--address=127.0.0.1:0", "--metrics_address=",
+                                 "--reflection"],
                                 stdout=subprocess.PIPE, text=True)
     try:
         port = int(scatterd.stdout.readline().split()[1])
@@ -309,6 +332,7 @@ def main():
             names = [s.name for a in answers for s in a.list_services_response.service]
             assert "scatter.v1.ScatterService" in names, names
             channel.close()
+            check_no_reflection_by_default(sys.argv[1], reflection_pb2, reflection_pb2_grpc)
             check_points_script(port)
             check_round_robin(pb, pb_grpc)
             check_tls()
