@@ -133,7 +133,8 @@ absl::StatusOr<sampler::Ring> ToRing(
 absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
                                         double smallest_spacing,
                                         const Limits& limits,
-                                        absl::FunctionRef<bool()> stop) {
+                                        absl::FunctionRef<bool()> stop,
+                                        IndexHoldFn hold_index) {
   switch (region.shape_case()) {
     case v1::Region::kBox: {
       const v1::Box& box = region.box();
@@ -266,6 +267,12 @@ absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
         return Invalid("region.polygons",
                        "rings or splines must hold at least one outline");
       }
+      // The index is held before it is built: a request of 166 bytes (a
+      // spline of 8 points at a fine tolerance) built hundreds of MB of
+      // index, and only then was refused for them.
+      const absl::Status held =
+          hold_index(static_cast<double>(vertices) * kIndexBytesPerVertex);
+      if (!held.ok()) return held;
       absl::StatusOr<sampler::Region> made = sampler::Region::Polygons(
           rings, rule, limits.max_polygon_vertices, stop);
       if (!made.ok()) {
@@ -659,7 +666,8 @@ absl::StatusOr<sampler::Region> ToRegion(const v1::Region& proto,
                                          double smallest_spacing,
                                          const Limits& limits,
                                          RasterCache& rasters, Pinned* pinned,
-                                         absl::FunctionRef<bool()> stop) {
+                                         absl::FunctionRef<bool()> stop,
+                                         IndexHoldFn hold_index) {
   if (!proto.has_mask() && !(proto.mask_threshold() >= 0 &&
                              proto.mask_threshold() <= 1)) {
     // Checked with a mask only, so a NaN passed without one. (Before the
@@ -669,7 +677,7 @@ absl::StatusOr<sampler::Region> ToRegion(const v1::Region& proto,
                                 proto.mask_threshold()));
   }
   absl::StatusOr<sampler::Region> region =
-      ToShape(proto, smallest_spacing, limits, stop);
+      ToShape(proto, smallest_spacing, limits, stop, hold_index);
   if (!region.ok()) return region.status();
   if (proto.has_mask()) {
     absl::StatusOr<std::shared_ptr<const sampler::Raster>> mask =
@@ -865,13 +873,14 @@ absl::StatusOr<std::vector<sampler::TileCoord>> ToTiles(
 
 absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
                                  const Limits& limits, RasterCache& rasters,
-                                 absl::FunctionRef<bool()> stop) {
+                                 absl::FunctionRef<bool()> stop,
+                                 IndexHoldFn hold_index) {
   absl::Status counted = CheckLayerCount(request, limits);
   if (!counted.ok()) return counted;
   Pinned pinned;
   absl::StatusOr<sampler::Region> region =
       ToRegion(request.region(), SmallestSpacing(request), limits, rasters,
-               &pinned, stop);
+               &pinned, stop, hold_index);
   if (!region.ok()) return region.status();
   const int dims = region->dims();
   absl::StatusOr<sampler::SamplerOptions> shared =
@@ -1093,7 +1102,8 @@ std::string WorldKey(const v1::ScatterTilesRequest& request) {
 
 absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
                                     const Limits& limits, RasterCache& rasters,
-                                    absl::FunctionRef<bool()> stop) {
+                                    absl::FunctionRef<bool()> stop,
+                                    IndexHoldFn hold_index) {
   // The tiles first: a request for too many is refused before any raster
   // is decoded.
   absl::StatusOr<std::vector<sampler::TileCoord>> tiles =
@@ -1106,7 +1116,7 @@ absl::StatusOr<TilesJob> ToTilesJob(const v1::ScatterTilesRequest& request,
   if (request.has_region()) {
     absl::StatusOr<sampler::Region> region =
         ToRegion(request.region(), SmallestSpacing(request), limits, rasters,
-                 &job.pinned, stop);
+                 &job.pinned, stop, hold_index);
     if (!region.ok()) return region.status();
     job.dims = region->dims();
     job.world.region = *std::move(region);

@@ -595,6 +595,19 @@ grpc::Status ScatterServiceImpl::HoldMemory(double bytes, const char* what,
   return grpc::Status::OK;
 }
 
+absl::Status ScatterServiceImpl::HoldIndex(double bytes, MemoryHold* hold) {
+  const grpc::Status held =
+      HoldMemory(bytes, "the polygon index", hold, "memory");
+  if (held.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(held.error_code()),
+                      held.error_message());
+}
+
+void ScatterServiceImpl::ReleaseMemory(MemoryHold* hold) {
+  double others = 0;
+  ResizeMemory(0, hold, &others);  // Never refused: it shrinks.
+}
+
 bool ScatterServiceImpl::ResizeMemory(double bytes, MemoryHold* hold,
                                       double* others) {
   absl::MutexLock lock(&memory_mu_);
@@ -713,15 +726,19 @@ grpc::Status ScatterServiceImpl::Stream(
   const grpc::Status message_held =
       HoldMessage(request, request.obstacles_size(), &message_memory);
   if (!message_held.ok()) return message_held;
-  absl::StatusOr<ScatterJob> job =
-      ToJob(request, options_.limits, rasters_,
-            [&] { return should_stop() || context->IsCancelled(); });
+  MemoryHold index_memory;
+  absl::StatusOr<ScatterJob> job = ToJob(
+      request, options_.limits, rasters_,
+      [&] { return should_stop() || context->IsCancelled(); },
+      [&](double bytes) { return HoldIndex(bytes, &index_memory); });
   // Inline rasters went into the cache.
   cache_bytes_.Set(static_cast<double>(rasters_.bytes()));
   if (!job.ok()) {
     return Unprepared(control, context, job.status(),
                       options_.max_call_duration);
   }
+  // The estimate counts the index as built.
+  ReleaseMemory(&index_memory);
   MemoryHold memory;
   const grpc::Status held =
       HoldMemory(job->estimated_bytes, "the request", &memory);
@@ -851,15 +868,19 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   const grpc::Status message_held =
       HoldMessage(request, request.obstacles_size(), &message_memory);
   if (!message_held.ok()) return message_held;
-  absl::StatusOr<TilesJob> job =
-      ToTilesJob(request, options_.limits, rasters_,
-                 [&] { return should_stop() || context->IsCancelled(); });
+  MemoryHold index_memory;
+  absl::StatusOr<TilesJob> job = ToTilesJob(
+      request, options_.limits, rasters_,
+      [&] { return should_stop() || context->IsCancelled(); },
+      [&](double bytes) { return HoldIndex(bytes, &index_memory); });
   // Inline rasters went into the cache.
   cache_bytes_.Set(static_cast<double>(rasters_.bytes()));
   if (!job.ok()) {
     return Unprepared(control, context, job.status(),
                       options_.max_call_duration);
   }
+  // The sampling memory below counts the index as built.
+  ReleaseMemory(&index_memory);
   // Set before anything can refuse the call: the log said tiles=0/0 of a
   // call refused for its estimate.
   tally->tiles_asked = job->tiles.size();
@@ -878,10 +899,14 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   // budgeted apart; a generator the cache holds too is counted all the
   // same, since the call keeps it alive if the cache lets it go.
   MemoryHold memory;
-  // And the world's obstacles, which it holds and indexes once.
+  // And what the world holds once: its obstacles, indexed, and its
+  // region's polygon index (which the call did not count at all).
   const double sampling =
       GeneratorBytes(*job, **world) * pool_.threads() +
-      static_cast<double>(job->world.shared.obstacles.size()) * kObstacleBytes;
+      static_cast<double>(job->world.shared.obstacles.size()) * kObstacleBytes +
+      (job->world.region.has_value()
+           ? static_cast<double>(job->world.region->IndexBytes())
+           : 0);
   const grpc::Status held = HoldMemory(sampling, "the tiles", &memory);
   if (!held.ok()) return held;
   auto hold_generators = [&](std::size_t generators) {

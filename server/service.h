@@ -214,6 +214,10 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   // before anything is made of it.
   grpc::Status HoldMessage(const google::protobuf::Message& request,
                            int obstacles, MemoryHold* hold);
+  // HoldMemory for a polygon index about to be built (ToJob asks).
+  absl::Status HoldIndex(double bytes, MemoryHold* hold);
+  // Gives back all that *hold holds.
+  void ReleaseMemory(MemoryHold* hold);
   // Sets *hold, which HoldMemory took, to `bytes`: at once when that is
   // less; when more, only if the budget has room, else returns false with
   // the hold as it was and *others set to what the other running calls

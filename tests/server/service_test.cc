@@ -1094,6 +1094,41 @@ TEST(ServiceTest, MemoryEstimateCountsThePolygonIndex) {
             static_cast<double>(region->IndexBytes()));
 }
 
+// The polygon index is held before it is built, by its vertex count: a
+// request of 166 bytes (a spline of 8 points at a fine tolerance) built
+// hundreds of MB of index before its estimate refused it, and ScatterTiles
+// never counted the index (found by a review helper).
+TEST(ServiceTest, APolygonIndexIsHeldBeforeItIsBuilt) {
+  auto spline_request = [](double tolerance) {
+    v1::ScatterRequest request = BoxRequest(1, 1);
+    v1::Polygons* polygons = request.mutable_region()->mutable_polygons();
+    v1::Spline* spline = polygons->add_splines();
+    for (int k = 0; k < 8; ++k) {
+      const double t = 2 * M_PI * k / 8;
+      spline->add_xy(100 * std::cos(t));
+      spline->add_xy(100 * std::sin(t));
+    }
+    polygons->set_spline_tolerance(tolerance);
+    return request;
+  };
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.memory_budget_bytes = 4 << 20;
+  LoopbackServer server(options);
+  // A ring of radius 100 within 1e-7: tens of thousands of vertices, over
+  // 4 MiB at kIndexBytesPerVertex.
+  const Received fine = Collect(*server.TcpStub(), spline_request(1e-7));
+  EXPECT_EQ(fine.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(fine.status.error_message(),
+              HasSubstr("the polygon index would hold about"));
+  EXPECT_THAT(fine.status.error_message(),
+              HasSubstr("over the limit memory_budget_bytes = 4194304"));
+  EXPECT_THAT(server.log(), Not(HasSubstr("admitted: the request holds")));
+  // A coarser one is held as built, and served.
+  const Received coarse = Collect(*server.TcpStub(), spline_request(1e-2));
+  EXPECT_TRUE(coarse.status.ok()) << coarse.status.error_message();
+  EXPECT_GT(coarse.size(), 10000u);
+}
+
 // Two calls that each fit the budget but not together: the second is
 // refused while the first runs, and served once it has ended.
 TEST(ServiceTest, MemoryBudgetIsSharedByRunningCalls) {
