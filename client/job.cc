@@ -149,7 +149,15 @@ absl::StatusOr<Request> UploadInto(Request request, Client& client,
     if (!ref.ok() && ref.status().code() == absl::StatusCode::kUnavailable) {
       return ref.status();
     }
-    if (!ref.ok() && IsCallError(ref.status().code())) {
+    // A busy server ("concurrent streams: the limit max_streams = 1 is
+    // reached; retry later", or its memory budget taken by other calls)
+    // is no more about the raster than a failed call: the refusal named
+    // the file and the field.
+    const bool busy =
+        !ref.ok() &&
+        ref.status().code() == absl::StatusCode::kResourceExhausted &&
+        absl::EndsWith(ref.status().message(), "; retry later");
+    if (!ref.ok() && (IsCallError(ref.status().code()) || busy)) {
       // The client's own words ("scatterd at A: deadline passed") name the
       // server already; the server's (an expired client certificate) do
       // not.

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "client/job.h"
@@ -1034,6 +1036,52 @@ TEST(CliTest, AnUploadTimeoutNamesTheServerOnce) {
   EXPECT_EQ(uploaded.status(), absl::DeadlineExceededError(absl::StrCat(
                                    "uploading the job's rasters: scatterd at ",
                                    options.address, ": deadline passed")));
+}
+
+// A server at its max_streams refuses an upload for being busy, not for the
+// raster: the refusal read "rasterFiles[0] (forest_density.png):
+// layers[0].density: concurrent streams: the limit max_streams = 1 is
+// reached; retry later" (found by a review helper).
+TEST(CliTest, ABusyServersRefusalOfAnUploadIsNotPutOnTheRaster) {
+  Scatterd scatterd({"--max_streams=1"});
+  ASSERT_GT(scatterd.port(), 0);
+  ClientOptions options;
+  options.address = absl::StrCat("127.0.0.1:", scatterd.port());
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  // A call that holds the one stream until it is let go.
+  absl::Notification started, release;
+  std::thread holder([&] {
+    v1::ScatterRequest big;
+    big.set_seed(1);
+    v1::Box* box = big.mutable_region()->mutable_box();
+    for (double v : {0.0, 0.0}) box->add_min(v);
+    for (double v : {1000.0, 1000.0}) box->add_max(v);
+    big.add_layers()->set_spacing(1);
+    (void)(*client)->Scatter(big, [&](const v1::PointBatch&) {
+      if (!started.HasBeenNotified()) started.Notify();
+      release.WaitForNotification();
+      return false;  // Stops the call.
+    });
+  });
+  started.WaitForNotification();
+  v1::ScatterRequest request;
+  v1::RasterData* raster =
+      request.add_layers()->mutable_density()->mutable_data();
+  raster->set_format(v1::RASTER_FORMAT_U8);
+  raster->set_width(2);
+  raster->set_height(1);
+  raster->set_pixels(std::string("\x10\x20", 2));
+  const absl::StatusOr<v1::ScatterRequest> uploaded =
+      UploadRasters(request, **client, CallOptions());
+  release.Notify();
+  holder.join();
+  EXPECT_EQ(uploaded.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(uploaded.status().message(),
+            absl::StrCat("uploading the job's rasters to scatterd at ",
+                         options.address,
+                         ": concurrent streams: the limit max_streams = 1 is "
+                         "reached; retry later"));
 }
 
 // A run that a live server is still answering when --timeout passes says
