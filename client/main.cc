@@ -422,25 +422,34 @@ int Run(const std::string& job_path) {
   absl::Status write_status;
   const absl::Time start = absl::Now();
   absl::Time shown = start;
+  bool on_screen = false;  // A progress line is on the terminal.
+  auto draw = [&] {
+    shown = absl::Now();
+    on_screen = true;
+    const double s = absl::ToDoubleSeconds(shown - start);
+    std::fprintf(stderr, "\r%llu points, %.2f M points/s, %.1f s   ",
+                 static_cast<unsigned long long>(points),
+                 static_cast<double>(points) / s / 1e6, s);
+  };
   auto handler = [&](const v1::PointBatch& batch) {
     write_status = (*writer)->Write(batch);
     if (!write_status.ok()) return false;
     dims = static_cast<int>(batch.dims());
     points += static_cast<std::uint64_t>(batch.id_size());
     if (report || !preview.empty()) kept.MergeFrom(batch);
-    if (progress && absl::Now() - shown > absl::Milliseconds(250)) {
-      shown = absl::Now();
-      const double s = absl::ToDoubleSeconds(shown - start);
-      std::fprintf(stderr, "\r%llu points, %.2f M points/s, %.1f s   ",
-                   static_cast<unsigned long long>(points),
-                   static_cast<double>(points) / s / 1e6, s);
-    }
+    if (progress && absl::Now() - shown > absl::Milliseconds(250)) draw();
     return true;
   };
   absl::StatusOr<v1::Summary> summary =
       local ? RunLocal(*request, handler, absl::GetFlag(FLAGS_timeout))
             : (*client)->Scatter(*request, handler, CallFromFlags());
-  if (progress) std::fprintf(stderr, "\n");
+  // The line ends on the final count: it kept the count of up to 250 ms
+  // before (806 912 of 870 093 points), and a run too short to draw it
+  // left a blank line.
+  if (on_screen) {
+    draw();
+    std::fprintf(stderr, "\n");
+  }
   if (!write_status.ok()) return Fail(write_status);
   // The job's own max_points ends the stream without a summary; the file
   // then holds the points it asked for. The server's limits still fail.
@@ -861,17 +870,20 @@ int Tiles(const std::string& job_path) {
   absl::Status write_status;
   const absl::Time start = absl::Now();
   absl::Time shown = start;
+  bool on_screen = false;  // A progress line is on the terminal.
+  auto draw = [&] {
+    shown = absl::Now();
+    on_screen = true;
+    std::fprintf(stderr, "\r%llu tiles, %llu points, %.1f s   ",
+                 static_cast<unsigned long long>((*files)->tiles_written()),
+                 static_cast<unsigned long long>(points),
+                 absl::ToDoubleSeconds(shown - start));
+  };
   auto handler = [&](const v1::TileResponse& part) {
     write_status = (*files)->Write(part);
     if (!write_status.ok()) return false;
     points += static_cast<std::uint64_t>(part.points().id_size());
-    if (progress && absl::Now() - shown > absl::Milliseconds(250)) {
-      shown = absl::Now();
-      std::fprintf(stderr, "\r%llu tiles, %llu points, %.1f s   ",
-                   static_cast<unsigned long long>((*files)->tiles_written()),
-                   static_cast<unsigned long long>(points),
-                   absl::ToDoubleSeconds(shown - start));
-    }
+    if (progress && absl::Now() - shown > absl::Milliseconds(250)) draw();
     return true;
   };
   absl::Status status;
@@ -902,7 +914,11 @@ int Tiles(const std::string& job_path) {
       generated += summary->generators_computed();
     }
   }
-  if (progress) std::fprintf(stderr, "\n");
+  // Ends on the final count, as `run`'s line does.
+  if (on_screen) {
+    draw();
+    std::fprintf(stderr, "\n");
+  }
   if (!write_status.ok()) return fail(write_status);
   if (!local) {
     status = NameTimeout(
