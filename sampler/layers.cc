@@ -102,6 +102,16 @@ absl::StatusOr<LayeredSampler> LayeredSampler::Create(
           "overrides[", k, "].clearance must be in [0, ", kMaxRadius,
           "] (distances are compared squared), got ", o.clearance));
     }
+    // Two for one pair: the last one applied, silently, while a tiled
+    // world sized its margins by the larger (as the server refuses it).
+    for (std::size_t j = 0; j < k; ++j) {
+      const ClearanceOverride& e = overrides[j];
+      if ((e.a == o.a && e.b == o.b) || (e.a == o.b && e.b == o.a)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("overrides[", k, "]: layers ", o.a, " and ", o.b,
+                         " already have a clearance (overrides[", j, "])"));
+      }
+    }
   }
   // Placement order, each layer with its index in `layers`, which errors
   // at run time name as Create's do.

@@ -254,6 +254,17 @@ TEST(LayersTest, BadLayersAreInvalidArgumentNamingTheLayer) {
                 "overrides[0]: a clearance is between two layers; layer 2"),
             std::string::npos)
       << itself.status();
+  // Two overrides for one pair, either way round: the last one applied
+  // silently (found by a review helper).
+  absl::StatusOr<LayeredSampler> one_pair_twice =
+      LayeredSampler::Create(square, {Layer(1, 2, 0), Layer(2, 1, 0)}, shared,
+                             {{1, 2, 3}, {2, 1, 0.1}});
+  EXPECT_EQ(one_pair_twice.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(one_pair_twice.status().message().find(
+                "overrides[1]: layers 2 and 1 already have a clearance "
+                "(overrides[0])"),
+            std::string::npos)
+      << one_pair_twice.status();
   EXPECT_EQ(LayeredSampler::Create(square, {}, shared).status().code(),
             absl::StatusCode::kInvalidArgument);
   // The shared options' errors name them, not the first layer (a layer's
