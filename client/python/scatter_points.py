@@ -16,6 +16,7 @@ import argparse
 import os
 import signal
 import socket
+import ssl
 import string
 import sys
 import tempfile
@@ -130,6 +131,20 @@ def read_tls(parser, args):
                 tls[key] = f.read()
         except OSError as e:
             parser.error("%s: cannot read %s: %s" % (flag, path, e.strerror))
+        # Checked as the scatter CLI checks them: gRPC took any bytes, logged
+        # its TLS errors and said "UNAVAILABLE: empty address list".
+        if key in ("ca", "cert") and b"-----BEGIN CERTIFICATE-----" not in tls[key]:
+            parser.error("%s: %s holds no PEM CERTIFICATE block" % (flag, path))
+        if key == "key" and not (b"-----BEGIN " in tls[key] and
+                                 b"PRIVATE KEY-----" in tls[key]):
+            parser.error("%s: %s holds no PEM PRIVATE KEY block" % (flag, path))
+    if args.tls_cert is not None:
+        try:
+            ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(
+                args.tls_cert, args.tls_key)
+        except ssl.SSLError:
+            parser.error("--tls_key: the key in %s does not belong to the "
+                         "certificate in %s" % (args.tls_key, args.tls_cert))
     return tls
 
 

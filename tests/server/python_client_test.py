@@ -246,6 +246,24 @@ def check_tls():
                                      capture_output=True, text=True, timeout=60)
             assert missing.returncode == 2, missing.stderr
             assert "--tls_ca: cannot read" in missing.stderr, missing.stderr
+            # Files that are not what their flag needs are refused in one
+            # line: gRPC logged TLS errors and said "empty address list".
+            other_key = os.path.join(tmp, "other.key")
+            subprocess.run(["openssl", "ecparam", "-name", "prime256v1", "-genkey",
+                            "-noout", "-out", other_key],
+                           check=True, capture_output=True, timeout=60)
+            for flags, message in (
+                    (["--tls_ca=" + key], "--tls_ca: %s holds no PEM CERTIFICATE block" % key),
+                    (["--tls_ca=" + cert, "--tls_cert=" + cert, "--tls_key=" + cert],
+                     "--tls_key: %s holds no PEM PRIVATE KEY block" % cert),
+                    (["--tls_ca=" + cert, "--tls_cert=" + cert, "--tls_key=" + other_key],
+                     "--tls_key: the key in %s does not belong to the certificate in %s"
+                     % (other_key, cert))):
+                bad = subprocess.run(common + flags, capture_output=True, text=True,
+                                     timeout=60)
+                assert bad.returncode == 2, bad.stderr
+                assert message in bad.stderr, bad.stderr
+                assert "empty address list" not in bad.stderr, bad.stderr
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=30)
