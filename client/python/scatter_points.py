@@ -288,8 +288,14 @@ def main():
             if (tls is None and written == 0 and
                     e.code() == grpc.StatusCode.UNAVAILABLE):
                 hint = " (if scatterd serves TLS, give --tls_ca)"
-            print("scatter: %s: %s%s" % (e.code().name, name_flag(e.details() or ""),
-                                          hint),
+            details = name_flag(e.details() or "")
+            if (e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and
+                    details == "Deadline Exceeded"):
+                # gRPC's own words: the client's deadline, not the server's
+                # max_call_duration, which says so itself.
+                details = ("--timeout=%g s passed after %d points (give a "
+                           "larger --timeout)" % (args.timeout, written))
+            print("scatter: %s: %s%s" % (e.code().name, details, hint),
                   file=sys.stderr)
             return 1
         s = points.summary

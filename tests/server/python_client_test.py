@@ -238,6 +238,15 @@ def check_tls():
             assert plain.returncode == 1, plain.stderr
             assert "UNAVAILABLE" in plain.stderr, plain.stderr
             assert "(if scatterd serves TLS, give --tls_ca)" in plain.stderr, plain.stderr
+            # A --timeout that passes is named, with how far the call got:
+            # gRPC said only "Deadline Exceeded".
+            late = subprocess.run(
+                common[:3] + ["--box=0,0,3000,3000", "--spacing=1", "--timeout=0.3",
+                              "--tls_ca=" + cert],
+                capture_output=True, text=True, timeout=60)
+            assert late.returncode == 1, late.stderr
+            assert "scatter: DEADLINE_EXCEEDED: --timeout=0.3 s passed after " in late.stderr, \
+                late.stderr
             half = subprocess.run(common + ["--tls_ca=" + cert, "--tls_cert=" + cert],
                                   capture_output=True, text=True, timeout=60)
             assert half.returncode == 2, half.stderr
