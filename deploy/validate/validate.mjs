@@ -167,6 +167,37 @@ for (const { name, kind, container } of containers) {
   }
 }
 
+// An Indexed Job of `scatter tiles --shard=$JOB_COMPLETION_INDEX/N` exports
+// band i of N in pod i: N must be its `completions`. With more shards than
+// completions the Job succeeded with bands never written; with fewer, pods
+// failed on an index past N.
+for (const job of objects.filter((o) => o.kind === "Job")) {
+  for (const container of job.spec?.template?.spec?.containers ?? []) {
+    const name = `Job ${job.metadata?.name} container ${container.name}`;
+    const words = [...(container.command ?? []), ...(container.args ?? [])]
+      .flatMap((a) => a.split(/\s+/));
+    const word = words.find((w) => w.startsWith("--shard="));
+    if (word === undefined) continue;
+    const [index, count] = word.slice("--shard=".length).replace(/"/g, "").split("/");
+    const ref = /^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$|^\$\(([A-Za-z_][A-Za-z0-9_]*)\)$/
+      .exec(count ?? "");
+    const shards = ref ? envValue(container, ref[1] ?? ref[2]) : count;
+    const completions = job.spec?.completions;
+    if (!/JOB_COMPLETION_INDEX/.test(index ?? "") ||
+        job.spec?.completionMode !== "Indexed") {
+      console.error(`FAIL ${name}: --shard=${index}/... needs an Indexed Job's ` +
+                    `$JOB_COMPLETION_INDEX`);
+      failures++;
+    } else if (String(shards) !== String(completions)) {
+      console.error(`FAIL ${name}: --shard=.../${shards} but completions is ` +
+                    `${completions}: every band needs one pod`);
+      failures++;
+    } else {
+      console.log(`ok   ${name}: ${shards} shards, one per completion`);
+    }
+  }
+}
+
 // A Go duration as the CLI's flags take it ("4s", "500ms", "1m30s") in
 // seconds; NaN when it is not one.
 function secondsOf(duration) {
