@@ -1063,9 +1063,12 @@ double GeneratorBytes(const TilesJob& job, const sampler::TileWorld& world) {
   // not at the raster around tile (0, 0) (a raster dark there and bright
   // elsewhere, radius 0.5 to 5, was held at 36.7 MB for generators whose
   // own estimate is 51.8 MB).
+  // A generator is one layer's (its runs one after the other): the
+  // largest layer's bytes, not every layer's together, which held 64
+  // layers' grids for each thread of a 64-layer world.
   double bytes = 0;
   for (const sampler::LayerSpec& layer : job.world.layers) {
-    bytes += sampler::MostRunBytes(area, layer.options);
+    bytes = std::max(bytes, sampler::MostRunBytes(area, layer.options));
   }
   return bytes;
 }

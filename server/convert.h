@@ -142,8 +142,8 @@ absl::Status CheckTilesEstimate(const TilesJob& job,
                                 const sampler::TileWorld& world,
                                 const Limits& limits);
 
-// Estimated sampling bytes of any one tile generator of the world: every
-// layer's sampler::MostRunBytes over
+// Estimated sampling bytes of any one tile generator of the world: the
+// largest of its layers' sampler::MostRunBytes over
 // sampler::TileWorld::WidestGeneratorArea (a tile grown by 5 r_max on each
 // side, narrowed to the region's bounds where they are narrower; in 3D over
 // the world's height), as wide as any generator samples, with a density

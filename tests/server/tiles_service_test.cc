@@ -251,9 +251,16 @@ TEST(TilesServiceTest,
   auto world = sampler::TileWorld::Create(job->world);
   ASSERT_TRUE(world.ok()) << world.status();
   const double generator = GeneratorBytes(*job, **world);
-  // Tiles of 16 grown by 5 on each side: two dense grids over 26 x 26.
+  // Tiles of 16 grown by 5 on each side: a dense grid over 26 x 26.
   EXPECT_GT(generator, 26 * 26 / (0.5 * 0.5 / 2) * 8);
   EXPECT_LT(generator, 1e6);
+  // A generator is one layer's: the larger layer's bytes, not both
+  // layers' together.
+  const sampler::Box area = (*world)->WidestGeneratorArea();
+  EXPECT_EQ(
+      generator,
+      std::max(sampler::MostRunBytes(area, job->world.layers[0].options),
+               sampler::MostRunBytes(area, job->world.layers[1].options)));
   // What serving these tiles keeps alive at once, here.
   sampler::GeneratorCache generators(std::size_t{512} << 20);
   sampler::ThreadPool pool(2);
