@@ -95,10 +95,12 @@ inline constexpr std::size_t kMaxBatchBytes = std::size_t{1} << 20;
 // count, kIndexBytesPerVertex each) before it is built: a status that is
 // not OK refuses the request with it.
 using IndexHoldFn = absl::FunctionRef<absl::Status(double bytes)>;
-// What a polygon index takes a vertex, for the hold before it is built:
-// 45 to 175 bytes measured over circles, jagged rings and stars of 10^3 to
-// 4 * 10^6 vertices (more a vertex for small ones, which take little).
-inline constexpr double kIndexBytesPerVertex = 192;
+// What a polygon index takes a vertex at least, for the hold before it is
+// built: its edges, 32 bytes each. What it takes beyond them (its cells
+// and their lists: 45 to 1 236 bytes a vertex measured, from circles to
+// zigzags across the width) the estimate counts once it is built. A hold
+// of 192 a vertex refused circles that fit, and zigzags outgrew it.
+inline constexpr double kIndexBytesPerVertex = 32;
 
 // NotFound naming the digest when a raster is given by an unknown digest.
 // Polls `stop` while it builds a polygon region's index (seconds for

@@ -562,28 +562,40 @@ grpc::Status ScatterServiceImpl::HoldMessage(
 }
 
 grpc::Status ScatterServiceImpl::HoldMemory(double bytes, const char* what,
-                                            MemoryHold* hold,
-                                            const char* kind) {
+                                            MemoryHold* hold, const char* kind,
+                                            const MemoryHold* own) {
   const double budget = static_cast<double>(options_.memory_budget_bytes);
+  // What the call holds already apart from *hold (its request message):
+  // with it over the budget, no retry can pass, and others hold none of
+  // it (the message said "running calls hold" the call's own message and
+  // "retry later").
+  const double mine = own != nullptr ? own->bytes_ : 0;
   // Compared in double: a NaN or huge estimate is refused too.
-  if (!(bytes <= budget)) {
-    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                        absl::StrCat(what, " would hold about ",
-                                     WholeFigure(bytes), " bytes of ", kind,
-                                     ", over the limit "
-                                     "memory_budget_bytes = ",
-                                     options_.memory_budget_bytes));
+  if (!(bytes + mine <= budget)) {
+    return grpc::Status(
+        grpc::StatusCode::RESOURCE_EXHAUSTED,
+        absl::StrCat(
+            what, " would hold about ", WholeFigure(bytes), " bytes of ", kind,
+            bytes <= budget ? absl::StrCat(" beside the ", WholeFigure(mine),
+                                           " of its request message")
+                            : "",
+            ", over the limit memory_budget_bytes = ",
+            options_.memory_budget_bytes));
   }
   absl::MutexLock lock(&memory_mu_);
-  if (memory_held_ + bytes > budget) {
+  // A hold that holds bytes already is replaced, at once: what it held is
+  // never given back for another call to take first.
+  const double before = hold->service_ != nullptr ? hold->bytes_ : 0;
+  const double others = std::max(0.0, memory_held_ - before - mine);
+  if (others + mine + bytes > budget) {
     return grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,
         absl::StrCat(what, " would hold about ", WholeFigure(bytes),
                      " bytes of ", kind, " and running calls hold ",
-                     WholeFigure(memory_held_), " of memory_budget_bytes = ",
+                     WholeFigure(others), " of memory_budget_bytes = ",
                      options_.memory_budget_bytes, "; retry later"));
   }
-  memory_held_ += bytes;
+  memory_held_ += bytes - before;
   memory_held_gauge_.Set(std::round(memory_held_));
   logger_->debug(
       "admitted: {} holds about {} bytes of {}; running calls hold {} of "
@@ -595,17 +607,13 @@ grpc::Status ScatterServiceImpl::HoldMemory(double bytes, const char* what,
   return grpc::Status::OK;
 }
 
-absl::Status ScatterServiceImpl::HoldIndex(double bytes, MemoryHold* hold) {
+absl::Status ScatterServiceImpl::HoldIndex(double bytes, MemoryHold* hold,
+                                           const MemoryHold& message) {
   const grpc::Status held =
-      HoldMemory(bytes, "the polygon index", hold, "memory");
+      HoldMemory(bytes, "the polygon index", hold, "memory", &message);
   if (held.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(held.error_code()),
                       held.error_message());
-}
-
-void ScatterServiceImpl::ReleaseMemory(MemoryHold* hold) {
-  double others = 0;
-  ResizeMemory(0, hold, &others);  // Never refused: it shrinks.
 }
 
 bool ScatterServiceImpl::ResizeMemory(double bytes, MemoryHold* hold,
@@ -726,22 +734,22 @@ grpc::Status ScatterServiceImpl::Stream(
   const grpc::Status message_held =
       HoldMessage(request, request.obstacles_size(), &message_memory);
   if (!message_held.ok()) return message_held;
-  MemoryHold index_memory;
+  // The polygon index's edges while it is built, then the estimate (which
+  // counts the index as built) in their place.
+  MemoryHold memory;
   absl::StatusOr<ScatterJob> job = ToJob(
       request, options_.limits, rasters_,
       [&] { return should_stop() || context->IsCancelled(); },
-      [&](double bytes) { return HoldIndex(bytes, &index_memory); });
+      [&](double bytes) { return HoldIndex(bytes, &memory, message_memory); });
   // Inline rasters went into the cache.
   cache_bytes_.Set(static_cast<double>(rasters_.bytes()));
   if (!job.ok()) {
     return Unprepared(control, context, job.status(),
                       options_.max_call_duration);
   }
-  // The estimate counts the index as built.
-  ReleaseMemory(&index_memory);
-  MemoryHold memory;
   const grpc::Status held =
-      HoldMemory(job->estimated_bytes, "the request", &memory);
+      HoldMemory(job->estimated_bytes, "the request", &memory,
+                 "sampling memory", &message_memory);
   if (!held.ok()) return held;
   absl::StatusOr<sampler::LayeredSampler> run = sampler::LayeredSampler::Create(
       job->region, job->layers, job->shared, job->overrides);
@@ -868,19 +876,19 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   const grpc::Status message_held =
       HoldMessage(request, request.obstacles_size(), &message_memory);
   if (!message_held.ok()) return message_held;
-  MemoryHold index_memory;
+  // The polygon index's edges while it is built, then the call's sampling
+  // memory (which counts the index as built) in their place.
+  MemoryHold memory;
   absl::StatusOr<TilesJob> job = ToTilesJob(
       request, options_.limits, rasters_,
       [&] { return should_stop() || context->IsCancelled(); },
-      [&](double bytes) { return HoldIndex(bytes, &index_memory); });
+      [&](double bytes) { return HoldIndex(bytes, &memory, message_memory); });
   // Inline rasters went into the cache.
   cache_bytes_.Set(static_cast<double>(rasters_.bytes()));
   if (!job.ok()) {
     return Unprepared(control, context, job.status(),
                       options_.max_call_duration);
   }
-  // The sampling memory below counts the index as built.
-  ReleaseMemory(&index_memory);
   // Set before anything can refuse the call: the log said tiles=0/0 of a
   // call refused for its estimate.
   tally->tiles_asked = job->tiles.size();
@@ -898,7 +906,6 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   // grow, and keeps them within tile_cache_bytes). The caches are
   // budgeted apart; a generator the cache holds too is counted all the
   // same, since the call keeps it alive if the cache lets it go.
-  MemoryHold memory;
   // And what the world holds once: its obstacles, indexed, and its
   // region's polygon index (which the call did not count at all).
   const double sampling =
@@ -907,7 +914,8 @@ grpc::Status ScatterServiceImpl::StreamTiles(
       (job->world.region.has_value()
            ? static_cast<double>(job->world.region->IndexBytes())
            : 0);
-  const grpc::Status held = HoldMemory(sampling, "the tiles", &memory);
+  const grpc::Status held = HoldMemory(sampling, "the tiles", &memory,
+                                       "sampling memory", &message_memory);
   if (!held.ok()) return held;
   auto hold_generators = [&](std::size_t generators) {
     const double bytes = sampling + static_cast<double>(generators);

@@ -207,17 +207,21 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   // Takes `bytes` (what `what` needs, for the message: bytes of `kind`)
   // from the budget into *hold, or says RESOURCE_EXHAUSTED naming
   // memory_budget_bytes.
+  // A *hold that holds bytes already is set to `bytes` instead, at once.
+  // `own`: what the call holds in another hold (its message), which a
+  // refusal does not count among other calls'.
   grpc::Status HoldMemory(double bytes, const char* what, MemoryHold* hold,
-                          const char* kind = "sampling memory");
+                          const char* kind = "sampling memory",
+                          const MemoryHold* own = nullptr);
   // Holds the bytes of a call's request message (its inline rasters, rings
   // and all, and its `obstacles` parsed) for the call, as HoldMemory does,
   // before anything is made of it.
   grpc::Status HoldMessage(const google::protobuf::Message& request,
                            int obstacles, MemoryHold* hold);
-  // HoldMemory for a polygon index about to be built (ToJob asks).
-  absl::Status HoldIndex(double bytes, MemoryHold* hold);
-  // Gives back all that *hold holds.
-  void ReleaseMemory(MemoryHold* hold);
+  // HoldMemory for a polygon index about to be built (ToJob asks), beside
+  // the call's `message` hold.
+  absl::Status HoldIndex(double bytes, MemoryHold* hold,
+                         const MemoryHold& message);
   // Sets *hold, which HoldMemory took, to `bytes`: at once when that is
   // less; when more, only if the budget has room, else returns false with
   // the hold as it was and *others set to what the other running calls

@@ -931,7 +931,8 @@ TEST(ServiceTest, MemoryBudgetCountsTheObstacles) {
   EXPECT_THAT(message.status.error_message(),
               HasSubstr("the request message would hold about"));
   // 20 000 obstacles pass the message's hold (1.6 MB) but not the run's
-  // (3.5 MB more).
+  // (4.2 MB more). The call's own message is no other call's: the refusal
+  // said "running calls hold 1600045 ... retry later" of an idle server.
   while (request.obstacles_size() > 20000) {
     request.mutable_obstacles()->RemoveLast();
   }
@@ -939,6 +940,10 @@ TEST(ServiceTest, MemoryBudgetCountsTheObstacles) {
   EXPECT_EQ(run.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(run.status.error_message(),
               HasSubstr("the request would hold about"));
+  EXPECT_THAT(run.status.error_message(),
+              HasSubstr(" of its request message, over the limit "
+                        "memory_budget_bytes = 4194304"));
+  EXPECT_THAT(run.status.error_message(), Not(HasSubstr("retry later")));
   while (request.obstacles_size() > 1000) {
     request.mutable_obstacles()->RemoveLast();
   }
@@ -1114,9 +1119,9 @@ TEST(ServiceTest, APolygonIndexIsHeldBeforeItIsBuilt) {
   ServerOptions options = LoopbackServer::DefaultOptions();
   options.service.memory_budget_bytes = 4 << 20;
   LoopbackServer server(options);
-  // A ring of radius 100 within 1e-7: tens of thousands of vertices, over
-  // 4 MiB at kIndexBytesPerVertex.
-  const Received fine = Collect(*server.TcpStub(), spline_request(1e-7));
+  // A ring of radius 100 within 1e-9: hundreds of thousands of vertices,
+  // whose edges alone (kIndexBytesPerVertex) pass 4 MiB.
+  const Received fine = Collect(*server.TcpStub(), spline_request(1e-9));
   EXPECT_EQ(fine.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(fine.status.error_message(),
               HasSubstr("the polygon index would hold about"));
