@@ -61,9 +61,6 @@ std::string RasterDigest(v1::RasterFormat format, std::uint32_t width,
   return Sha256Hex(header, pixels);
 }
 
-namespace {
-
-// InvalidArgument naming field.format unless it is one Scatter decodes.
 absl::Status KnownFormat(absl::string_view field, v1::RasterFormat format) {
   switch (format) {
     case v1::RASTER_FORMAT_U8:
@@ -77,8 +74,6 @@ absl::Status KnownFormat(absl::string_view field, v1::RasterFormat format) {
                        static_cast<int>(format)));
   }
 }
-
-}  // namespace
 
 absl::StatusOr<sampler::Raster> DecodeRaster(
     absl::string_view field, v1::RasterFormat format, std::uint32_t width,

@@ -34,6 +34,10 @@ std::string Sha256Hex(absl::string_view head, absl::string_view tail = {});
 std::string RasterDigest(v1::RasterFormat format, std::uint32_t width,
                          std::uint32_t height, absl::string_view pixels);
 
+// InvalidArgument naming `field`.format unless it is one Scatter decodes
+// (U8, U16, F32 or PNG).
+absl::Status KnownFormat(absl::string_view field, v1::RasterFormat format);
+
 // Decodes raster content; the rectangle is the unit square (callers lay it
 // over their own with Raster::WithRect). InvalidArgument naming `field` and
 // the rule; ResourceExhausted past max_bytes of decoded pixels.

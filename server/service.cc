@@ -1065,6 +1065,13 @@ grpc::Status ScatterServiceImpl::Upload(
       width = chunk.width();
       height = chunk.height();
       first = false;
+      // The format before the bytes: a large upload of no format was told
+      // it passed max_raster_bytes, so a client would shrink it.
+      const absl::Status known = KnownFormat("chunks[0]", format);
+      if (!known.ok()) {
+        status = ToGrpc(known);
+        break;
+      }
     } else if ((chunk.format() != v1::RASTER_FORMAT_UNSPECIFIED &&
                 chunk.format() != format) ||
                (chunk.width() != 0 && chunk.width() != width) ||

@@ -177,6 +177,13 @@ TEST(RasterTest, BadUploadsGetTheirCodes) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(),
               HasSubstr(".format: must be U8, U16, F32 or PNG, got 0"));
+  // Its bytes past the limit too: the first chunk's format is asked first.
+  Upload(*stub, v1::RASTER_FORMAT_UNSPECIFIED, 250, 200,
+         std::string(50000, 'x'), &status);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(
+      status.error_message(),
+      HasSubstr("chunks[0].format: must be U8, U16, F32 or PNG, got 0"));
   Upload(*stub, v1::RASTER_FORMAT_U8, 101, 100, std::string(10100, 'x'), &status);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(status.error_message(), HasSubstr("max_raster_bytes = 40000"));
