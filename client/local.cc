@@ -45,7 +45,12 @@ absl::Status LocalWords(const absl::Status& status) {
             "default --max_grid_bytes = "},
            {absl::StrCat("the limit max_points = ", LocalLimits().max_points),
             absl::StrCat("the most points a --local run counts, ",
-                         LocalLimits().max_points)}}));
+                         LocalLimits().max_points)},
+           // The tiles' plan limit, set from max_points (as a double, so
+           // its figure is 2^63, not max_points').
+           {"the limit max_planned_points = ",
+            "the most points a --local run plans for one tile's "
+            "generators, "}}));
 }
 
 // `work()`, with std::bad_alloc made its status: the estimates refuse grids

@@ -69,7 +69,10 @@ class LayeredSampler {
   // Layer numbers in the order they are placed.
   std::vector<std::uint32_t> Order() const;
   // The layers in placement order, each with its options resolved (the
-  // defaults filled in, the shared options merged) as its run uses them.
+  // defaults filled in, the shared options merged) as its run uses them,
+  // but for the obstacles: those are the shared options' alone (held once;
+  // each run adds them and the earlier layers' points), and a layer's
+  // `options.obstacles` is empty.
   const std::vector<LayerSpec>& layers() const { return layers_; }
 
  private:

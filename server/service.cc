@@ -889,8 +889,9 @@ grpc::Status ScatterServiceImpl::StreamTiles(
     return Unprepared(control, context, job.status(),
                       options_.max_call_duration);
   }
-  // Set before anything can refuse the call: the log said tiles=0/0 of a
-  // call refused for its estimate.
+  // Set as soon as the request converts, before its estimate and the
+  // memory budget can refuse it: the log said tiles=0/0 of a call refused
+  // for its estimate. (A request that does not convert logs 0.)
   tally->tiles_asked = job->tiles.size();
   absl::StatusOr<std::shared_ptr<const sampler::TileWorld>> world =
       sampler::TileWorld::Create(job->world);

@@ -547,6 +547,21 @@ TEST(TilesCliTest, AWorldWithTilesAndARectIsRefusedShardedOrNot) {
   EXPECT_EQ(joined, TileNames(0, 3, 0, 1));
 }
 
+// A --local world too big to plan names what a --local run keeps, not
+// the library's max_planned_points, which no flag sets (found by a review
+// helper).
+TEST(TilesCliTest, ALocalPlanTooBigNamesNoLimitTheUserCannotSet) {
+  const std::string job = Temp("huge_tile.json");
+  std::ofstream(job) << R"({"world": {"seed": "1", "tileSize": 1e10,
+      "layers": [{"id": 1, "spacing": 1}], "tiles": [{"x": "0", "y": "0"}]}})";
+  const CommandResult run =
+      Scatter({"tiles", job, "--local", "--out=" + Temp("huge_tile_out")});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("over the most points a --local run plans "
+                                 "for one tile's generators, "));
+  EXPECT_THAT(run.err, Not(HasSubstr("max_planned_points")));
+}
+
 // A call whose tiles could hold more points than the server's max_points
 // is refused before any tile; the message now says how to get under it.
 TEST(TilesCliTest, ACallTooBigForTheServerSaysToAskForFewerTilesPerCall) {

@@ -990,10 +990,6 @@ TEST(ServiceTest, MemoryEstimateCountsThePointsKeptForALastUniformLayer) {
   EXPECT_LE(kept, 11781 * kKeptPointBytes);
 }
 
-// A density raster bright everywhere but under the places the estimate
-// read (the corners and middles of its 64 x 64 cells): read there, it said
-// 18 919 points, and the run made 904 720 (found by a review helper). The
-// estimate now takes each cell's brightest pixel.
 // The point estimate bounds what a run makes, so a request under
 // max_points is never cut off midway. Over the region alone it did not:
 // a strip 1300 x 0.3 at spacing 1 was estimated at 450 points and made
@@ -1038,6 +1034,10 @@ TEST(ServiceTest, PointEstimateBoundsThinAndSmallRegions) {
   }
 }
 
+// A density raster bright everywhere but under the places the estimate
+// read (the corners and middles of its 64 x 64 cells): read there, it said
+// 18 919 points, and the run made 904 720 (found by a review helper). The
+// estimate now takes each cell's brightest pixel.
 TEST(ServiceTest, PointEstimateSeesARasterBrightBetweenItsCells) {
   constexpr int kSide = 1280;  // Pixels of 0.05 over [0, 64]^2.
   std::string pixels(kSide * kSide, '\xff');
