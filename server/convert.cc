@@ -925,9 +925,6 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
   }
   // The polygon index, held for the call's life.
   job.estimated_bytes += static_cast<double>(job.region.IndexBytes());
-  // The obstacles (2^20 empty ones are 2 MB on the wire and took 330 MB).
-  job.estimated_bytes +=
-      static_cast<double>(job.shared.obstacles.size()) * kObstacleBytes;
   // Compared in double (a NaN estimate is refused too); see WholeFigure().
   // A request that caps its own points below the limit cannot reach it:
   // its run stops at the cap (found by a review helper: maxPoints 10 was
