@@ -1012,6 +1012,19 @@ TEST(CliTest, TimeoutBoundsEveryCallToAServerThatNeverAnswers) {
   }
 }
 
+// A request whose one layer's density raster is 2 x 1 u8 pixels inline,
+// for UploadRasters to send.
+v1::ScatterRequest TwoPixelDensityRequest() {
+  v1::ScatterRequest request;
+  v1::RasterData* raster =
+      request.add_layers()->mutable_density()->mutable_data();
+  raster->set_format(v1::RASTER_FORMAT_U8);
+  raster->set_width(2);
+  raster->set_height(1);
+  raster->set_pixels(std::string("\x10\x20", 2));
+  return request;
+}
+
 // Through the library (no CLI to reword it), an upload that times out
 // names the server once: it read "uploading the job's rasters to scatterd
 // at A: scatterd at A: deadline passed".
@@ -1022,13 +1035,7 @@ TEST(CliTest, AnUploadTimeoutNamesTheServerOnce) {
   options.address = absl::StrCat("127.0.0.1:", listener.port());
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
   ASSERT_TRUE(client.ok()) << client.status();
-  v1::ScatterRequest request;
-  v1::RasterData* raster =
-      request.add_layers()->mutable_density()->mutable_data();
-  raster->set_format(v1::RASTER_FORMAT_U8);
-  raster->set_width(2);
-  raster->set_height(1);
-  raster->set_pixels(std::string("\x10\x20", 2));
+  const v1::ScatterRequest request = TwoPixelDensityRequest();
   CallOptions call;
   call.timeout = absl::Seconds(1);
   const absl::StatusOr<v1::ScatterRequest> uploaded =
@@ -1065,13 +1072,7 @@ TEST(CliTest, ABusyServersRefusalOfAnUploadIsNotPutOnTheRaster) {
     });
   });
   started.WaitForNotification();
-  v1::ScatterRequest request;
-  v1::RasterData* raster =
-      request.add_layers()->mutable_density()->mutable_data();
-  raster->set_format(v1::RASTER_FORMAT_U8);
-  raster->set_width(2);
-  raster->set_height(1);
-  raster->set_pixels(std::string("\x10\x20", 2));
+  const v1::ScatterRequest request = TwoPixelDensityRequest();
   const absl::StatusOr<v1::ScatterRequest> uploaded =
       UploadRasters(request, **client, CallOptions());
   release.Notify();
