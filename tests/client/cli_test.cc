@@ -235,11 +235,20 @@ constexpr char kEarlierPoints[] = "the points of an earlier run\n";
 
 // A new directory `name` with points.csv from an earlier run, and a job
 // file `job` holding `text`.
+// An empty directory Temp(name). One left by an earlier test process of
+// the same pid (pids wrap, and /tmp keeps them) is removed first: mkdir
+// failed on it, and its files were listed.
+std::string FreshDir(const std::string& name) {
+  const std::string dir = Temp(name);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(mkdir(dir.c_str(), 0777), 0) << dir;
+  return dir;
+}
+
 std::string DirWithEarlierPoints(const std::string& name,
                                  const std::string& job,
                                  const std::string& text) {
-  const std::string dir = Temp(name);
-  EXPECT_EQ(mkdir(dir.c_str(), 0777), 0);
+  const std::string dir = FreshDir(name);
   std::ofstream(dir + "/points.csv") << kEarlierPoints;
   std::ofstream(dir + "/" + job) << text;
   return dir;
@@ -469,8 +478,7 @@ TEST(CliTest, TheServersLimitsStillFailTheRun) {
 TEST(CliTest, PreviewIsAPngOfTheAskedSize) {
   // Over an older file, through a temporary one renamed over it: nothing
   // else is left in the directory.
-  const std::string dir = Temp("previews");
-  ASSERT_EQ(mkdir(dir.c_str(), 0777), 0);
+  const std::string dir = FreshDir("previews");
   const std::string png = dir + "/preview.png";
   {
     std::ofstream old(png);
