@@ -554,11 +554,10 @@ grpc::Status ScatterServiceImpl::HoldMessage(
   // bounds is the rest of the call. Calls that each sent a big raster
   // inline went on to decode it and sample beside the others' messages,
   // none of which the budget counted (16 calls with a 63 MB mask reached
-  // 1.2 GB resident under a 384 MB budget). Parsed, an obstacle takes
-  // many times its wire bytes.
-  // Its obstacles are held here for the whole call, parsed and as the
-  // runs hold them: ToTilesJob and TileWorld::Create copy them before any
-  // later hold (2^20 of them took 232 MB more there).
+  // 1.2 GB resident under a 384 MB budget). Its obstacles, many times
+  // their wire bytes once parsed, are held here for the whole call, parsed
+  // and as the runs hold them: ToTilesJob and TileWorld::Create copy them
+  // before any later hold (2^20 of them took 232 MB more there).
   return HoldMemory(static_cast<double>(request.ByteSizeLong()) +
                         obstacles * (kParsedObstacleBytes + kObstacleBytes),
                     "the request message", hold, "memory");
