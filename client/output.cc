@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cinttypes>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -23,6 +24,29 @@ namespace scatter::client {
 namespace {
 
 constexpr char kRawMagic[8] = {'S', 'C', 'A', 'T', 'R', 'A', 'W', '1'};
+
+// The directory for temporary files: $TMPDIR when set, else /tmp.
+std::string TemporaryDirectory() {
+  const char* dir = std::getenv("TMPDIR");
+  return dir != nullptr && *dir != '\0' ? dir : "/tmp";
+}
+
+// An unnamed temporary file in TemporaryDirectory(), removed from it at
+// once (std::tmpfile would ignore TMPDIR and fill /tmp). Null with errno
+// set when it cannot be made.
+std::FILE* UnnamedTemporaryFile() {
+  std::string path = TemporaryDirectory() + "/scatter-XXXXXX";
+  const int fd = mkstemp(path.data());
+  if (fd < 0) return nullptr;
+  unlink(path.c_str());
+  std::FILE* file = fdopen(fd, "w+b");
+  if (file == nullptr) {
+    const int error = errno;
+    close(fd);
+    errno = error;
+  }
+  return file;
+}
 
 absl::Status IoError(const std::string& path) {
   return absl::UnavailableError(
@@ -221,18 +245,19 @@ class FileWriter : public PointWriter {
 
   // Writes the buffer out once it holds 1 MiB, or `all` of it: to the
   // file, or the points of a PLY file that is not written in place to an
-  // unnamed temporary file (std::tmpfile), which Finish copies after the
-  // header.
+  // unnamed temporary file (UnnamedTemporaryFile), which Finish copies after
+  // the header.
   absl::Status Flush(bool all) {
     if (!all && buffer_.size() < (std::size_t{1} << 20)) return absl::OkStatus();
     if (buffer_.empty()) return absl::OkStatus();
     std::FILE* to = file_;
     if (format_ == Format::kPly && !ply_in_place_) {
-      if (body_file_ == nullptr) body_file_ = std::tmpfile();
+      if (body_file_ == nullptr) body_file_ = UnnamedTemporaryFile();
       if (body_file_ == nullptr) {
-        return absl::UnavailableError(
-            absl::StrCat("cannot make a temporary file for the PLY points of ",
-                         path_, ": ", std::strerror(errno)));
+        return absl::UnavailableError(absl::StrCat(
+            "cannot make a temporary file in ", TemporaryDirectory(),
+            " (set TMPDIR to choose another directory) for the PLY points of ",
+            path_, ": ", std::strerror(errno)));
       }
       to = body_file_;
     }

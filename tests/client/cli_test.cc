@@ -177,6 +177,17 @@ TEST(CliTest, EveryFormatRoundTrips) {
       ply.find("end_header\n") + 11 +
           std::size_t{60} * static_cast<std::size_t>(reference->id_size()),
       ply.size());
+  // That temporary file goes where TMPDIR says, as with other tools (not
+  // always to /tmp): a directory that is not there is named in the error.
+  const std::string no_dir = Temp("no_such_tmpdir");
+  CommandResult ply_no_tmp = server::testing::RunCommand(
+      {"/usr/bin/env", "TMPDIR=" + no_dir, SCATTER_PATH, "run", job, "--local",
+       "--format=ply"});
+  EXPECT_NE(ply_no_tmp.exit_code, 0);
+  EXPECT_THAT(ply_no_tmp.err,
+              HasSubstr(absl::StrCat("cannot make a temporary file in ", no_dir,
+                                     " (set TMPDIR")))
+      << ply_no_tmp.err;
 }
 
 // JSON lines are read by tools that hold every JSON number as a double
