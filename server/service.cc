@@ -526,14 +526,10 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
       cache_bytes_(NewGauge(registry, "scatter_raster_cache_bytes",
                             "Raster bytes (decoded pixels and block bounds) "
                             "held for digests")),
-      seconds_(
-          prometheus::BuildHistogram()
-              .Name("scatter_request_duration_seconds")
-              .Help("Scatter call duration, request to status")
-              .Register(registry)
-              .Add({},
-                   prometheus::Histogram::BucketBoundaries{
-                       0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100})),
+      seconds_(prometheus::BuildHistogram()
+                   .Name("scatter_request_duration_seconds")
+                   .Help("Call duration by method, request to status")
+                   .Register(registry)),
       tiles_(NewCounter(registry, "scatter_tiles_sent_total",
                         "Tiles written to ScatterTiles streams")),
       generators_(
@@ -655,9 +651,11 @@ void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
                                 absl::Duration elapsed) {
   requests_.Add({{"method", method}, {"code", CodeName(status.error_code())}})
       .Increment();
-  if (std::string(method) == "Scatter") {
-    seconds_.Observe(absl::ToDoubleSeconds(elapsed));
-  }
+  seconds_
+      .Add({{"method", method}},
+           prometheus::Histogram::BucketBoundaries{0.001, 0.003, 0.01, 0.03,
+                                                   0.1, 0.3, 1, 3, 10, 30, 100})
+      .Observe(absl::ToDoubleSeconds(elapsed));
   cache_bytes_.Set(static_cast<double>(rasters_.bytes()));
   tile_cache_bytes_.Set(static_cast<double>(tile_cache_.stats().bytes));
 }

@@ -245,7 +245,7 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   prometheus::Counter& points_;
   prometheus::Gauge& in_flight_gauge_;
   prometheus::Gauge& cache_bytes_;
-  prometheus::Histogram& seconds_;
+  prometheus::Family<prometheus::Histogram>& seconds_;
   prometheus::Counter& tiles_;
   prometheus::Counter& generators_;
   prometheus::Gauge& tile_cache_bytes_;

@@ -772,7 +772,11 @@ TEST(MetricsTest, EndpointReportsCallsAndPoints) {
   // No call runs: no memory held against the budget.
   EXPECT_EQ(MetricValue(text, "scatter_memory_held_bytes"), 0);
   EXPECT_THAT(text, HasSubstr("scatter_streams_in_flight 0"));
-  EXPECT_THAT(text, HasSubstr("scatter_request_duration_seconds_count 4"));
+  // Every method's calls are timed, each under its own label.
+  EXPECT_THAT(text, HasSubstr("scatter_request_duration_seconds_count{method="
+                              "\"Scatter\"} 4"));
+  EXPECT_THAT(text, HasSubstr("scatter_request_duration_seconds_count{method="
+                              "\"ScatterTiles\"} 1"));
 }
 
 // civetweb matched the handler's path as a prefix: /metricsx and
