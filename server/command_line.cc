@@ -21,7 +21,8 @@
 namespace scatter::server {
 
 std::vector<char*> ParseCommandLine(int argc, char** argv,
-                                    absl::string_view flags_file) {
+                                    absl::string_view flags_file,
+                                    bool* only_check_args) {
   absl::FlagsUsageConfig usage;
   const std::string file(flags_file);
   usage.contains_help_flags = [file](absl::string_view path) {
@@ -44,6 +45,11 @@ std::vector<char*> ParseCommandLine(int argc, char** argv,
       argc, argv, absl::flags_internal::ArgvListAction::kRemoveParsedArgs,
       absl::flags_internal::UsageFlagsAction::kIgnoreUsage,
       absl::flags_internal::OnUndefinedFlag::kAbortIfUndefined);
+  if (only_check_args != nullptr) {
+    *only_check_args = absl::flags_internal::GetFlagsHelpMode() ==
+                       absl::flags_internal::HelpMode::kOnlyCheckArgs;
+    if (*only_check_args) return args;
+  }
   // 1: help was printed; 0: --version or --only_check_args was handled;
   // -1: no usage flag.
   const int handled = absl::flags_internal::HandleUsageFlags(

@@ -18,9 +18,13 @@ namespace scatter::server {
 //    default looks for a file named after the program), and
 //  - after printing help the process exits with status 0, as a help
 //    request is not an error (Abseil 20220623, Debian 12's, exits with 1).
+// With `only_check_args`, --only_check_args does not exit 0 here (Abseil
+// would, having parsed the flags but checked none of their values): it
+// sets *only_check_args, and the caller checks its flags and exits 0 or 2.
 // Returns the positional arguments, argv[0] first.
 std::vector<char*> ParseCommandLine(int argc, char** argv,
-                                    absl::string_view flags_file);
+                                    absl::string_view flags_file,
+                                    bool* only_check_args = nullptr);
 
 // The whole content of the regular file at `path` (one a symlink names
 // too). Anything else fails with a message that names the path and why:

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
@@ -19,6 +20,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "grpc/support/log.h"
 #include "sampler/simd.h"
@@ -138,7 +140,9 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "The Scatter gRPC service: Poisson-disk placement streamed to clients.\n"
       "Usage: scatterd [--address=127.0.0.1:50051] [flags]");
-  scatter::server::ParseCommandLine(argc, argv, "server/main.cc");
+  bool only_check_args = false;
+  const std::vector<char*> args = scatter::server::ParseCommandLine(
+      argc, argv, "server/main.cc", &only_check_args);
   // Logs go to stderr; stdout carries only the line with the ports.
   spdlog::set_default_logger(spdlog::stderr_color_mt("scatterd"));
   spdlog::level::level_enum log_level = spdlog::level::info;
@@ -154,6 +158,18 @@ int main(int argc, char** argv) {
   // pod would not start). Then the flag's level holds.
   spdlog::set_level(std::min(log_level, spdlog::level::err));
   gpr_set_log_function(LogGrpc);
+  // scatterd takes flags only. A word among them was taken for nothing:
+  // "--reflection false" is --reflection and a stray "false", so it turned
+  // reflection on, and "scatterd 127.0.0.1:6000" served the default
+  // address.
+  if (args.size() > 1) {
+    std::vector<std::string> extra(args.begin() + 1, args.end());
+    spdlog::error(
+        "scatterd takes no arguments besides flags, got '{}'; give a "
+        "flag's value after '=' (--reflection=false, --address=HOST:PORT)",
+        absl::StrJoin(extra, "' '"));
+    return 2;
+  }
 
   // Signals are taken by sigwait below, not by whichever thread they hit.
   sigset_t signals;
@@ -244,6 +260,10 @@ int main(int argc, char** argv) {
       }
     }
   }
+
+  // --only_check_args: the flags parsed and every value checked, as a
+  // start would check them, without starting.
+  if (only_check_args) return 0;
 
   auto server = scatter::server::ScatterServer::Start(options);
   if (!server.ok()) {

@@ -541,6 +541,41 @@ TEST(ScatterdTest, AnUnknownFlagFails) {
   EXPECT_THAT(got.err, HasSubstr("no_such_flag"));
 }
 
+// A word among the flags was ignored: "--reflection false" turned
+// reflection on (--reflection and a stray "false"), and an address given
+// without --address left the server on the default one.
+TEST(ScatterdTest, ArgumentsBesidesFlagsAreRefused) {
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--reflection", "false"},
+        std::vector<std::string>{"127.0.0.1:0"}}) {
+    SCOPED_TRACE(flags.back());
+    const CommandResult got = RunScatterd(flags);
+    EXPECT_EQ(got.exit_code, 2) << got.err;
+    EXPECT_THAT(got.err,
+                HasSubstr(absl::StrCat("scatterd takes no arguments besides "
+                                       "flags, got '",
+                                       flags.back(), "'")));
+    EXPECT_THAT(got.err, Not(HasSubstr("listening")));
+  }
+}
+
+// --only_check_args exited 0 once the flags parsed, before their values
+// were checked: it passed values that the start then refused.
+TEST(ScatterdTest, OnlyCheckArgsChecksTheValuesAndStartsNothing) {
+  const CommandResult bad =
+      RunScatterd({"--only_check_args", "--max_streams=0"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_THAT(bad.err, HasSubstr("--max_streams must be in [1, 10000], got 0"));
+  const CommandResult half_tls =
+      RunScatterd({"--only_check_args", "--tls_cert=/dev/null"});
+  EXPECT_EQ(half_tls.exit_code, 2) << half_tls.err;
+  EXPECT_THAT(half_tls.err, HasSubstr("--tls_cert and --tls_key go together"));
+  const CommandResult good = RunScatterd({"--only_check_args"});
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_EQ(good.out, "");  // No "port N" line: nothing was started.
+  EXPECT_THAT(good.err, Not(HasSubstr("listening")));
+}
+
 TEST(ScatterdTest, CheckOptionsNamesTheOptionAndTheRule) {
   EXPECT_TRUE(CheckOptions(ServerOptions()).ok());
   ServerOptions options;
