@@ -53,6 +53,7 @@ std::string Sha256Hex(absl::string_view head, absl::string_view tail) {
 
 std::string RasterDigest(v1::RasterFormat format, std::uint32_t width,
                          std::uint32_t height, absl::string_view pixels) {
+  if (format == v1::RASTER_FORMAT_PNG) width = height = 0;
   std::string header;
   header.push_back(static_cast<char>(format));
   AppendLittleEndian<std::uint32_t>(width, &header);

@@ -31,6 +31,9 @@ std::string Sha256Hex(absl::string_view head, absl::string_view tail = {});
 
 // Lower-case hex SHA-256 over the canonical encoding RasterRef documents:
 // format byte, width and height (u32 LE), pixel byte count (u64 LE), pixels.
+// A PNG's width and height are its file's, so the encoding has 0 x 0 for
+// them whatever is given: an inline PNG sent with its size and the one
+// PutRaster stored are one raster (and one tiled world, WorldKey).
 std::string RasterDigest(v1::RasterFormat format, std::uint32_t width,
                          std::uint32_t height, absl::string_view pixels);
 

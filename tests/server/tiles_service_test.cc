@@ -676,6 +676,26 @@ TEST(TilesServiceTest, WorldKeyIgnoresTilesAndDeliveryAndNamesRastersByDigest) {
       RasterDigest(data.format(), data.width(), data.height(), data.pixels()));
   EXPECT_EQ(WorldKey(inline_raster), WorldKey(by_digest));
   EXPECT_NE(WorldKey(inline_raster), WorldKey(a));
+
+  // A PNG's size is its file's: inline with its size or with 0 x 0, and
+  // by the digest PutRaster gives it (of 0 x 0), one world. With its size,
+  // it was keyed apart, and every generator was made again.
+  v1::RasterData png;
+  png.set_format(v1::RASTER_FORMAT_PNG);
+  png.set_pixels("\x89PNG bytes, not decoded for the key");
+  png.set_width(4);
+  png.set_height(4);
+  v1::ScatterTilesRequest png_sized = inline_raster;
+  *png_sized.mutable_layers(0)->mutable_density()->mutable_data() = png;
+  v1::ScatterTilesRequest png_plain = png_sized;
+  png_plain.mutable_layers(0)->mutable_density()->mutable_data()->set_width(0);
+  png_plain.mutable_layers(0)->mutable_density()->mutable_data()->set_height(0);
+  v1::ScatterTilesRequest png_digest = png_sized;
+  png_digest.mutable_layers(0)->mutable_density()->set_digest(
+      RasterDigest(v1::RASTER_FORMAT_PNG, 0, 0, png.pixels()));
+  EXPECT_EQ(WorldKey(png_sized), WorldKey(png_plain));
+  EXPECT_EQ(WorldKey(png_sized), WorldKey(png_digest));
+  EXPECT_NE(WorldKey(png_sized), WorldKey(inline_raster));
 }
 
 TEST(TilesServiceTest, CancellingStopsTheWorkPromptly) {
