@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <limits>
 #include <map>
 #include <new>
@@ -357,20 +356,9 @@ int Run(const std::string& job_path) {
     // Nor may it replace the points (found by a review helper: --out=x.png
     // --preview=x.png left the picture and exited 0).
     // (/dev/null for both, or another device or pipe, is fine.)
+    // Nor through a link not made yet, or stdout redirected to it.
     const std::string out = absl::GetFlag(FLAGS_out);
-    std::error_code same_error;
-    struct stat out_info;
-    const bool special =
-        stat(out.c_str(), &out_info) == 0 && !S_ISREG(out_info.st_mode);
-    // Compared as absolute paths with the parts that exist resolved
-    // ("pts.csv" and "./pts.csv"), and as files when both exist.
-    auto canonical = [&same_error](const std::string& path) {
-      return std::filesystem::weakly_canonical(std::filesystem::absolute(path),
-                                               same_error);
-    };
-    if (out != "-" && !special &&
-        (canonical(preview) == canonical(out) ||
-         std::filesystem::equivalent(preview, out, same_error))) {
+    if (WriteOneFile(out.empty() ? "-" : out, preview)) {
       return Fail(absl::StrCat("--preview: ", preview,
                                " is the file --out writes the points to; "
                                "give the picture another name"));

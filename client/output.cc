@@ -5,16 +5,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cinttypes>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -91,12 +96,15 @@ bool Seekable(std::FILE* file) {
 
 class FileWriter : public PointWriter {
  public:
-  FileWriter(Format format, std::string path, std::FILE* file, int dims)
+  // `stream`: a descriptor the process was given (stdout, /dev/fd/N),
+  // written where it stands, which may be past offset 0 or appending.
+  FileWriter(Format format, std::string path, std::FILE* file, int dims,
+             bool stream = false)
       : format_(format),
         path_(std::move(path)),
         file_(file),
         run_dims_(dims),
-        ply_in_place_(format == Format::kPly && file != stdout &&
+        ply_in_place_(format == Format::kPly && file != stdout && !stream &&
                       Seekable(file)) {}
   ~FileWriter() override {
     Close();
@@ -448,25 +456,136 @@ namespace {
 // relative to its own directory), so a file replaced through a link is
 // the link's target and the link stays. A dangling link gives the path its
 // target would have; a loop gives up after 40 steps, as the kernel does.
+// One step of that: what the link `path` names, or `path` itself when it
+// is not a link or cannot be read.
+std::string FollowLinks1(const std::string& path) {
+  struct stat info;
+  if (lstat(path.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) return path;
+  // /proc's links say a size of 0 (or 64): read into room enough.
+  std::string target(
+      std::max<std::size_t>(static_cast<std::size_t>(info.st_size), 4096) + 1,
+      '\0');
+  const ssize_t n = readlink(path.c_str(), target.data(), target.size());
+  if (n <= 0 || static_cast<std::size_t>(n) >= target.size()) return path;
+  target.resize(static_cast<std::size_t>(n));
+  const std::size_t slash = path.rfind('/');
+  return target[0] == '/' || slash == std::string::npos
+             ? target
+             : absl::StrCat(path.substr(0, slash + 1), target);
+}
+
 std::string FollowLinks(std::string path) {
   for (int step = 0; step < 40; ++step) {
-    struct stat info;
-    if (lstat(path.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) break;
-    std::string target(static_cast<std::size_t>(info.st_size) + 1, '\0');
-    const ssize_t n = readlink(path.c_str(), target.data(), target.size());
-    if (n <= 0 || static_cast<std::size_t>(n) >= target.size()) break;
-    target.resize(static_cast<std::size_t>(n));
-    const std::size_t slash = path.rfind('/');
-    path = target[0] == '/' || slash == std::string::npos
-               ? target
-               : absl::StrCat(path.substr(0, slash + 1), target);
+    const std::string next = FollowLinks1(path);
+    if (next == path) break;
+    path = next;
   }
   return path;
 }
 
+// The descriptor N when `path` is /dev/fd/N, /proc/self/fd/N or
+// /proc/PID/fd/N of this process.
+std::optional<int> DescriptorIn(const std::string& path) {
+  absl::string_view rest = path;
+  if (!absl::ConsumePrefix(&rest, "/dev/fd/")) {
+    if (!absl::ConsumePrefix(&rest, "/proc/")) return std::nullopt;
+    const std::size_t slash = rest.find('/');
+    if (slash == absl::string_view::npos) return std::nullopt;
+    const absl::string_view process = rest.substr(0, slash);
+    if (process != "self" && process != absl::StrCat(getpid())) {
+      return std::nullopt;
+    }
+    rest.remove_prefix(slash);
+    if (!absl::ConsumePrefix(&rest, "/fd/")) return std::nullopt;
+  }
+  int fd = -1;
+  if (rest.empty() ||
+      !absl::ascii_isdigit(static_cast<unsigned char>(rest[0])) ||
+      !absl::SimpleAtoi(rest, &fd)) {
+    return std::nullopt;
+  }
+  return fd;
+}
+
 }  // namespace
 
+std::optional<int> OwnDescriptor(const std::string& given) {
+  // The chain of links step by step, as FollowLinks takes it: /dev/stdout
+  // is a link to /proc/self/fd/1, which "links" to the file behind it.
+  std::string path = given;
+  for (int step = 0; step < 40; ++step) {
+    if (std::optional<int> fd = DescriptorIn(path)) return fd;
+    struct stat info;
+    if (lstat(path.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) break;
+    const std::string next = FollowLinks1(path);
+    if (next == path) break;
+    path = next;
+  }
+  return std::nullopt;
+}
+
+std::FILE* OpenForWriting(const std::string& path, bool* stream) {
+  *stream = false;
+  if (std::optional<int> fd = OwnDescriptor(path)) {
+    // Written where the descriptor stands: opening the path again would
+    // truncate the file behind it (a log the caller appends to), and
+    // renaming over it would leave the descriptor writing to a deleted
+    // file.
+    *stream = true;
+    const int copy = dup(*fd);
+    if (copy < 0) return nullptr;
+    std::FILE* file = fdopen(copy, "wb");
+    if (file == nullptr) {
+      const int error = errno;
+      close(copy);
+      errno = error;
+    }
+    return file;
+  }
+  return std::fopen(path.c_str(), "wb");
+}
+
+bool WriteOneFile(const std::string& a, const std::string& b) {
+  // What each would write: the file behind a descriptor ("-" is stdout),
+  // or the file at the end of its links (which may not exist yet).
+  struct Target {
+    bool exists = false;
+    struct stat info = {};
+    std::string path;
+  };
+  auto target = [](const std::string& given) {
+    Target t;
+    const std::optional<int> fd =
+        given == "-" ? std::optional<int>(STDOUT_FILENO) : OwnDescriptor(given);
+    if (fd) {
+      t.exists = fstat(*fd, &t.info) == 0;
+      return t;
+    }
+    t.path = FollowLinks(given);
+    t.exists = stat(t.path.c_str(), &t.info) == 0;
+    return t;
+  };
+  const Target x = target(a), y = target(b);
+  if (x.exists && y.exists) {
+    // A device or a pipe (/dev/null for both) takes both writes.
+    return S_ISREG(x.info.st_mode) && x.info.st_dev == y.info.st_dev &&
+           x.info.st_ino == y.info.st_ino;
+  }
+  // One or both to be made: the same name, as absolute paths with the
+  // parts that exist resolved ("pts.csv" and "./pts.csv").
+  if (x.path.empty() || y.path.empty()) return false;
+  std::error_code error;
+  auto canonical = [&error](const std::string& path) {
+    return std::filesystem::weakly_canonical(std::filesystem::absolute(path),
+                                             error);
+  };
+  return canonical(x.path) == canonical(y.path);
+}
+
 absl::StatusOr<std::string> WritePathFor(const std::string& given) {
+  // A descriptor of this process (--out=/dev/stdout, /dev/fd/3) is written
+  // in place (OpenForWriting).
+  if (OwnDescriptor(given)) return given;
   struct stat info;
   if (stat(given.c_str(), &info) == 0) {
     if (S_ISDIR(info.st_mode)) {
@@ -534,16 +653,19 @@ absl::Status CommitTemporary(const std::string& temp,
 absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
                                                         const std::string& path,
                                                         int dims) {
-  if (path == "-") return std::make_unique<FileWriter>(format, path, stdout, dims);
+  if (path == "-" || OwnDescriptor(path) == STDOUT_FILENO) {
+    return std::make_unique<FileWriter>(format, path, stdout, dims);
+  }
   absl::StatusOr<std::string> target = WritePathFor(path);
   if (!target.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--out: ", target.status().message()));
   }
-  std::FILE* file = std::fopen(target->c_str(), "wb");
+  bool stream = false;
+  std::FILE* file = OpenForWriting(*target, &stream);
   if (file == nullptr) return IoError(path);
   if (*target == path) {
-    return std::make_unique<FileWriter>(format, path, file, dims);
+    return std::make_unique<FileWriter>(format, path, file, dims, stream);
   }
   return std::make_unique<ReplacingWriter>(
       std::make_unique<FileWriter>(format, *target, file, dims),

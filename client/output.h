@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -62,6 +63,21 @@ absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
 // the link stays. InvalidArgument when `path` is a directory or ends in
 // '/'.
 absl::StatusOr<std::string> WritePathFor(const std::string& path);
+
+// The descriptor of this process that `path` names, through its links:
+// 1 for /dev/stdout, N for /dev/fd/N or /proc/self/fd/N.
+std::optional<int> OwnDescriptor(const std::string& path);
+
+// Opens `path` (from WritePathFor) to write: a copy of the descriptor it
+// names (OwnDescriptor; *stream set), written where it stands, or the file,
+// truncated. Null with errno set on failure.
+std::FILE* OpenForWriting(const std::string& path, bool* stream);
+
+// Whether writing `a` and `b` (paths, "-" for stdout) would write one
+// regular file: through links, descriptors (/dev/stdout, or "-" redirected
+// to the file) and different spellings of one path, and for a file not made
+// yet.
+bool WriteOneFile(const std::string& a, const std::string& b);
 
 // Makes the closed file `temp` (from WritePathFor) durable (fsync) and
 // renames it over `path` (the file a symlink names), with the permissions

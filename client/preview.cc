@@ -76,7 +76,8 @@ class Canvas {
   // Writes the picture to `path`; errors name `shown` (the file the user
   // asked for, not its temporary stand-in) and why.
   absl::Status SaveTo(const std::string& path, const std::string& shown) const {
-    std::FILE* file = std::fopen(path.c_str(), "wb");
+    bool stream = false;
+    std::FILE* file = OpenForWriting(path, &stream);
     if (file == nullptr) {
       return absl::UnavailableError(absl::StrCat(
           "--preview: cannot write ", shown, ": ", std::strerror(errno)));

@@ -190,6 +190,48 @@ TEST(CliTest, EveryFormatRoundTrips) {
       << ply_no_tmp.err;
 }
 
+// --out=/dev/stdout (or /dev/fd/N) writes to the descriptor where it
+// stands. Redirected to a file, it renamed a new file over the one behind
+// it: what the shell had appended before and after was lost, and so was a
+// --report on /dev/stderr.
+TEST(CliTest, OutputToADescriptorIsWrittenWhereItStands) {
+  const std::string job = kExamples + "/three_layers.json";
+  CommandResult plain = Scatter({"run", job, "--local"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const std::string log = Temp("descriptor.log");
+  for (const std::string out :
+       {"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"}) {
+    SCOPED_TRACE(out);
+    const CommandResult run = server::testing::RunCommand(
+        {"/bin/sh", "-c",
+         absl::StrCat("echo BEGIN > '", log, "' && '", SCATTER_PATH, "' run '",
+                      job, "' --local --out=", out, " >> '", log,
+                      "' && echo END >> '", log, "'")});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(Slurp(log), absl::StrCat("BEGIN\n", plain.out, "END\n"));
+  }
+  // The points and the report both on stderr, in that order.
+  const CommandResult run = server::testing::RunCommand(
+      {"/bin/sh", "-c",
+       absl::StrCat("'", SCATTER_PATH, "' run '", job,
+                    "' --local --report --out=/dev/stderr 2> '", log, "'")});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string both = Slurp(log);
+  EXPECT_TRUE(absl::StartsWith(both, plain.out)) << both.substr(0, 200);
+  EXPECT_THAT(both.substr(plain.out.size()), HasSubstr("report: "));
+  // A PLY header cannot be rewritten where the descriptor stands (it may
+  // append): the points wait, as on a pipe, and the header counts them.
+  const CommandResult ply = server::testing::RunCommand(
+      {"/bin/sh", "-c",
+       absl::StrCat("echo BEGIN > '", log, "' && '", SCATTER_PATH, "' run '",
+                    job, "' --local --format=ply --out=/dev/stdout >> '", log,
+                    "'")});
+  ASSERT_EQ(ply.exit_code, 0) << ply.err;
+  const CommandResult ply_plain =
+      Scatter({"run", job, "--local", "--format=ply"});
+  EXPECT_EQ(Slurp(log), absl::StrCat("BEGIN\n", ply_plain.out));
+}
+
 // JSON lines are read by tools that hold every JSON number as a double
 // (JavaScript's JSON.parse, jq): ids, 64-bit, must come through them
 // exactly, so they are strings, as in protobuf's JSON mapping. A
@@ -254,6 +296,37 @@ std::string FreshDir(const std::string& name) {
   std::filesystem::remove_all(dir);
   EXPECT_EQ(mkdir(dir.c_str(), 0777), 0) << dir;
   return dir;
+}
+
+// The picture must not replace the points however the two are named: a
+// link made before the file it names, and stdout redirected to the
+// picture's file, got past the check and the run exited 0.
+TEST(CliTest, ThePreviewNeverReplacesThePoints) {
+  const std::string job = kExamples + "/three_layers.json";
+  const std::string dir = FreshDir("preview_same");
+  ASSERT_EQ(symlink("points.csv", (dir + "/latest").c_str()), 0);
+  const CommandResult linked =
+      Scatter({"run", job, "--local", "--out=" + dir + "/points.csv",
+               "--preview=" + dir + "/latest"});
+  EXPECT_EQ(linked.exit_code, 1);
+  EXPECT_THAT(linked.err, HasSubstr("is the file --out writes the points to"));
+  const std::string picture = dir + "/picture.png";
+  const CommandResult redirected = server::testing::RunCommand(
+      {"/bin/sh", "-c",
+       absl::StrCat("'", SCATTER_PATH, "' run '", job, "' --local --preview='",
+                    picture, "' > '", picture, "'")});
+  EXPECT_EQ(redirected.exit_code, 1);
+  EXPECT_THAT(redirected.err,
+              HasSubstr("is the file --out writes the points to"));
+  // Two devices take both, and different files are fine.
+  EXPECT_EQ(
+      Scatter({"run", job, "--local", "--out=/dev/null", "--preview=/dev/null"})
+          .exit_code,
+      0);
+  const CommandResult apart =
+      Scatter({"run", job, "--local", "--out=" + dir + "/points.csv",
+               "--preview=" + picture});
+  EXPECT_EQ(apart.exit_code, 0) << apart.err;
 }
 
 std::string DirWithEarlierPoints(const std::string& name,
