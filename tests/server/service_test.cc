@@ -1161,8 +1161,30 @@ TEST(ServiceTest, ShutdownEndsAStreamInFlightWithAStatus) {
   v1::ScatterResponse response;
   ASSERT_TRUE(reader->Read(&response));
   std::thread stopper([&] { server.server().Shutdown(); });
-  // While draining, new calls are turned away.
-  absl::SleepFor(absl::Milliseconds(50));
+  // While draining, health says NOT_SERVING for the server and the
+  // service (a readiness probe takes the pod out of the Service by it),
+  // and new calls are turned away. Nothing tested the first: the server
+  // went on saying SERVING without it, and every test passed.
+  auto health = grpc::health::v1::Health::NewStub(server.TcpChannel());
+  auto health_of = [&health](const std::string& service) {
+    grpc::ClientContext check;
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    grpc::health::v1::HealthCheckResponse answer;
+    const grpc::Status status = health->Check(&check, request, &answer);
+    return status.ok() ? answer.status()
+                       : grpc::health::v1::HealthCheckResponse::UNKNOWN;
+  };
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (health_of("") == grpc::health::v1::HealthCheckResponse::SERVING &&
+         absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  for (const std::string service : {"", kServiceName}) {
+    EXPECT_EQ(health_of(service),
+              grpc::health::v1::HealthCheckResponse::NOT_SERVING)
+        << "service '" << service << "'";
+  }
   const Received late = Collect(*stub, BoxRequest(1, 0.1));
   EXPECT_EQ(late.status.error_code(), grpc::StatusCode::UNAVAILABLE);
   while (reader->Read(&response)) {
