@@ -18,11 +18,18 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "sampler/methods.h"
 #include "sampler/spline.h"
 #include "sampler/version.h"
 
 namespace scatter::server {
 namespace {
+
+// The most points one run makes of a uniform layer, or cells of a jittered
+// grid: the bound ToJob gives the sampler as its max_points (the server's
+// own limit is enforced by the estimate and the stream's cap).
+constexpr std::uint64_t kMostRunPoints =
+    std::numeric_limits<std::uint32_t>::max() * std::uint64_t{4096};
 
 using sampler::Method;
 
@@ -903,8 +910,7 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
   if (!shared.ok()) return shared.status();
   // The estimate below and the stream's cap enforce max_points; the
   // sampler's own bounding-box estimate must not refuse first.
-  shared->max_points =
-      std::numeric_limits<std::uint32_t>::max() * std::uint64_t{4096};
+  shared->max_points = kMostRunPoints;
 
   ScatterJob job{
       *std::move(region), {}, *std::move(shared), {}, std::move(pinned), 0, 0,
@@ -1009,6 +1015,33 @@ absl::StatusOr<ScatterJob> ToJob(const v1::ScatterRequest& request,
                      " apart or closer; move the region nearer the origin or "
                      "use a larger ",
                      length, ", got ", r));
+  }
+  // The sampler refuses a uniform count or a jittered grid's cells past
+  // the bound it is given, kMostRunPoints, naming it max_points: a
+  // request with its own cap gets past the estimate, and was told of a
+  // limit max_points = 17592186040320 that is neither the server's nor its
+  // own. Said here of the request's field.
+  for (std::size_t i = 0; i < job.layers.size(); ++i) {
+    const sampler::SamplerOptions& o = job.layers[i].options;
+    double made = 0;
+    const char* field = "";
+    if (o.method == Method::kUniform) {
+      made = static_cast<double>(o.count);
+      field = "].count";
+    } else if (o.method == Method::kJitteredGrid) {
+      made = sampler::internal::JitteredCellCount(bounds, o.cell_size);
+      field = "].cell_size";
+    } else {
+      continue;
+    }
+    if (!(made <= static_cast<double>(kMostRunPoints))) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "layers[", i, field, ": gives ", WholeFigure(made),
+          o.method == Method::kUniform ? " points"
+                                       : " cells in the region's bounds",
+          ", more than one run makes (", kMostRunPoints,
+          ", whatever max_points says)"));
+    }
   }
   job.point_cap = limits.max_points;
   if (request.max_points() != 0) {

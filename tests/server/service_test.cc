@@ -743,6 +743,45 @@ TEST(ServiceTest, ServerPointLimitRefusesAnEstimateOverItAndServesOneUnder) {
   EXPECT_EQ(got.summary.total_points(), got.size());
 }
 
+// A uniform count or a jittered grid's cells past what one run makes,
+// with the request's own cap (so past the estimate), is said of the
+// layer's field: it was "over the limit max_points = 17592186040320", a
+// bound neither the server's flag nor the request set.
+TEST(ServiceTest, CountsPastWhatOneRunMakesNameTheirField) {
+  LoopbackServer server;
+  for (const bool uniform : {true, false}) {
+    v1::ScatterRequest request = BoxRequest(1, 0.1);
+    request.set_max_points(10);
+    v1::Layer* layer = request.mutable_layers(0);
+    layer->set_spacing(0);
+    if (uniform) {
+      layer->set_method(v1::METHOD_UNIFORM);
+      layer->set_count(20'000'000'000'000);
+    } else {
+      layer->set_method(v1::METHOD_JITTERED_GRID);
+      layer->set_cell_size(1 / std::sqrt(2e13));
+    }
+    SCOPED_TRACE(uniform ? "uniform" : "jittered grid");
+    const Received got = Collect(*server.InProcessStub(), request);
+    EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(
+        got.status.error_message(),
+        HasSubstr(uniform ? "layers[0].count: gives 20000000000000 points"
+                          : "layers[0].cell_size: gives"));
+    EXPECT_THAT(got.status.error_message(),
+                HasSubstr("more than one run makes (17592186040320"));
+    EXPECT_THAT(got.status.error_message(), Not(HasSubstr("limit max_points")));
+    // Within it, the request's cap ends the run.
+    if (uniform) {
+      layer->set_count(1'000'000'000'000);
+    } else {
+      layer->set_cell_size(1e-6);
+    }
+    const Received capped = Collect(*server.InProcessStub(), request);
+    EXPECT_EQ(capped.size(), 10u) << capped.status.error_message();
+  }
+}
+
 TEST(ServiceTest, EstimatesPast2To64AreGivenAsFiguresWithTheirMethodsRule) {
   LoopbackServer server;
   auto stub = server.InProcessStub();
