@@ -5,8 +5,10 @@
 #include <array>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace scatter::server {
 namespace {
@@ -159,8 +161,58 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
     width = height = 0;
   }
   std::string digest = RasterDigest(format, width, height, pixels);
-  if (auto known = Get(digest)) return Entry{std::move(digest), known};
+  // Known, or being decoded by another call, or this call's to decode.
+  std::shared_ptr<Decoding> first, mine;
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = slots_.find(digest); it != slots_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.lru);
+      return Entry{std::move(digest), it->second.raster};
+    }
+    auto [at, inserted] = decoding_.try_emplace(digest);
+    if (inserted) {
+      at->second = mine = std::make_shared<Decoding>();
+      mine->field = std::string(field);
+    } else {
+      first = at->second;
+    }
+  }
+  if (first != nullptr) {
+    // Calls that sent one new raster at once each reserved its room and
+    // decoded it, and all but the first that fitted were refused as if the
+    // cache were full (the client's resend after NOT_FOUND does that). The
+    // first call's raster serves them all; its error is theirs too (the
+    // same bytes fail the same way), said of their own field.
+    first->done.WaitForNotification();
+    if (first->status.ok()) return Entry{std::move(digest), first->raster};
+    absl::string_view message = first->status.message();
+    if (absl::ConsumePrefix(&message, first->field)) {
+      return absl::Status(first->status.code(), absl::StrCat(field, message));
+    }
+    return first->status;
+  }
+  // Whatever Decode ends with (an exception too), the calls waiting on it
+  // are told.
+  absl::Cleanup tell = [this, &digest, &mine] {
+    {
+      absl::MutexLock lock(&mu_);
+      decoding_.erase(digest);
+    }
+    mine->done.Notify();
+  };
+  absl::StatusOr<Entry> made =
+      Decode(field, format, width, height, decoded_width, decoded_height,
+             pixels, max_raster_bytes, digest);
+  mine->status = made.status();
+  if (made.ok()) mine->raster = made->raster;
+  return made;
+}
 
+absl::StatusOr<RasterCache::Entry> RasterCache::Decode(
+    absl::string_view field, v1::RasterFormat format, std::uint32_t width,
+    std::uint32_t height, std::uint32_t decoded_width,
+    std::uint32_t decoded_height, absl::string_view pixels,
+    std::size_t max_raster_bytes, std::string digest) {
   // The room is taken before decoding, not after: calls that each sent a
   // big raster inline decoded them all at once, past raster_cache_bytes,
   // and only then learned that most would not fit (16 calls with a 5 600 x
@@ -197,10 +249,6 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
   // the room is taken again for what it made.
   bytes_ -= reservation.bytes;
   reservation.bytes = 0;
-  if (auto it = slots_.find(digest); it != slots_.end()) {
-    // Another upload of the same content won the race.
-    return Entry{std::move(digest), it->second.raster};
-  }
   absl::Status room = TakeRoomLocked(field, bytes);
   if (!room.ok()) return room;
   lru_.push_front(digest);

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "sampler/raster.h"
 #include "scatter/v1/scatter.pb.h"
 
@@ -63,6 +64,8 @@ class RasterCache {
   // Decodes and stores the content (or refreshes it when already present),
   // returning its digest. Errors as DecodeRaster; ResourceExhausted naming
   // the cache budget when the raster cannot fit beside the pinned ones.
+  // Content another call is decoding is waited for, not decoded twice:
+  // that call's raster, or its error said of `field`.
   absl::StatusOr<Entry> Put(absl::string_view field, v1::RasterFormat format,
                             std::uint32_t width, std::uint32_t height,
                             absl::string_view pixels,
@@ -85,6 +88,23 @@ class RasterCache {
     std::size_t bytes = 0;
     std::list<std::string>::iterator lru;  // Front = most recent.
   };
+  // A raster one call is decoding, for the calls that bring the same
+  // content meanwhile: done once its result is set.
+  struct Decoding {
+    absl::Notification done;
+    absl::Status status;                            // Put's.
+    std::shared_ptr<const sampler::Raster> raster;  // When status is OK.
+    std::string field;                              // Named in status.
+  };
+  // Put's work for content neither stored nor being decoded: takes room,
+  // decodes, stores.
+  absl::StatusOr<Entry> Decode(absl::string_view field, v1::RasterFormat format,
+                               std::uint32_t width, std::uint32_t height,
+                               std::uint32_t decoded_width,
+                               std::uint32_t decoded_height,
+                               absl::string_view pixels,
+                               std::size_t max_raster_bytes,
+                               std::string digest);
   // Drops unpinned entries, oldest first, until `incoming` more bytes fit.
   bool MakeRoomLocked(std::size_t incoming) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts `bytes` in the cache, evicting idle rasters to make room;
@@ -97,6 +117,8 @@ class RasterCache {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Slot> slots_ ABSL_GUARDED_BY(mu_);
   std::list<std::string> lru_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<Decoding>> decoding_
+      ABSL_GUARDED_BY(mu_);
   std::size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

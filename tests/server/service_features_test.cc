@@ -555,6 +555,57 @@ TEST(RasterCacheTest, APngHasOneDigestAndOnlyItsOwnSize) {
   }
 }
 
+// Calls that bring one new raster at once (as clients resend inline after
+// NOT_FOUND) share one decoding: each reserved the raster's room and
+// decoded it, so with room for one copy all but one were refused as if
+// the cache were full. A decoding error reaches every call, said of its
+// own field.
+TEST(RasterCacheTest, OneNewRasterBroughtByManyCallsAtOnceIsDecodedOnce) {
+  const std::string png = GrayPng(2048, 2048, 16);
+  const std::size_t one = RasterCache::DecodedBytes(2048, 2048);
+  constexpr int kCalls = 8;
+  auto put_at_once = [&](RasterCache& cache, const std::string& content) {
+    std::vector<absl::StatusOr<RasterCache::Entry>> got(
+        kCalls, absl::UnknownError("not run"));
+    std::atomic<int> ready{0};
+    std::vector<std::thread> calls;
+    for (int i = 0; i < kCalls; ++i) {
+      calls.emplace_back([&, i] {
+        ++ready;
+        while (ready.load() < kCalls) {
+        }
+        got[static_cast<std::size_t>(i)] = cache.Put(
+            absl::StrCat("call", i), v1::RASTER_FORMAT_PNG, 0, 0, content, one);
+      });
+    }
+    for (std::thread& call : calls) call.join();
+    return got;
+  };
+  RasterCache cache(one + one / 2);  // Room for one copy, not two.
+  const auto got = put_at_once(cache, png);
+  for (int i = 0; i < kCalls; ++i) {
+    const auto& entry = got[static_cast<std::size_t>(i)];
+    ASSERT_TRUE(entry.ok()) << "call " << i << ": " << entry.status();
+    EXPECT_EQ(entry->digest, got[0]->digest);
+    EXPECT_EQ(entry->raster, got[0]->raster);
+  }
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.bytes(), one);
+
+  RasterCache fresh(one + one / 2);
+  const auto cut = put_at_once(fresh, png.substr(0, png.size() / 2));
+  for (int i = 0; i < kCalls; ++i) {
+    const auto& entry = cut[static_cast<std::size_t>(i)];
+    ASSERT_FALSE(entry.ok());
+    EXPECT_EQ(entry.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(absl::StartsWith(entry.status().message(),
+                                 absl::StrCat("call", i, ": ")))
+        << entry.status();
+  }
+  EXPECT_EQ(fresh.size(), 0u);
+  EXPECT_EQ(fresh.bytes(), 0u);
+}
+
 TEST(TlsTest, TlsClientGetsPointsAndPlaintextClientIsRefused) {
   const Pem pem = SelfSigned();
   ServerOptions options = LoopbackServer::DefaultOptions();
