@@ -941,8 +941,12 @@ class VariableRun {
                                         rc2);
   }
 
-  // The largest radius anywhere within `reach` of p (per axis), from the
-  // raster's pixels.
+  // The largest radius anywhere within `reach` of p (per axis): from the
+  // raster's pixels, tightened by the interpolation where they are far
+  // apart (TightenRadiusBounds). From the pixels alone, every place within
+  // two pixels of a sharp edge had r_max as its bound, so a visit there
+  // gathered every point within r_max: at r_max / r_min = 100 over a 0/1
+  // raster a run took 22 s instead of 1.3, and 1000 did not end.
   double MaxRadiusNear(const double* p, double reach) const {
     double b0[D], b1[D];
     for (int a = 0; a < D; ++a) {
@@ -951,6 +955,7 @@ class VariableRun {
     }
     double r_lo, r_hi;
     RadiusBounds(b0, b1, &r_lo, &r_hi);
+    TightenRadiusBounds(b0, b1, &r_lo, &r_hi);
     return r_hi;
   }
 
@@ -1309,6 +1314,7 @@ class VariableRun {
     }
     double block_lo, block_hi;
     RadiusBounds(PixelsOf(k0, k1), &block_lo, &block_hi);
+    TightenRadiusBounds(k0, k1, &block_lo, &block_hi);  // As MaxRadiusNear.
     gap_block_r_hi_ = std::max(block_hi, r_hi);
     gap_block_n_ = GatherAroundBox(k0, k1, gap_block_r_hi_);
     gap_block_level_ = l;

@@ -357,8 +357,8 @@ void ExpectDigests(const GoldenCase (&expected)[N],
   }
 }
 
-// Golden digests for algorithm_version 7 (all but the lake taken for 7, the
-// lake the same as 1) beyond
+// Golden digests for algorithm_version 8 (the same as 7; all but the lake
+// taken for 7, the lake the same as 1) beyond
 // the box: a polygon with a lake, islands with obstacles, a ball, and three
 // layers. Like the box goldens in sampler_test.cc they change only with a
 // version bump; a mismatch prints the actual values.
