@@ -3,52 +3,79 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "sampler/quality.h"
 #include "client/local.h"
+#include "sampler/quality.h"
 #include "server/convert.h"
 
 namespace scatter::client {
 namespace {
 
-// Discs in a uniform hash grid whose cell is the largest reach, so a query
-// looks at the 3^dims cells around it. A disc is a point of the layer
-// measured (reach: its radius), or something that blocks it: an obstacle
-// or an earlier layer's point (reach: the clearance, apart from the
-// footprint of the layer's point where that is per point, which `adds`
-// says to add).
+// The 21-bit cell coordinates of a hash grid packed in one key (they wrap:
+// far cells may share a key, which the exact distance tests sort out).
+std::uint64_t PackCell(std::int64_t i, std::int64_t j, std::int64_t k) {
+  return (static_cast<std::uint64_t>(i) & 0x1fffff) |
+         ((static_cast<std::uint64_t>(j) & 0x1fffff) << 21) |
+         ((static_cast<std::uint64_t>(k) & 0x1fffff) << 42);
+}
+
+// Discs in hash grids, one per power of two of their reach, each with
+// cells of that power, so a query looks at the 3^dims cells around it in
+// each grid. (One grid with the largest reach as its cell put thousands of
+// small points in each cell beside one large obstacle: a report took 90 s
+// for a run of 0.2 s.) A disc is a point of the layer measured (reach:
+// its radius), or something that blocks it: an obstacle or an earlier
+// layer's point (reach: the clearance, apart from the footprint of the
+// layer's point where that is per point, which `adds` says to add).
 class DiscGrid {
  public:
   enum Kind { kOwn, kBlocker, kBlockerAddsFootprint };
-  DiscGrid(int dims, double cell) : dims_(dims), cell_(cell) {}
+  // Queries pass a local radius up to most_local and a footprint up to
+  // most_footprint.
+  DiscGrid(int dims, double most_local, double most_footprint)
+      : dims_(dims), most_local_(most_local), most_footprint_(most_footprint) {}
   void Add(const double* c, double reach, Kind kind) {
+    // The most it can reach for any query.
+    const double most = kind == kOwn ? std::max(reach, most_local_)
+                        : kind == kBlockerAddsFootprint
+                            ? reach + most_footprint_
+                            : reach;
+    if (!(most > 0)) return;  // Covers nothing.
+    int exponent = 0;
+    std::frexp(most, &exponent);  // 2^exponent > most.
+    Level& level = levels_[exponent];
+    level.cell = std::ldexp(1.0, exponent);
     Disc d{{c[0], c[1], dims_ == 3 ? c[2] : 0}, reach, kind};
-    cells_[Key(d.c)].push_back(d);
+    level.cells[Key(level.cell, d.c, 0, 0, 0)].push_back(d);
   }
   // Whether p is within some disc's reach, for a point at p of local
   // radius `local` (own points cover it when closer than max(local, their
   // radius): the variable-radius rule) and footprint `footprint` (added to
   // the blockers' reach that take it).
   bool Covers(const double* p, double local = 0, double footprint = 0) const {
-    const std::int64_t i = Cell(p[0]), j = Cell(p[1]), k = dims_ == 3 ? Cell(p[2]) : 0;
-    for (std::int64_t dk = dims_ == 3 ? -1 : 0; dk <= (dims_ == 3 ? 1 : 0); ++dk) {
-      for (std::int64_t dj = -1; dj <= 1; ++dj) {
-        for (std::int64_t di = -1; di <= 1; ++di) {
-          auto it = cells_.find(Pack(i + di, j + dj, k + dk));
-          if (it == cells_.end()) continue;
-          for (const Disc& d : it->second) {
-            double s = 0;
-            for (int a = 0; a < dims_; ++a) s += (p[a] - d.c[a]) * (p[a] - d.c[a]);
-            const double reach =
-                d.kind == kOwn ? std::max(d.reach, local)
-                : d.kind == kBlockerAddsFootprint ? d.reach + footprint
-                                                  : d.reach;
-            if (s < reach * reach) return true;
+    for (const auto& [exponent, level] : levels_) {
+      for (int dk = dims_ == 3 ? -1 : 0; dk <= (dims_ == 3 ? 1 : 0); ++dk) {
+        for (int dj = -1; dj <= 1; ++dj) {
+          for (int di = -1; di <= 1; ++di) {
+            auto it = level.cells.find(Key(level.cell, p, di, dj, dk));
+            if (it == level.cells.end()) continue;
+            for (const Disc& d : it->second) {
+              double s = 0;
+              for (int a = 0; a < dims_; ++a) {
+                s += (p[a] - d.c[a]) * (p[a] - d.c[a]);
+              }
+              const double reach = d.kind == kOwn ? std::max(d.reach, local)
+                                   : d.kind == kBlockerAddsFootprint
+                                       ? d.reach + footprint
+                                       : d.reach;
+              if (s < reach * reach) return true;
+            }
           }
         }
       }
@@ -62,39 +89,40 @@ class DiscGrid {
     double reach;
     Kind kind;
   };
-  std::int64_t Cell(double v) const {
-    return static_cast<std::int64_t>(std::floor(v / cell_));
-  }
-  static std::uint64_t Pack(std::int64_t i, std::int64_t j, std::int64_t k) {
-    return (static_cast<std::uint64_t>(i) & 0x1fffff) |
-           ((static_cast<std::uint64_t>(j) & 0x1fffff) << 21) |
-           ((static_cast<std::uint64_t>(k) & 0x1fffff) << 42);
-  }
-  std::uint64_t Key(const double* c) const {
-    return Pack(Cell(c[0]), Cell(c[1]), dims_ == 3 ? Cell(c[2]) : 0);
-  }
-  int dims_;
-  double cell_;
-  absl::flat_hash_map<std::uint64_t, std::vector<Disc>> cells_;
-};
-
-// Smallest d / max(r_a, r_b) over pairs of one layer, exactly (long double).
-void CheckPairs(const std::vector<std::size_t>& members, const v1::PointBatch& all,
-                int dims, LayerReport* out) {
-  const double cell = out->radius_max;
-  absl::flat_hash_map<std::uint64_t, std::vector<std::size_t>> grid;
-  auto key = [&](const double* c, int di, int dj, int dk) {
-    auto cell_of = [&](double v) {
+  struct Level {
+    double cell = 0;
+    absl::flat_hash_map<std::uint64_t, std::vector<Disc>> cells;
+  };
+  std::uint64_t Key(double cell, const double* c, int di, int dj,
+                    int dk) const {
+    auto at = [cell](double v) {
       return static_cast<std::int64_t>(std::floor(v / cell));
     };
-    return (static_cast<std::uint64_t>(cell_of(c[0]) + di) & 0x1fffff) |
-           ((static_cast<std::uint64_t>(cell_of(c[1]) + dj) & 0x1fffff) << 21) |
-           ((static_cast<std::uint64_t>((dims == 3 ? cell_of(c[2]) : 0) + dk) &
-             0x1fffff)
-            << 42);
+    return PackCell(at(c[0]) + di, at(c[1]) + dj,
+                    (dims_ == 3 ? at(c[2]) : 0) + dk);
+  }
+  int dims_;
+  double most_local_;
+  double most_footprint_;
+  std::map<int, Level> levels_;
+};
+
+// Pairs of one layer closer than `cell`, each once: f(m, n, squared
+// distance).
+template <class F>
+void ForEachPairWithin(const std::vector<std::size_t>& members,
+                       const v1::PointBatch& all, int dims, double cell, F f) {
+  auto key = [&](const double* c, int di, int dj, int dk) {
+    auto at = [cell](double v) {
+      return static_cast<std::int64_t>(std::floor(v / cell));
+    };
+    return PackCell(at(c[0]) + di, at(c[1]) + dj,
+                    (dims == 3 ? at(c[2]) : 0) + dk);
   };
-  for (std::size_t m : members) grid[key(all.coords().data() + m * dims, 0, 0, 0)].push_back(m);
-  double best = std::numeric_limits<double>::infinity();
+  absl::flat_hash_map<std::uint64_t, std::vector<std::size_t>> grid;
+  for (std::size_t m : members) {
+    grid[key(all.coords().data() + m * dims, 0, 0, 0)].push_back(m);
+  }
   for (std::size_t m : members) {
     const double* a = all.coords().data() + m * dims;
     for (int dk = dims == 3 ? -1 : 0; dk <= (dims == 3 ? 1 : 0); ++dk) {
@@ -110,16 +138,43 @@ void CheckPairs(const std::vector<std::size_t>& members, const v1::PointBatch& a
               const long double x = static_cast<long double>(a[d]) - b[d];
               s += x * x;
             }
-            const long double r = std::max(all.radius(static_cast<int>(m)),
-                                           all.radius(static_cast<int>(n)));
-            if (s < r * r) ++out->violations;
-            best = std::min(best, static_cast<double>(std::sqrt(s) / r));
+            f(m, n, s);
           }
         }
       }
     }
   }
-  out->min_ratio = best;
+}
+
+// Smallest d / max(r_a, r_b) over pairs of one layer, exactly (long double);
+// NaN for a single point.
+void CheckPairs(const std::vector<std::size_t>& members,
+                const v1::PointBatch& all, int dims, LayerReport* out) {
+  if (members.size() < 2) {
+    out->min_ratio = std::numeric_limits<double>::quiet_NaN();
+    return;
+  }
+  // Every pair closer than the cell is seen, and a pair's ratio is at
+  // least its distance over radius_max: the smallest ratio found is exact
+  // once it is at most cell / radius_max. Else (no pair that near: a
+  // sparse layer, islands apart) the cell doubles; it printed inf.
+  double cell = out->radius_max;
+  for (bool first = true;; first = false) {
+    double best = std::numeric_limits<double>::infinity();
+    ForEachPairWithin(
+        members, all, dims, cell,
+        [&](std::size_t m, std::size_t n, long double s) {
+          const long double r = std::max(all.radius(static_cast<int>(m)),
+                                         all.radius(static_cast<int>(n)));
+          if (first && s < r * r) ++out->violations;
+          best = std::min(best, static_cast<double>(std::sqrt(s) / r));
+        });
+    if (best <= cell / out->radius_max || !std::isfinite(cell * 2)) {
+      out->min_ratio = best;
+      return;
+    }
+    cell *= 2;
+  }
 }
 
 }  // namespace
@@ -222,13 +277,8 @@ absl::StatusOr<std::vector<LayerReport>> MeasureRun(
         }
       }
     }
-    // Everything that covers or blocks a place for this layer.
-    double reach = report.radius_max;
-    if (variable != nullptr) reach = std::max(reach, variable->radius_max);
-    for (const Blocker& b : blocking) {
-      reach = std::max(reach, b.reach + (b.kind == DiscGrid::kBlocker ? 0 : most_footprint));
-    }
-    DiscGrid grid(dims, reach);
+    DiscGrid grid(dims, variable != nullptr ? variable->radius_max : 0,
+                  most_footprint);
     for (const Blocker& b : blocking) grid.Add(b.c, b.reach, b.kind);
     for (std::size_t m : members) {
       report.blocked += grid.Covers(points.coords().data() + m * dims, 0,
@@ -259,10 +309,16 @@ absl::StatusOr<std::vector<LayerReport>> MeasureRun(
     }
     report.probes = inside;
     if (report.radius_min == report.radius_max && probes > 0) {
-      const double measure =
-          box.Measure() * static_cast<double>(inside) / static_cast<double>(probes);
+      // In units of the bounds' longest side: the measure itself leaves
+      // the doubles at extreme scales (a 3D box of side 1e-110 gave rho
+      // inf, one of side 1e150 none).
+      double side = 0;
+      for (int d = 0; d < dims; ++d) side = std::max(side, box.extent(d));
+      double measure =
+          static_cast<double>(inside) / static_cast<double>(probes);
+      for (int d = 0; d < dims; ++d) measure *= box.extent(d) / side;
       report.rho = sampler::RelativeRadius(report.points, measure, dims,
-                                           report.radius_min);
+                                           report.radius_min / side);
     }
     out.push_back(report);
     earlier.push_back(report.layer);
@@ -283,10 +339,17 @@ std::string FormatReport(const std::vector<LayerReport>& layers,
       } else {
         absl::StrAppendFormat(&text, ", spacing %g to %g", r.radius_min, r.radius_max);
       }
-      absl::StrAppendFormat(&text,
-                            ", smallest distance %.9f x allowed (%d pairs closer, "
-                            "%d points within a clearance)",
-                            r.min_ratio, r.violations, r.blocked);
+      if (std::isnan(r.min_ratio)) {
+        absl::StrAppendFormat(
+            &text, ", no pair to measure (%d points within a clearance)",
+            r.blocked);
+      } else {
+        absl::StrAppendFormat(
+            &text,
+            ", smallest distance %.9f x allowed (%d pairs closer, "
+            "%d points within a clearance)",
+            r.min_ratio, r.violations, r.blocked);
+      }
       absl::StrAppendFormat(&text, ", coverage %.7f (%d of %d probes uncovered)",
                             r.probes == 0 ? 0.0
                                           : 1 - static_cast<double>(r.uncovered) /

@@ -18,7 +18,8 @@ struct LayerReport {
   std::uint64_t points = 0;
   double radius_min = 0, radius_max = 0;
   // Smallest pairwise distance over the allowed one, max(r_a, r_b): >= 1
-  // when the minimum distance holds; `violations` pairs are closer.
+  // when the minimum distance holds; `violations` pairs are closer. NaN
+  // for a layer of one point.
   double min_ratio = 0;
   std::uint64_t violations = 0;
   // Points closer to an obstacle than its radius plus the layer's

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -1933,6 +1934,99 @@ TEST(ReportTest, CountsPointsWithinAClearance) {
   EXPECT_EQ((*report)[1].blocked, 1u);
   EXPECT_THAT(FormatReport(*report, 4, 1.0),
               HasSubstr("(0 pairs closer, 1 points within a clearance)"));
+}
+
+// The smallest distance is exact however far apart the points are: with
+// no pair within radius_max of each other the report said "inf". One
+// point has no pair to measure.
+TEST(ReportTest, TheSmallestDistanceIsExactForFarApartPoints) {
+  v1::ScatterRequest request = ReportRequest();
+  v1::Layer* layer = request.add_layers();
+  layer->set_id(0);
+  layer->set_spacing(1);
+  {
+    const auto [points, summary] = ReportPoints(
+        {{0.5, 0.5, 0, 1.0}, {9.5, 7.5, 0, 1.0}, {0.5, 9.5, 0, 1.0}}, {0});
+    auto report = MeasureRun(request, summary, points, 100);
+    ASSERT_TRUE(report.ok()) << report.status();
+    // (0.5, 0.5) to (0.5, 9.5) is the nearest pair: 9.
+    EXPECT_DOUBLE_EQ((*report)[0].min_ratio, 9.0);
+    EXPECT_THAT(FormatReport(*report, 3, 1.0),
+                HasSubstr("smallest distance 9.000000000 x allowed"));
+  }
+  const auto [one, one_summary] = ReportPoints({{0.5, 0.5, 0, 1.0}}, {0});
+  auto report = MeasureRun(request, one_summary, one, 100);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(std::isnan((*report)[0].min_ratio));
+  const std::string text = FormatReport(*report, 1, 1.0);
+  EXPECT_THAT(text, HasSubstr("no pair to measure"));
+  EXPECT_THAT(text, Not(HasSubstr("inf")));
+}
+
+// Discs of very different reach (a large obstacle among small points)
+// are each found within their reach: the report kept one grid whose cell
+// was the largest reach, which put thousands of small points in a cell
+// (90 s for a run of 0.2 s), and must still find both.
+TEST(ReportTest, ALargeObstacleAmongSmallPointsIsMeasuredRight) {
+  v1::ScatterRequest request = ReportRequest();
+  request.mutable_obstacles(0)->set_radius(3);  // Clearance 3 + 0.05.
+  v1::Layer* layer = request.add_layers();
+  layer->set_id(0);
+  layer->set_spacing(0.1);
+  const auto [points, summary] = ReportPoints(
+      {
+          {5.0, 8.0, 0, 0.1},   // 3 from the obstacle's centre: within.
+          {5.0, 8.2, 0, 0.1},   // 3.2: clear.
+          {5.0, 8.25, 0, 0.1},  // 0.05 from the one before: too close.
+          {9.0, 9.0, 0, 0.1},
+      },
+      {0});
+  auto report = MeasureRun(request, summary, points, 20000);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ((*report)[0].blocked, 1u);
+  EXPECT_EQ((*report)[0].violations, 1u);
+  EXPECT_NEAR((*report)[0].min_ratio, 0.5, 1e-9);
+  // Probes inside the obstacle's clearance are blocked, not uncovered; of
+  // the rest of the box, four points of reach 0.1 cover almost nothing.
+  const double clear_area = 100 - M_PI * 3.05 * 3.05;
+  EXPECT_NEAR(static_cast<double>((*report)[0].uncovered) /
+                  static_cast<double>((*report)[0].probes),
+              clear_area / 100, 0.02);
+}
+
+// rho is the same at any scale: a 3D box of side 1e-110 gave inf (its
+// volume is below the doubles), one of side 1e150 none.
+TEST(ReportTest, RhoIsMeasuredAtExtremeScales) {
+  double reference = 0;
+  for (const double scale : {1.0, 1e-110, 1e150}) {
+    SCOPED_TRACE(scale);
+    v1::ScatterRequest request;
+    for (int a = 0; a < 3; ++a) {
+      request.mutable_region()->mutable_box()->add_min(0);
+      request.mutable_region()->mutable_box()->add_max(scale);
+    }
+    request.add_layers()->set_spacing(scale / 8);
+    v1::PointBatch points;
+    points.set_dims(3);
+    for (int i = 0; i < 8; ++i) {
+      for (int a = 0; a < 3; ++a) {
+        points.add_coords(scale * (0.25 + 0.5 * ((i >> a) & 1)));
+      }
+      points.add_layer(0);
+      points.add_radius(scale / 8);
+      points.add_id(static_cast<std::uint64_t>(i) + 1);
+    }
+    v1::Summary summary;
+    summary.add_layers()->set_points(8);
+    auto report = MeasureRun(request, summary, points, 1000);
+    ASSERT_TRUE(report.ok()) << report.status();
+    const double rho = (*report)[0].rho;
+    EXPECT_TRUE(std::isfinite(rho) && rho > 0) << rho;
+    if (scale == 1.0) reference = rho;
+    EXPECT_NEAR(rho, reference, 1e-9 * reference);
+  }
+  // 8 points in the unit cube at r = 1/8: r / cbrt(sqrt(2) / 8).
+  EXPECT_NEAR(reference, 0.125 / std::cbrt(std::sqrt(2.0) / 8), 1e-12);
 }
 
 // An override below the later layer's own footprint holds exactly, as the
