@@ -42,7 +42,9 @@ namespace scatter::sampler::internal {
 // What a variable-radius run over `box` would take, for Create's limits:
 // bytes of its grids and point store, and the expected point count from
 // the densest packing, integral of 2 / (sqrt(3) r(x)^2) dA in 2D (sqrt(2) /
-// r^3 dV in 3D), times the packing fraction real sets reach. Both are
+// r^3 dV in 3D) with each side grown by r (so thin boxes are counted
+// their L / r + 1 points a side), times the packing fraction real sets
+// reach. Both are
 // doubles so huge requests do not overflow before they are refused. Cost:
 // 128 x 128 cells, each at its brightest pixel (Raster::Greatest), so a
 // bound however fine the raster. Not in `bytes`: the

@@ -801,23 +801,35 @@ TEST(VariableRadiusValidationTest, ExpectedPointsOverMaxPointsAreRefused) {
   EXPECT_TRUE(Sampler::Create(UnitBox(2), o).ok());
 }
 
-TEST(VariableRadiusValidationTest, TheCapEndsARunWithExactlyMaxPoints) {
-  // A strip narrower than the radius holds a row of about 1 / r points,
-  // more than the area estimate (~47 at r = 0.01), so a cap of 60 passes
-  // Create and is met while running.
+// A strip narrower than the radius holds a row of some 1 / r points,
+// which the area alone counted at 47 (r = 0.01): a cap of 60 passed Create
+// and cut the run off midway. Each side is now grown by r, so the
+// estimate (142) is over what the run makes, a cap below that is refused
+// before any work, and a cap at it lets the run end whole. (The cap while
+// running is the batch writer's, shared with constant radius, and tested
+// there: SamplerPropertyTest.NeverEmitsMorePointsThanMaxPoints.)
+TEST(VariableRadiusValidationTest, AThinStripIsCountedByItsRow) {
   absl::StatusOr<Box> strip = Box::Create(2, {0, 0, 0}, {1, 0.005, 0});
   ASSERT_TRUE(strip.ok());
   auto flat = MakeRaster(4, 4, [](double, double) { return 0.5; });
   SamplerOptions o = VariableOptions(Method::kPoissonDense, 0.01, 0.01, flat);
+  const PointSet full = RunToEnd(Region::FromBox(*strip), o);
+  EXPECT_GT(full.size(), 90u);
+  // A zigzag across the width w steps at least sqrt(r^2 - w^2) along the
+  // strip: at most 1 / 0.00866 + 1 = 116 points.
+  EXPECT_LE(full.size(), 116u);
   o.max_points = 60;
-  o.batch_size = 16;
+  absl::StatusOr<Sampler> refused = Sampler::Create(*strip, o);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(refused.status().message(),
+                                "over the limit max_points = 60"))
+      << refused.status();
+  o.max_points = 142;
   absl::StatusOr<Sampler> s = Sampler::Create(*strip, o);
   ASSERT_TRUE(s.ok()) << s.status();
-  const PointSet capped = Collect(*s);
-  EXPECT_EQ(capped.status.code(), absl::StatusCode::kResourceExhausted)
-      << capped.status;
-  EXPECT_TRUE(absl::StrContains(capped.status.message(), "max_points"));
-  EXPECT_EQ(capped.size(), o.max_points);
+  const PointSet whole = Collect(*s);
+  EXPECT_TRUE(whole.status.ok()) << whole.status;
+  EXPECT_EQ(whole.size(), full.size());
 }
 
 // ---------------------------------------------------------------------------
