@@ -335,6 +335,10 @@ int Run(const std::string& job_path) {
   if (seed->has_value()) job->mutable_request()->set_seed(**seed);
   absl::StatusOr<Format> format = ParseFormat(absl::GetFlag(FLAGS_format));
   if (!format.ok()) return Fail(std::string(format.status().message()));
+  // (It was said to name a directory.)
+  if (absl::GetFlag(FLAGS_out).empty()) {
+    return Fail("--out: empty; give a file, or - for stdout");
+  }
   const std::string base_dir = JobDir(job_path);
 
   const bool local = absl::GetFlag(FLAGS_local);

@@ -599,6 +599,13 @@ absl::StatusOr<std::string> WritePathFor(const std::string& given) {
   // Beside the file a symlink names: the rename stays within its file
   // system and replaces the file, not the link.
   const std::string path = FollowLinks(given);
+  // A file the user may not write is not replaced (the rename needs only
+  // the directory): as the shell's `>`, which refuses it.
+  if (stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) &&
+      access(path.c_str(), W_OK) != 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot write ", given, ": ", std::strerror(errno)));
+  }
   const std::size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -663,6 +670,16 @@ absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
   }
   bool stream = false;
   std::FILE* file = OpenForWriting(*target, &stream);
+  if (file == nullptr && *target != path) {
+    // The file itself may be writable: what failed is the temporary file
+    // beside it (a directory the user may not write).
+    const int error = errno;
+    const std::size_t slash = target->rfind('/');
+    return absl::UnavailableError(absl::StrCat(
+        "cannot write ", path, ": cannot make a temporary file in ",
+        slash == std::string::npos ? "." : target->substr(0, slash),
+        " to replace it whole: ", std::strerror(error)));
+  }
   if (file == nullptr) return IoError(path);
   if (*target == path) {
     return std::make_unique<FileWriter>(format, path, file, dims, stream);

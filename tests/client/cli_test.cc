@@ -840,6 +840,14 @@ TEST(CliTest, ErrorsAreOneLineAndNonZero) {
       {{"run", three, "--local", "--preview=" + Temp("never.png"),
         "--preview_size=0"},
        "--preview_size: expected 16 to 8192, got 0"},
+      // It was said to name a directory.
+      {{"run", three, "--local", "--out="},
+       "--out: empty; give a file, or - for stdout"},
+      // The file was blamed ("cannot write /proc/version: No such file or
+      // directory"), not the temporary file beside it that failed.
+      {{"run", three, "--local", "--out=/proc/version"},
+       "cannot write /proc/version: cannot make a temporary file in /proc "
+       "to replace it whole"},
       // The picture replaced the points, and the run exited 0.
       {{"run", three, "--local", "--out=" + Temp("both.png"),
         "--preview=" + Temp("both.png")},
