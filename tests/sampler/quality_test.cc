@@ -476,6 +476,13 @@ TEST(MeasureCoverageVariableTest,
     const double covered = 1 - coverage->uncovered_fraction();
     EXPECT_NEAR(covered, 3.14159265 * rp * rp, 0.01) << rp;
   }
+  // And the sample's radius when it is the larger: r(probe) = 0.1 beside a
+  // sample of 0.3 covers the disk of 0.3 (both cases above took the
+  // probe's, so "the probe's alone" passed them).
+  absl::StatusOr<CoverageReport> coverage = MeasureCoverageVariable(
+      {0.5, 0.5}, {0.3}, region, [](const double*) { return 0.1; }, 200000, 3);
+  ASSERT_TRUE(coverage.ok());
+  EXPECT_NEAR(1 - coverage->uncovered_fraction(), 3.14159265 * 0.09, 0.01);
 }
 
 TEST(MeasureCoverageVariableTest, SkippedProbesAreNotCounted) {
