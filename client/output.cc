@@ -39,18 +39,24 @@ std::string TemporaryDirectory() {
 // An unnamed temporary file in TemporaryDirectory(), removed from it at
 // once (std::tmpfile would ignore TMPDIR and fill /tmp). Null with errno
 // set when it cannot be made.
-std::FILE* UnnamedTemporaryFile() {
-  std::string path = TemporaryDirectory() + "/scatter-XXXXXX";
-  const int fd = mkstemp(path.data());
-  if (fd < 0) return nullptr;
-  unlink(path.c_str());
-  std::FILE* file = fdopen(fd, "w+b");
+// A stream on descriptor `fd`, which it then owns; null (fd closed,
+// errno kept) when fdopen fails.
+std::FILE* StreamOf(int fd, const char* mode) {
+  std::FILE* file = fdopen(fd, mode);
   if (file == nullptr) {
     const int error = errno;
     close(fd);
     errno = error;
   }
   return file;
+}
+
+std::FILE* UnnamedTemporaryFile() {
+  std::string path = TemporaryDirectory() + "/scatter-XXXXXX";
+  const int fd = mkstemp(path.data());
+  if (fd < 0) return nullptr;
+  unlink(path.c_str());
+  return StreamOf(fd, "w+b");
 }
 
 absl::Status IoError(const std::string& path) {
@@ -534,13 +540,7 @@ std::FILE* OpenForWriting(const std::string& path, bool* stream) {
     *stream = true;
     const int copy = dup(*fd);
     if (copy < 0) return nullptr;
-    std::FILE* file = fdopen(copy, "wb");
-    if (file == nullptr) {
-      const int error = errno;
-      close(copy);
-      errno = error;
-    }
-    return file;
+    return StreamOf(copy, "wb");
   }
   return std::fopen(path.c_str(), "wb");
 }

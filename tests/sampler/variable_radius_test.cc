@@ -371,6 +371,24 @@ TEST(VariableRadiusDensityTest, RatioOfFiftyIsMinimalAndMaximal) {
   }
 }
 
+// Both packings over the unit square with this density make more than
+// `fewest` and fewer than `most` points, minimal and maximal (probes from
+// `probe_seed`).
+void ExpectSharpFieldMinimalAndMaximal(std::shared_ptr<const Raster> density,
+                                       double r_min, double r_max,
+                                       std::size_t fewest, std::size_t most,
+                                       std::uint64_t probe_seed) {
+  for (Method method : {Method::kPoissonDense, Method::kPoissonClassic}) {
+    SCOPED_TRACE(MethodName(method));
+    const SamplerOptions o = VariableOptions(method, r_min, r_max, density);
+    const Region region = Region::FromBox(UnitBox(2));
+    const PointSet points = RunToEnd(region, o);
+    EXPECT_GT(points.size(), fewest);
+    EXPECT_LT(points.size(), most);
+    ExpectMinimalAndMaximal2d(points, region, o, probe_seed);
+  }
+}
+
 TEST(VariableRadiusDensityTest, SharpEdgesAtRatio25AreMinimalAndMaximal) {
   // A 0/1 checkerboard of squares 4 pixels wide: r jumps from 0.1 to 0.004
   // within a pixel along every edge, and the pixels' bounds say 0.004 to
@@ -381,19 +399,11 @@ TEST(VariableRadiusDensityTest, SharpEdgesAtRatio25AreMinimalAndMaximal) {
   auto board = MakeRaster(40, 40, [](double x, double y) {
     return (static_cast<int>(x * 10) + static_cast<int>(y * 10)) % 2;
   });
-  for (Method method : {Method::kPoissonDense, Method::kPoissonClassic}) {
-    SCOPED_TRACE(MethodName(method));
-    const SamplerOptions o = VariableOptions(method, 0.004, 0.1, board);
-    const Region region = Region::FromBox(UnitBox(2));
-    const PointSet points = RunToEnd(region, o);
-    // At most the bright half at r_min's densest packing (2 / (sqrt 3 r^2)
-    // per unit area: 36 000); the big points of the dark squares keep small
-    // ones 0.1 from them, deep into the bright squares, which leaves about
-    // a third of that (about 10 000 dense, 8 000 classic).
-    EXPECT_GT(points.size(), 5000u);
-    EXPECT_LT(points.size(), 36000u);
-    ExpectMinimalAndMaximal2d(points, region, o, 101);
-  }
+  // At most the bright half at r_min's densest packing (2 / (sqrt 3 r^2)
+  // per unit area: 36 000); the big points of the dark squares keep small
+  // ones 0.1 from them, deep into the bright squares, which leaves about
+  // a third of that (about 10 000 dense, 8 000 classic).
+  ExpectSharpFieldMinimalAndMaximal(board, 0.004, 0.1, 5000, 36000, 101);
 }
 
 // One sharp edge at a large ratio: r jumps from 0.004 to 0.4 across the
@@ -405,18 +415,10 @@ TEST(VariableRadiusDensityTest, SharpEdgesAtRatio25AreMinimalAndMaximal) {
 TEST(VariableRadiusDensityTest, ASharpEdgeAtRatio100IsMinimalAndMaximal) {
   auto halves =
       MakeRaster(16, 16, [](double x, double) { return x < 0.5 ? 1.0 : 0.0; });
-  for (Method method : {Method::kPoissonDense, Method::kPoissonClassic}) {
-    SCOPED_TRACE(MethodName(method));
-    const SamplerOptions o = VariableOptions(method, 0.004, 0.4, halves);
-    const Region region = Region::FromBox(UnitBox(2));
-    const PointSet points = RunToEnd(region, o);
-    // The bright half at r_min: at most its densest packing, 2 / (sqrt 3
-    // r^2) / 2 = 36 000, and 0.55 (classic) to 0.7 (dense) of it; the dark
-    // half holds a handful of points at 0.4.
-    EXPECT_GT(points.size(), 15000u);
-    EXPECT_LT(points.size(), 36000u);
-    ExpectMinimalAndMaximal2d(points, region, o, 103);
-  }
+  // The bright half at r_min: at most its densest packing, 2 / (sqrt 3
+  // r^2) / 2 = 36 000, and 0.55 (classic) to 0.7 (dense) of it; the dark
+  // half holds a handful of points at 0.4.
+  ExpectSharpFieldMinimalAndMaximal(halves, 0.004, 0.4, 15000, 36000, 103);
 }
 
 // ---------------------------------------------------------------------------
