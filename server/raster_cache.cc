@@ -169,12 +169,16 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
       lru_.splice(lru_.begin(), lru_, it->second.lru);
       return Entry{std::move(digest), it->second.raster};
     }
-    auto [at, inserted] = decoding_.try_emplace(digest);
-    if (inserted) {
-      at->second = mine = std::make_shared<Decoding>();
-      mine->field = std::string(field);
-    } else {
+    if (auto at = decoding_.find(digest); at != decoding_.end()) {
       first = at->second;
+    } else {
+      // Made before it is entered: a throw leaves no empty entry behind.
+      mine = std::make_shared<Decoding>();
+      mine->field = std::string(field);
+      // What the waiters get should Decode end without a result (throw).
+      mine->status = absl::UnavailableError(
+          absl::StrCat(field, ": the call decoding this raster failed; retry"));
+      decoding_.emplace(digest, mine);
     }
   }
   if (first != nullptr) {
@@ -184,7 +188,9 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Put(
     // first call's raster serves them all; its error is theirs too (the
     // same bytes fail the same way), said of their own field.
     first->done.WaitForNotification();
-    if (first->status.ok()) return Entry{std::move(digest), first->raster};
+    if (first->status.ok() && first->raster != nullptr) {
+      return Entry{std::move(digest), first->raster};
+    }
     absl::string_view message = first->status.message();
     if (absl::ConsumePrefix(&message, first->field)) {
       return absl::Status(first->status.code(), absl::StrCat(field, message));
