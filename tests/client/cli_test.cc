@@ -196,7 +196,11 @@ TEST(CliTest, EveryFormatRoundTrips) {
 // it: what the shell had appended before and after was lost, and so was a
 // --report on /dev/stderr.
 TEST(CliTest, OutputToADescriptorIsWrittenWhereItStands) {
-  const std::string job = kExamples + "/three_layers.json";
+  // Small, for the six runs under the sanitizers: two layers in a box.
+  const std::string job = Temp("descriptor.json");
+  std::ofstream(job) << R"({"request": {"seed": "4",
+      "region": {"box": {"min": [0, 0], "max": [30, 30]}},
+      "layers": [{"id": 1, "spacing": 3}, {"id": 2, "spacing": 1}]}})";
   CommandResult plain = Scatter({"run", job, "--local"});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   const std::string log = Temp("descriptor.log");
