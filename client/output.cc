@@ -36,9 +36,6 @@ std::string TemporaryDirectory() {
   return dir != nullptr && *dir != '\0' ? dir : "/tmp";
 }
 
-// An unnamed temporary file in TemporaryDirectory(), removed from it at
-// once (std::tmpfile would ignore TMPDIR and fill /tmp). Null with errno
-// set when it cannot be made.
 // A stream on descriptor `fd`, which it then owns; null (fd closed,
 // errno kept) when fdopen fails.
 std::FILE* StreamOf(int fd, const char* mode) {
@@ -51,6 +48,9 @@ std::FILE* StreamOf(int fd, const char* mode) {
   return file;
 }
 
+// An unnamed temporary file in TemporaryDirectory(), removed from it at
+// once (std::tmpfile would ignore TMPDIR and fill /tmp). Null with errno
+// set when it cannot be made.
 std::FILE* UnnamedTemporaryFile() {
   std::string path = TemporaryDirectory() + "/scatter-XXXXXX";
   const int fd = mkstemp(path.data());
@@ -458,12 +458,8 @@ class ReplacingWriter final : public PointWriter {
 
 namespace {
 
-// `path` with the symlinks it ends in followed (a chain of them, each
-// relative to its own directory), so a file replaced through a link is
-// the link's target and the link stays. A dangling link gives the path its
-// target would have; a loop gives up after 40 steps, as the kernel does.
-// One step of that: what the link `path` names, or `path` itself when it
-// is not a link or cannot be read.
+// One step of FollowLinks: what the link `path` names, or `path` itself
+// when it is not a link or cannot be read.
 std::string FollowLinks1(const std::string& path) {
   struct stat info;
   if (lstat(path.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) return path;
@@ -480,6 +476,10 @@ std::string FollowLinks1(const std::string& path) {
              : absl::StrCat(path.substr(0, slash + 1), target);
 }
 
+// `path` with the symlinks it ends in followed (a chain of them, each
+// relative to its own directory), so a file replaced through a link is
+// the link's target and the link stays. A dangling link gives the path its
+// target would have; a loop gives up after 40 steps, as the kernel does.
 std::string FollowLinks(std::string path) {
   for (int step = 0; step < 40; ++step) {
     const std::string next = FollowLinks1(path);
@@ -521,8 +521,6 @@ std::optional<int> OwnDescriptor(const std::string& given) {
   std::string path = given;
   for (int step = 0; step < 40; ++step) {
     if (std::optional<int> fd = DescriptorIn(path)) return fd;
-    struct stat info;
-    if (lstat(path.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) break;
     const std::string next = FollowLinks1(path);
     if (next == path) break;
     path = next;

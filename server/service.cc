@@ -651,10 +651,10 @@ void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
                                 absl::Duration elapsed) {
   requests_.Add({{"method", method}, {"code", CodeName(status.error_code())}})
       .Increment();
-  seconds_
-      .Add({{"method", method}},
-           prometheus::Histogram::BucketBoundaries{0.001, 0.003, 0.01, 0.03,
-                                                   0.1, 0.3, 1, 3, 10, 30, 100})
+  static const auto* const kBuckets =
+      new prometheus::Histogram::BucketBoundaries{
+          0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100};
+  seconds_.Add({{"method", method}}, *kBuckets)
       .Observe(absl::ToDoubleSeconds(elapsed));
   cache_bytes_.Set(static_cast<double>(rasters_.bytes()));
   tile_cache_bytes_.Set(static_cast<double>(tile_cache_.stats().bytes));
