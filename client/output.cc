@@ -51,11 +51,24 @@ std::FILE* StreamOf(int fd, const char* mode) {
 // An unnamed temporary file in TemporaryDirectory(), removed from it at
 // once (std::tmpfile would ignore TMPDIR and fill /tmp). Null with errno
 // set when it cannot be made.
+// Its descriptor is 3 or more: with stdout closed, mkstemp took
+// descriptor 1, and a PLY body meant for stdout went into the deleted
+// file, with status 0.
 std::FILE* UnnamedTemporaryFile() {
   std::string path = TemporaryDirectory() + "/scatter-XXXXXX";
-  const int fd = mkstemp(path.data());
+  int fd = mkstemp(path.data());
   if (fd < 0) return nullptr;
   unlink(path.c_str());
+  if (fd <= STDERR_FILENO) {
+    const int moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+    const int error = errno;
+    close(fd);
+    if (moved < 0) {
+      errno = error;
+      return nullptr;
+    }
+    fd = moved;
+  }
   return StreamOf(fd, "w+b");
 }
 
@@ -659,6 +672,9 @@ absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
                                                         const std::string& path,
                                                         int dims) {
   if (path == "-" || OwnDescriptor(path) == STDOUT_FILENO) {
+    // A closed stdout fails here, before any point: every format then
+    // says so alike (the PLY writer buffers its body elsewhere).
+    if (fcntl(STDOUT_FILENO, F_GETFD) < 0) return IoError(path);
     return std::make_unique<FileWriter>(format, path, stdout, dims);
   }
   absl::StatusOr<std::string> target = WritePathFor(path);

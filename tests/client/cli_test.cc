@@ -235,6 +235,18 @@ TEST(CliTest, OutputToADescriptorIsWrittenWhereItStands) {
   const CommandResult ply_plain =
       Scatter({"run", job, "--local", "--format=ply"});
   EXPECT_EQ(Slurp(log), absl::StrCat("BEGIN\n", ply_plain.out));
+  // A closed stdout fails every format alike, before any point. (The PLY
+  // body's temporary file took descriptor 1: the points went into it, and
+  // the run ended with status 0.)
+  for (const char* format : {"csv", "ply"}) {
+    SCOPED_TRACE(format);
+    const CommandResult closed = server::testing::RunCommand(
+        {"/bin/sh", "-c",
+         absl::StrCat("'", SCATTER_PATH, "' run '", job,
+                      "' --local --format=", format, " >&-")});
+    EXPECT_EQ(closed.exit_code, 1);
+    EXPECT_EQ(closed.err, "scatter: cannot write -: Bad file descriptor\n");
+  }
 }
 
 // JSON lines are read by tools that hold every JSON number as a double
