@@ -133,18 +133,37 @@ def read_tls(parser, args):
             parser.error("%s: cannot read %s: %s" % (flag, path, e.strerror))
         # Checked as the scatter CLI checks them: gRPC took any bytes, logged
         # its TLS errors and said "UNAVAILABLE: empty address list".
-        if key in ("ca", "cert") and b"-----BEGIN CERTIFICATE-----" not in tls[key]:
-            parser.error("%s: %s holds no PEM CERTIFICATE block" % (flag, path))
-        if key == "key" and not (b"-----BEGIN " in tls[key] and
-                                 b"PRIVATE KEY-----" in tls[key]):
-            parser.error("%s: %s holds no PEM PRIVATE KEY block" % (flag, path))
+        if key in ("ca", "cert"):
+            if b"-----BEGIN CERTIFICATE-----" not in tls[key]:
+                parser.error("%s: %s holds no PEM CERTIFICATE block" % (flag, path))
+            try:
+                ssl.create_default_context(cadata=tls[key].decode("ascii", "replace"))
+            except (ssl.SSLError, ValueError):
+                parser.error("%s: %s holds no readable PEM certificate" % (flag, path))
+        # gRPC takes no passphrase: an encrypted key is refused here, as the
+        # scatter CLI refuses it ("ENCRYPTED PRIVATE KEY", or an old-style
+        # "Proc-Type: 4,ENCRYPTED" header).
+        if key == "key" and (not (b"-----BEGIN " in tls[key] and
+                                  b"PRIVATE KEY-----" in tls[key]) or
+                             b"ENCRYPTED" in tls[key]):
+            parser.error("%s: %s holds no PEM private key (or one behind a "
+                         "passphrase, which gRPC cannot take)" % (flag, path))
     if args.tls_cert is not None:
+        # A password callback that fails, so a key behind a passphrase the
+        # checks above missed never prompts on the terminal.
+        def no_passphrase():
+            raise ValueError("behind a passphrase")
         try:
             ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_cert_chain(
-                args.tls_cert, args.tls_key)
-        except ssl.SSLError:
-            parser.error("--tls_key: the key in %s does not belong to the "
-                         "certificate in %s" % (args.tls_key, args.tls_cert))
+                args.tls_cert, args.tls_key, password=no_passphrase)
+        except (ssl.SSLError, ValueError, OSError) as e:
+            reason = getattr(e, "reason", None) or str(e)
+            if reason == "KEY_VALUES_MISMATCH":
+                parser.error("--tls_key: the key in %s does not belong to the "
+                             "certificate in %s" % (args.tls_key, args.tls_cert))
+            parser.error("--tls_cert/--tls_key: %s and %s are not a usable "
+                         "certificate and key (%s)" % (args.tls_cert, args.tls_key,
+                                                       reason))
     return tls
 
 
@@ -214,14 +233,17 @@ def main():
     if len(values) not in (4, 6):
         parser.error("--box needs 4 or 6 numbers")
     dims = len(values) // 2
-    if args.count < 1:
-        parser.error("--count must be >= 1")
+    if not 1 <= args.count < 2**64:
+        parser.error("--count must be in [1, 2^64)")
     if not 0 <= args.seed < 2**64:
         parser.error("--seed must be in [0, 2^64)")
     if not 0 <= args.max_points < 2**64:
         parser.error("--max-points must be in [0, 2^64)")
-    if not 0 < args.timeout < float("inf"):
-        parser.error("--timeout must be > 0 and finite")
+    # gRPC's deadline is a time since the epoch in 64-bit nanoseconds: one
+    # past about 2^63 ns (292 years) wraps, and fails the call at once.
+    if not 0 < args.timeout <= 1e9:
+        parser.error("--timeout must be > 0 s and at most 1e9 s (31 years), "
+                     "got %r" % args.timeout)
     # gRPC reads an IPv6 address without brackets ("::1") as a host with no
     # port, whatever follows its last colon. A target with a scheme
     # ("dns:///", "ipv4:") has a slash, brackets or letters past hex first.
@@ -284,9 +306,13 @@ def main():
                 print("summary: %d points, the --max-points cap" % written,
                       file=sys.stderr)
                 return 0
+            # As the scatter CLI hints: a plaintext client at a TLS server
+            # hears only "Socket closed"; a refused connection, a name that
+            # does not resolve or a server draining is not about TLS.
             hint = ""
             if (tls is None and written == 0 and
-                    e.code() == grpc.StatusCode.UNAVAILABLE):
+                    e.code() == grpc.StatusCode.UNAVAILABLE and
+                    "Socket closed" in (e.details() or "")):
                 hint = " (if scatterd serves TLS, give --tls_ca)"
             details = name_flag(e.details() or "")
             if (e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and
@@ -310,6 +336,11 @@ def run():
     # SIGINT), not with a KeyboardInterrupt traceback from wherever the
     # loop was.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # Python sets sys.stdout to None when descriptor 1 is closed (`>&-`).
+    if sys.stdout is None:
+        print("scatter: cannot write the points: stdout is closed",
+              file=sys.stderr)
+        return 1
     try:
         code = main()
         sys.stdout.flush()
@@ -321,6 +352,15 @@ def run():
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 128 + signal.SIGPIPE
+    except OSError as e:
+        # A full disk (/dev/full: ENOSPC) or another write error on stdout:
+        # one line, as the scatter CLI says it, and stdout pointed at
+        # devnull so that the flush at exit does not fail again.
+        print("scatter: cannot write the points to stdout: %s" %
+              (e.strerror or e), file=sys.stderr)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

@@ -100,10 +100,34 @@ def check_points_script(port):
         assert first.count(",") == 3, first
         assert interrupted.returncode == -signal.SIGINT, interrupted.returncode
         assert "Traceback" not in err, err
-        for flags, message in ((["--count=0"], "--count must be >= 1"),
+        # Stdout that cannot be written (a full disk) or is closed: one
+        # line and status 1, no traceback.
+        with open("/dev/full", "w") as full:
+            failed = subprocess.run(
+                ["/usr/bin/python3", script, "--address=127.0.0.1:%d" % port,
+                 "--box=0,0,50,50", "--timeout=20"],
+                env=env, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+        assert failed.returncode == 1, failed.stderr
+        assert failed.stderr == ("scatter: cannot write the points to stdout: "
+                                 "No space left on device\n"), failed.stderr
+        closed = subprocess.run(
+            ["/usr/bin/python3", script, "--address=127.0.0.1:%d" % port,
+             "--box=0,0,50,50", "--timeout=20"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            timeout=60, preexec_fn=lambda: os.close(1))
+        assert closed.returncode == 1, closed.stderr
+        assert "scatter: cannot write the points: stdout is closed" in closed.stderr, \
+            closed.stderr
+        for flags, message in ((["--count=0"], "--count must be in [1, 2^64)"),
+                               # Protobuf raised ValueError: a traceback.
+                               (["--count=18446744073709551616"],
+                                "--count must be in [1, 2^64)"),
                                (["--seed=-1"], "--seed must be in [0, 2^64)"),
                                (["--box=0,0,a,1"], "--box needs 4 or 6 numbers"),
-                               (["--timeout=inf"], "--timeout must be > 0 and finite"),
+                               (["--timeout=inf"], "--timeout must be > 0 s and at most 1e9 s"),
+                               # Past about 2^63 ns since the epoch gRPC's
+                               # deadline wrapped: DEADLINE_EXCEEDED at once.
+                               (["--timeout=1e10"], "--timeout must be > 0 s and at most 1e9 s"),
                                # gRPC would dial 99999 modulo 2^16, port 34463.
                                (["--address=127.0.0.1:99999"],
                                 "--address must be host:port with a port in [0, 65535]"),
@@ -261,15 +285,31 @@ def check_tls():
             subprocess.run(["openssl", "ecparam", "-name", "prime256v1", "-genkey",
                             "-noout", "-out", other_key],
                            check=True, capture_output=True, timeout=60)
+            # A key behind a passphrase (gRPC takes none: it prompted on a
+            # terminal, then failed with the encrypted key) and a CA whose
+            # block is not a certificate.
+            locked = os.path.join(tmp, "locked.key")
+            subprocess.run(["openssl", "pkey", "-in", key, "-aes256", "-passout",
+                            "pass:secret", "-out", locked],
+                           check=True, capture_output=True, timeout=60)
+            broken_ca = os.path.join(tmp, "broken.pem")
+            with open(broken_ca, "w") as f:
+                f.write("-----BEGIN CERTIFICATE-----\nnot base64\n"
+                        "-----END CERTIFICATE-----\n")
             for flags, message in (
                     (["--tls_ca=" + key], "--tls_ca: %s holds no PEM CERTIFICATE block" % key),
+                    (["--tls_ca=" + broken_ca],
+                     "--tls_ca: %s holds no readable PEM certificate" % broken_ca),
                     (["--tls_ca=" + cert, "--tls_cert=" + cert, "--tls_key=" + cert],
-                     "--tls_key: %s holds no PEM PRIVATE KEY block" % cert),
+                     "--tls_key: %s holds no PEM private key" % cert),
+                    (["--tls_ca=" + cert, "--tls_cert=" + cert, "--tls_key=" + locked],
+                     "--tls_key: %s holds no PEM private key (or one behind a "
+                     "passphrase" % locked),
                     (["--tls_ca=" + cert, "--tls_cert=" + cert, "--tls_key=" + other_key],
                      "--tls_key: the key in %s does not belong to the certificate in %s"
                      % (other_key, cert))):
                 bad = subprocess.run(common + flags, capture_output=True, text=True,
-                                     timeout=60)
+                                     timeout=60, stdin=subprocess.DEVNULL)
                 assert bad.returncode == 2, bad.stderr
                 assert message in bad.stderr, bad.stderr
                 assert "empty address list" not in bad.stderr, bad.stderr
