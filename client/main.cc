@@ -13,6 +13,7 @@
 #include <map>
 #include <new>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -506,11 +507,17 @@ absl::Status ParseTiles(const std::string& text, v1::ScatterTilesRequest* reques
     rect->set_y1(v[3]);
     return absl::OkStatus();
   }
+  // A tile listed twice would be written once and counted twice.
+  std::set<std::pair<std::int64_t, std::int64_t>> seen;
   for (const absl::string_view tile : absl::StrSplit(text, ';', absl::SkipEmpty())) {
     const std::vector<std::string> xy = absl::StrSplit(tile, ',');
     std::int64_t x = 0, y = 0;
     if (xy.size() != 2 || !absl::SimpleAtoi(xy[0], &x) || !absl::SimpleAtoi(xy[1], &y)) {
       return bad;
+    }
+    if (!seen.emplace(x, y).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--tiles: tile ", x, ",", y, " is listed twice in \"", text, "\""));
     }
     v1::TileCoord* coord = request->add_tiles();
     coord->set_x(x);

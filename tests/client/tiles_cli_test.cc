@@ -287,6 +287,9 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
       {{"tiles", world, "--tiles=1:2", "--local", out},
        "--tiles: expected x0:x1,y0:y1"},
       {{"tiles", world, "--tiles=a,b", "--local", out}, "--tiles: expected"},
+      // One file, and the count said 2 tiles.
+      {{"tiles", world, "--tiles=0,0;1,0;0,0", "--local", out},
+       "--tiles: tile 0,0 is listed twice in \"0,0;1,0;0,0\""},
       {{"tiles", world, "--local", out}, "--tiles: which tiles?"},
       {{"tiles", world, "--tiles=0,0", "--shard=0/2", "--local", out},
        "--shard: needs a rectangle"},
