@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "client/client.h"
 #include "client/job.h"
@@ -933,29 +934,31 @@ int Tiles(const std::string& job_path) {
   return 0;
 }
 
-int Health() {
+// Whether the command line names flag `name` (--name, -name, --name=...,
+// or --noname for a bool), before a "--" that ends the flags. Abseil of
+// this Debian keeps CommandLineFlag::IsSpecifiedOnCommandLine private.
+bool Given(int argc, char** argv, absl::string_view name) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (!absl::ConsumePrefix(&arg, "-")) continue;
+    absl::ConsumePrefix(&arg, "-");
+    arg = arg.substr(0, arg.find('='));
+    if (arg == name || (absl::ConsumePrefix(&arg, "no") && arg == name)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+int Health(int argc, char** argv) {
   // Flags of `scatter run` and `scatter tiles`: taken silently, a health
   // check with --local asked the server anyway, and one with --out wrote
-  // nothing there.
-  for (const auto& [flag, given] : {
-           std::pair{"local", absl::GetFlag(FLAGS_local)},
-           std::pair{"format", absl::GetFlag(FLAGS_format) != "csv"},
-           std::pair{"out", absl::GetFlag(FLAGS_out) != "-"},
-           std::pair{"tiles", !absl::GetFlag(FLAGS_tiles).empty()},
-           std::pair{"shard", !absl::GetFlag(FLAGS_shard).empty()},
-           std::pair{"threads", absl::GetFlag(FLAGS_threads) != 0},
-           std::pair{
-               "tile_cache_bytes",
-               absl::GetFlag(FLAGS_tile_cache_bytes) != kDefaultTileCacheBytes},
-           std::pair{"tiles_per_call", absl::GetFlag(FLAGS_tiles_per_call) !=
-                                           kDefaultTilesPerCall},
-           std::pair{"seed", !absl::GetFlag(FLAGS_seed).empty()},
-           std::pair{"report", absl::GetFlag(FLAGS_report)},
-           std::pair{"preview", !absl::GetFlag(FLAGS_preview).empty()},
-           std::pair{"preview_size",
-                     absl::GetFlag(FLAGS_preview_size) != kDefaultPreviewSize},
-       }) {
-    if (given) {
+  // nothing there. Given at all, even at their defaults (--format=csv).
+  for (const char* flag : {"local", "format", "out", "tiles", "shard",
+                           "threads", "tile_cache_bytes", "tiles_per_call",
+                           "seed", "report", "preview", "preview_size"}) {
+    if (Given(argc, argv, flag)) {
       return Fail(absl::StrCat(
           "--", flag,
           ": `scatter health` has no use for it; it takes --server, "
@@ -1029,7 +1032,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (args.size() == 2 && std::string(args[1]) == "health") {
-    return scatter::client::Health();
+    return scatter::client::Health(argc, argv);
   }
   std::fprintf(stderr,
                "scatter: expected `run JOB.json`, `tiles JOB.json` or `health`; "

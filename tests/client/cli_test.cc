@@ -770,6 +770,10 @@ TEST(CliTest, HealthRefusesTheFlagsItHasNoUseFor) {
            std::pair{"--report", "report"},
            std::pair{"--preview=health.png", "preview"},
            std::pair{"--preview_size=300", "preview_size"},
+           // At their defaults too.
+           std::pair{"--format=csv", "format"},
+           std::pair{"-out=-", "out"},
+           std::pair{"--nolocal", "local"},
        }) {
     SCOPED_TRACE(flag);
     const CommandResult got = Scatter({"health", server, flag});
