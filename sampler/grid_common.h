@@ -10,6 +10,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+
+#include "sampler/huge_pages.h"
 
 // For a lambda the hot loop calls per stored point: GCC otherwise may
 // call it, and its prologue costs as much as its body.
@@ -72,6 +75,55 @@ bool FillPolling(Vector* v, std::size_t n,
   }
   return true;
 }
+
+// A run's large array (the constant-radius grid, occupancy and marks):
+// written whole from operator new (Fill, a HugePageVector), or zeros from
+// AllocateZeroed (Zeroed), where a page costs nothing until the run
+// touches it: a region much smaller than its bounds (a road across a
+// map) leaves most of the array untouched.
+template <class T>
+class RunArray {
+ public:
+  // n copies of `value`, as FillPolling; false when `stop` said stop.
+  template <class Stop>
+  bool Fill(std::size_t n, const T& value, const Stop& stop) {
+    zeroed_.reset();
+    const bool filled = FillPolling(&vector_, n, value, stop);
+    data_ = vector_.data();
+    return filled;
+  }
+  // n zeros (value-initialised T). With `guard`, its pages stay closed
+  // until Open opens them (AllocateZeroed).
+  void Zeroed(std::size_t n, bool guard) {
+    vector_ = HugePageVector<T>();
+    const std::size_t bytes = n * sizeof(T);
+    zeroed_ = std::unique_ptr<T, Free>(
+        static_cast<T*>(AllocateZeroed(bytes, guard)), Free{bytes});
+    data_ = zeroed_.get();
+    guarded_ = guard;
+  }
+  // Opens elements [begin, end) of a guarded array; nothing otherwise.
+  void Open(std::size_t begin, std::size_t end) {
+    if (!guarded_) return;
+    OpenZeroed(zeroed_.get(), zeroed_.get_deleter().bytes, begin * sizeof(T),
+               end * sizeof(T));
+  }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+
+ private:
+  struct Free {
+    std::size_t bytes = 0;
+    void operator()(T* p) const { FreeZeroed(p, bytes); }
+  };
+  HugePageVector<T> vector_;
+  std::unique_ptr<T, Free> zeroed_;
+  T* data_ = nullptr;
+  bool guarded_ = false;
+};
+
 // Gap filling splits a cell into 2^D children this many times at most
 // (pieces 1/64 of a cell wide in 2D, 1/16 in 3D) before one random place
 // decides a piece.

@@ -99,7 +99,9 @@ void FreeScratch(void* p, std::size_t bytes) {
   }
 }
 
-void* AllocateZeroed(std::size_t bytes) {
+void* AllocateZeroed(std::size_t bytes) { return AllocateZeroed(bytes, false); }
+
+void* AllocateZeroed(std::size_t bytes, bool guard) {
 #if defined(__linux__)
   if (bytes >= kHugePageBytes) {
     // Map a huge page more than asked, and give back what lies before the
@@ -108,8 +110,11 @@ void* AllocateZeroed(std::size_t bytes) {
       throw std::bad_alloc();
     }
     const std::size_t mapped = bytes + kHugePageBytes;
-    void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    // No reserve: a run over a region much smaller than its bounds
+    // touches a small part of its grid, and the kernel's guess at
+    // overcommit would refuse a mapping larger than the machine's memory.
+    void* p = mmap(nullptr, mapped, guard ? PROT_NONE : PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     // As operator new does: scatterd turns it into RESOURCE_EXHAUSTED for
     // the call (it aborted, and took every call in flight with it).
     if (p == MAP_FAILED) throw std::bad_alloc();
@@ -125,10 +130,34 @@ void* AllocateZeroed(std::size_t bytes) {
     }
     return reinterpret_cast<void*>(aligned);
   }
+#else
+  (void)guard;
 #endif
   void* p = std::calloc(bytes == 0 ? 1 : bytes, 1);
   if (p == nullptr) throw std::bad_alloc();
   return p;
+}
+
+void OpenZeroed(void* p, std::size_t bytes, std::size_t begin,
+                std::size_t end) {
+#if defined(__linux__)
+  // Blocks below kHugePageBytes come from calloc, never closed.
+  if (bytes < kHugePageBytes || begin >= end) return;
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto base = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t first = (base + begin) & ~(page - 1);
+  const std::uintptr_t last = (base + end + page - 1) & ~(page - 1);
+  if (mprotect(reinterpret_cast<void*>(first), last - first,
+               PROT_READ | PROT_WRITE) != 0) {
+    const std::uintptr_t whole = (bytes + page - 1) & ~(page - 1);
+    if (mprotect(p, whole, PROT_READ | PROT_WRITE) != 0) throw std::bad_alloc();
+  }
+#else
+  (void)p;
+  (void)bytes;
+  (void)begin;
+  (void)end;
+#endif
 }
 
 void FreeZeroed(void* p, std::size_t bytes) {

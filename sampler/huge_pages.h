@@ -65,7 +65,19 @@ void ReleaseScratch();
 // smaller ones come from calloc. Not seen by operator new (heap accounting).
 // Throws std::bad_alloc when out of memory, as operator new does.
 void* AllocateZeroed(std::size_t bytes);
-// Frees a block of AllocateZeroed(bytes).
+// AllocateZeroed, but with `guard` set a block of kHugePageBytes or more
+// starts with every page closed: a read or a write there faults until
+// OpenZeroed opens it. For an array a run fills only in part on purpose
+// (the constant-radius grid over a region much smaller than its bounds),
+// so that a test in a build that guards (PoissonRun: those without
+// NDEBUG) crashes where the run would read a place it never filled.
+void* AllocateZeroed(std::size_t bytes, bool guard);
+// Opens bytes [begin, end) of the block p of AllocateZeroed(bytes, true),
+// rounded out to whole pages. When the kernel refuses (each closed stretch
+// is a mapping of its own, and a process has a few tens of thousands), the
+// whole block opens. Does nothing to other blocks.
+void OpenZeroed(void* p, std::size_t bytes, std::size_t begin, std::size_t end);
+// Frees a block of AllocateZeroed(bytes) or AllocateZeroed(bytes, guard).
 void FreeZeroed(void* p, std::size_t bytes);
 
 template <class T>

@@ -132,6 +132,8 @@ class ObstacleIndex {
   // Whether the index holds nothing (the run may still hold same-layer
   // points: ForEachSameLayer).
   bool empty() const { return centers_.empty(); }
+  // Whether some same-layer obstacle is left to the run (ForEachSameLayer).
+  bool HasSameLayer() const { return !same_radius_.empty(); }
   // Whether some clearance grows with the point's own radius, so only the
   // *Extra queries answer right.
   bool takes_own_radius() const { return takes_own_radius_; }

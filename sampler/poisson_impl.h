@@ -235,19 +235,30 @@ class PoissonRun {
   }
 
   absl::Status Run() {
-    // The arrays are filled a chunk at a time, with the stop predicate
-    // polled between chunks (FillPolling).
-    bool filled = FillPolling(&grid_, cells_ * D,
-                              std::numeric_limits<double>::quiet_NaN(), stop_);
+    // A region that is not its bounds, over a grid of a huge page or more,
+    // with no same-layer points to hold in the grid: a sparse run (see
+    // near_), whose arrays come zeroed and whose grid is NaN only where
+    // the run may read it.
+    sparse_ = !box_only_ && !obstacles_.HasSameLayer() &&
+              cells_ * D * sizeof(double) >= kHugePageBytes;
+    // Zeroed arrays, or arrays filled a chunk at a time with the stop
+    // predicate polled between chunks (FillPolling).
+    auto zeros = [&](auto* array, std::uint64_t n) {
+      if (sparse_) {
+        array->Zeroed(n, false);
+        return true;
+      }
+      return array->Fill(n, 0, stop_);
+    };
+    bool filled =
+        sparse_ ? MapNear() && FillNearGrid()
+                : grid_.Fill(cells_ * D,
+                             std::numeric_limits<double>::quiet_NaN(), stop_);
     // 3D and classic 2D gathers scan occupancy bits (one spare word so
     // BitRun may always read the word after); dense 2D gathers read the
     // grid itself.
-    if (filled && scan_bits_) {
-      filled = FillPolling(&occupied_, cells_ / 64 + 2, 0, stop_);
-    }
-    if (filled && fill_gaps_) {
-      filled = FillPolling(&cover_, cells_ + 8, 0, stop_);
-    }
+    if (filled && scan_bits_) filled = zeros(&occupied_, cells_ / 64 + 2);
+    if (filled && fill_gaps_) filled = zeros(&cover_, cells_ + 8);
     if (filled && taken_marks_) {
       taken_row_bits_ =
           (static_cast<std::uint64_t>(kTakenSplit * n_[0]) / 64 + 1) * 64;
@@ -258,12 +269,10 @@ class PoissonRun {
                         kTakenSplit * n_[1] + 1 < kLane &&
                         taken_row_bits_ < (std::uint64_t{1} << 32);
       // A spare row, as each row has a spare column (TakenView).
-      filled = FillPolling(
-          &taken_,
-          taken_row_bits_ / 64 *
-                  static_cast<std::uint64_t>(kTakenSplit * n_[1] + 1) +
-              1,
-          0, stop_);
+      filled = zeros(
+          &taken_, taken_row_bits_ / 64 *
+                           static_cast<std::uint64_t>(kTakenSplit * n_[1] + 1) +
+                       1);
     }
     if (!filled) return absl::CancelledError("sampling stopped by the caller");
     BuildOffsets();
@@ -358,6 +367,143 @@ class PoissonRun {
     return c;
   }
 
+  // Sparse runs (sparse_). The grid's rows (along x; one per y, and z in
+  // 3D) are cut into chunks of kChunkCells cells. MapNear sets near_[row *
+  // chunks_ + k] where chunk k of the row, grown by a cell on each side (so
+  // that the cells' own bounds, which round apart from the chunk's, stay
+  // inside it), meets the region: Classify is not kOutside. Every place of
+  // the others is outside the region, so the gap scan and the first seed
+  // skip them; points, candidates and the cells the scan searches all lie
+  // in or near chunks that meet it. False when the stop predicate said
+  // stop.
+  static constexpr std::uint64_t kChunkCells = 64;
+  static constexpr std::uint64_t kGroupChunks = 16;
+  bool MapNear() {
+    const auto row_cells = static_cast<std::uint64_t>(n_[0]);
+    chunks_ = (row_cells + kChunkCells - 1) / kChunkCells;
+    rows_ = cells_ / row_cells;
+    near_.assign(rows_ * chunks_, 0);
+    for (std::uint64_t row = 0; row < rows_; ++row) {
+      if (row % 64 == 63 && stop_()) return false;
+      double b0[D], b1[D];
+      for (int a = 1; a < D; ++a) {
+        const auto i = static_cast<double>((row * row_cells / stride_[a]) %
+                                           static_cast<std::uint64_t>(n_[a]));
+        b0[a] = lo_[a] + (i - 1) * cell_;
+        b1[a] = lo_[a] + (i + 2) * cell_;
+      }
+      b0[0] = lo_[0] - cell_;
+      b1[0] = lo_[0] + static_cast<double>(row_cells + 1) * cell_;
+      // The row, then groups of kGroupChunks chunks, then the chunks of
+      // the groups that meet the region.
+      auto meets = [&](std::uint64_t first_chunk, std::uint64_t end_chunk) {
+        const std::uint64_t first = first_chunk * kChunkCells;
+        const std::uint64_t end = std::min(end_chunk * kChunkCells, row_cells);
+        b0[0] = lo_[0] + (static_cast<double>(first) - 1) * cell_;
+        b1[0] = lo_[0] + static_cast<double>(end + 1) * cell_;
+        return region_.Classify(b0, b1) != Region::Overlap::kOutside;
+      };
+      if (!meets(0, chunks_)) continue;
+      for (std::uint64_t g = 0; g < chunks_; g += kGroupChunks) {
+        const std::uint64_t g_end = std::min(g + kGroupChunks, chunks_);
+        if (!meets(g, g_end)) continue;
+        for (std::uint64_t k = g; k < g_end; ++k) {
+          near_[row * chunks_ + k] = meets(k, k + 1);
+        }
+      }
+    }
+    return true;
+  }
+
+  // A sparse run's grid: zeroed, and NaN (empty) over the chunks within
+  // kReadReach of a chunk that meets the region, which hold every cell a
+  // run reads: the gathers around a point (within 3 r of it), the cells
+  // around a candidate (at most 2 r from its point, so within 4.5 r), and
+  // the 5 x 5 (x 5) cells around a cell the gap scan searches. The rest
+  // stays untouched, and costs nothing. In builds without NDEBUG the rest
+  // is closed too (AllocateZeroed's guard), so a read there crashes the
+  // tests instead of finding a point at the origin. False when the stop
+  // predicate said stop.
+  bool FillNearGrid() {
+    grid_.Zeroed(cells_ * D, kGuardSparseGrid);
+    const auto row_cells = static_cast<std::uint64_t>(n_[0]);
+    // The reach in cells (rows) and in chunks; kReadReach radii.
+    const auto reach =
+        static_cast<std::uint64_t>(std::ceil(kReadReach * r_ * inv_cell_)) + 3;
+    const std::uint64_t reach_chunks = (reach + kChunkCells - 1) / kChunkCells;
+    // Dilate near_ by the reach, one axis at a time.
+    std::vector<std::uint8_t> fill(near_.size(), 0), pass = near_;
+    for (std::uint64_t row = 0; row < rows_; ++row) {
+      for (std::uint64_t k = 0; k < chunks_; ++k) {
+        if (!pass[row * chunks_ + k]) continue;
+        const std::uint64_t k0 = k > reach_chunks ? k - reach_chunks : 0;
+        const std::uint64_t k1 = std::min(k + reach_chunks + 1, chunks_);
+        for (std::uint64_t j = k0; j < k1; ++j) fill[row * chunks_ + j] = 1;
+      }
+    }
+    for (int a = 1; a < D; ++a) {
+      pass.swap(fill);
+      std::fill(fill.begin(), fill.end(), 0);
+      // Rows along axis a are stride_[a] / row_cells rows apart.
+      const std::uint64_t step = stride_[a] / row_cells;
+      const auto count = static_cast<std::uint64_t>(n_[a]);
+      for (std::uint64_t row = 0; row < rows_; ++row) {
+        if (row % 256 == 255 && stop_()) return false;
+        const std::uint64_t i = (row / step) % count;
+        const std::uint64_t i0 = i > reach ? i - reach : 0;
+        const std::uint64_t i1 = std::min(i + reach + 1, count);
+        std::uint8_t* out = &fill[row * chunks_];
+        for (std::uint64_t j = i0; j < i1; ++j) {
+          const std::uint8_t* in = &pass[(row - i * step + j * step) * chunks_];
+          for (std::uint64_t k = 0; k < chunks_; ++k) out[k] |= in[k];
+        }
+      }
+    }
+    // NaN over the runs of chunks to fill, merged where one ends at the
+    // next one's start (across rows too).
+    std::uint64_t begin = 0, end = 0, since_poll = 0;
+    auto flush = [&] {
+      if (begin == end) return true;
+      grid_.Open(begin * D, end * D);
+      std::fill(&grid_[begin * D], &grid_[end * D],
+                std::numeric_limits<double>::quiet_NaN());
+      since_poll += end - begin;
+      begin = end = 0;
+      if (since_poll * D * sizeof(double) < kFillChunkBytes) return true;
+      since_poll = 0;
+      return !stop_();
+    };
+    for (std::uint64_t row = 0; row < rows_; ++row) {
+      for (std::uint64_t k = 0; k < chunks_; ++k) {
+        if (!fill[row * chunks_ + k]) continue;
+        const std::uint64_t first = row * row_cells + k * kChunkCells;
+        const std::uint64_t last =
+            row * row_cells + std::min((k + 1) * kChunkCells, row_cells);
+        if (first != end && !flush()) return false;
+        if (begin == end) begin = first;
+        end = last;
+      }
+    }
+    return flush();
+  }
+
+  // A sparse run's next cell at or after c in a chunk that meets the
+  // region (cells_ when there is none), and in *until the end of that
+  // chunk.
+  std::uint64_t NextNear(std::uint64_t c, std::uint64_t* until) const {
+    const auto row_cells = static_cast<std::uint64_t>(n_[0]);
+    const std::uint64_t from =
+        c / row_cells * chunks_ + c % row_cells / kChunkCells;
+    for (std::uint64_t i = from; i < near_.size(); ++i) {
+      if (!near_[i]) continue;
+      const std::uint64_t row = i / chunks_, k = i % chunks_;
+      *until = row * row_cells + std::min((k + 1) * kChunkCells, row_cells);
+      return std::max(c, row * row_cells + k * kChunkCells);
+    }
+    *until = cells_;
+    return cells_;
+  }
+
   void BuildOffsets() {
     // In cell units: how far a point may be for its cell to matter.
     const double reach = gather_bound_ * inv_cell_;
@@ -404,7 +550,8 @@ class PoissonRun {
   }
 
   bool Occupied(std::uint64_t c) const { return !std::isnan(grid_[c * D]); }
-  static void SetBit(HugePageVector<std::uint64_t>* bits, std::uint64_t i) {
+  template <class Bits>
+  static void SetBit(Bits* bits, std::uint64_t i) {
     (*bits)[i >> 6] |= std::uint64_t{1} << (i & 63);
   }
   // Bits [start, start + len) of `bits`, 1 <= len <= 64.
@@ -1666,7 +1813,15 @@ class PoissonRun {
   // or when the stop predicate (polled every kPollEvery cells: the region
   // may lie at the far end of a big grid) halts the run.
   bool FirstSeed(double* p) {
+    // A sparse run's end of the chunk the scan is in (MapNear); others
+    // never pass it.
+    std::uint64_t near_until = sparse_ ? 0 : cells_;
     for (std::uint64_t c = 0; c < cells_; ++c) {
+      if (c >= near_until) {
+        // Chunks that miss the region hold no place of it (MapNear).
+        c = NextNear(c, &near_until);
+        if (c >= cells_) break;
+      }
       if ((c + 1) % kPollEvery == 0 && PollStop(kPollEvery)) return false;
       double b0[D], b1[D];
       CellBounds(c, b0, b1);
@@ -1716,7 +1871,18 @@ class PoissonRun {
   // cover more, so one scan leaves the whole box covered.
   absl::Status FillGaps() {
     const int reach = StencilReach();
+    // A sparse run's end of the chunk the scan is in (MapNear); others
+    // never pass it.
+    std::uint64_t near_until = sparse_ ? 0 : cells_;
     for (std::uint64_t c = 0; c < cells_; ++c) {
+      if (c >= near_until) {
+        // Chunks that miss the region hold no place of it (MapNear). From
+        // the 8 cells the next near one is among, so the scan's groups of
+        // 8 stay as they were.
+        const std::uint64_t next = NextNear(c, &near_until);
+        if (next >= cells_) break;
+        c = std::max(c, next & ~std::uint64_t{7});
+      }
       if ((c & 7) == 0) {
         // The marks of cells c to c + 7 (see MarkedPlane).
         const std::int64_t need = PlaneOf(std::min(c + 7, cells_ - 1)) + reach;
@@ -2389,7 +2555,21 @@ class PoissonRun {
   std::int64_t n_[D];
   std::uint64_t stride_[D];
   std::uint64_t cells_ = 0;
-  HugePageVector<double> grid_;  // D coordinates per cell; NaN when empty.
+  // Sparse runs: see MapNear. The reach of a run's reads, in radii
+  // (FillNearGrid); whether the grid's unfilled part is closed.
+  bool sparse_ = false;
+  std::uint64_t chunks_ = 0;  // Per row.
+  std::uint64_t rows_ = 0;
+  std::vector<std::uint8_t> near_;
+  static constexpr double kReadReach = 5;
+#ifdef NDEBUG
+  static constexpr bool kGuardSparseGrid = false;
+#else
+  static constexpr bool kGuardSparseGrid = true;
+#endif
+  // D coordinates per cell; NaN when empty (in a sparse run, where the
+  // run may read: FillNearGrid).
+  RunArray<double> grid_;
 
   std::vector<Active> active_;
   // Cells holding same-layer obstacles not yet woken; see WakeNear.
@@ -2419,10 +2599,10 @@ class PoissonRun {
   // first cell, for cells 2 or more from the grid's edge.
   std::vector<std::int64_t> gap_rows_;
   // One bit per cell, kept when gathers scan it.
-  HugePageVector<std::uint64_t> occupied_;
+  RunArray<std::uint64_t> occupied_;
   // Per cell, one bit per piece (kSplit^D of them) that a single disk
   // covers whole; 8 spare words let FillGaps read 8 at a time.
-  HugePageVector<CoverWord> cover_;
+  RunArray<CoverWord> cover_;
   // The last plane whose points' marks are in cover_ (see MarkedPlane).
   // Dense 2D without taken marks marks each point as it comes: its grid
   // has no occupancy bits to find the points of a row by, its cover bytes
@@ -2440,7 +2620,7 @@ class PoissonRun {
   // Taken marks (MarkTaken): whether this run keeps them, the bits, and
   // the bits a row of pieces takes (a whole number of words, plus one).
   static constexpr bool taken_marks_ = kTaken;
-  HugePageVector<std::uint64_t> taken_;
+  RunArray<std::uint64_t> taken_;
   std::uint64_t taken_row_bits_ = 0;
   // The AVX2 lanes (ShellGroupUntaken, DenseGroups) may serve the run.
   bool taken_in_lanes_ = false;

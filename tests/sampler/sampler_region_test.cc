@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "sampler/obstacles.h"
 #include "sampler/quality.h"
@@ -175,6 +177,118 @@ TEST(SamplerRegionTest, AFarPolygonIsFilledAsNearTheOrigin) {
           << where << ": " << coverage->uncovered << " of " << coverage->probes;
     }
   }
+}
+
+// Regions much smaller than their bounds, over grids of 2 MiB and more:
+// the constant-radius runs there are sparse (PoissonRun::MapNear), and
+// fill the grid only near the region. The points are the same as when the
+// runs filled all of it (the digests below are those of 62420a5, which
+// did), and in builds without NDEBUG the rest of the grid is closed, so a
+// read the near map misses crashes the test.
+struct SparseCase {
+  std::string name;
+  Region region;
+  double radius;
+  std::uint64_t dense_digest;
+  std::uint64_t classic_digest;
+};
+
+// A road across the map, 0.02 wide, at r = 0.002 (8 MB of grid); two
+// islands in opposite corners at r = 0.003 (3.5 MB); a ball at r = 0.03
+// (3.4 MB).
+std::vector<SparseCase> SparseCases() {
+  return {
+      {"road",
+       *Region::Polygons(
+           {{{0, 0}, {0.02, 0}, {1, 0.98}, {1, 1}, {0.98, 1}, {0, 0.02}}}),
+       0.002, 0xed3b17fcdd671797ULL, 0xa9b037af10caef73ULL},
+      {"islands",
+       *Region::Polygons(
+           {Circle(0.15, 0.15, 0.1, 48), Circle(0.85, 0.8, 0.12, 48)}),
+       0.003, 0x53c31da598817e79ULL, 0x541b9fd57bce2d70ULL},
+      {"ball", *Region::Sphere({0.5, 0.5, 0.5}, 0.45), 0.03,
+       0xa5092d21dda61e8fULL, 0xe10a8e0d0c44a612ULL},
+  };
+}
+
+TEST(SamplerRegionTest, SparseRegionsGiveTheirPointsInsideApartAndCovered) {
+  for (const SparseCase& c : SparseCases()) {
+    for (Method method : {Method::kPoissonDense, Method::kPoissonClassic}) {
+      SamplerOptions options;
+      options.method = method;
+      options.radius = c.radius;
+      options.seed = 11;
+      const std::string where = absl::StrCat(c.name, ", ", MethodName(method));
+      const PointSet points = RunIn(c.region, options);
+      const int dims = c.region.dims();
+      ASSERT_GT(points.size(), 3000u) << where;
+      for (std::size_t i = 0; i < points.size(); ++i) {
+        ASSERT_TRUE(c.region.Contains(&points.coords[i * dims]))
+            << where << ": point " << i;
+      }
+      absl::StatusOr<MinDistanceReport> spacing =
+          CheckMinDistance(points.coords, dims, c.radius);
+      ASSERT_TRUE(spacing.ok());
+      EXPECT_EQ(spacing->violations, 0u) << where;
+      // Probe density: 4e6 over the bounds (2D), 1e6 (3D); those inside
+      // the region count.
+      absl::StatusOr<CoverageReport> coverage = MeasureCoverage(
+          points.coords, c.region, c.radius, dims == 2 ? 4000000 : 1000000, 77);
+      ASSERT_TRUE(coverage.ok());
+      EXPECT_GT(coverage->probes, 70000u) << where;
+      EXPECT_LE(coverage->uncovered_fraction(), 1e-5)
+          << where << ": " << coverage->uncovered << " of " << coverage->probes;
+      const std::uint64_t want =
+          method == Method::kPoissonDense ? c.dense_digest : c.classic_digest;
+      EXPECT_EQ(Digest(points), want)
+          << where << ": " << points.size() << " points, digest "
+          << absl::StrFormat("0x%016xULL", Digest(points));
+    }
+  }
+}
+
+// This process's peak resident bytes (VmHWM), restarted from the current
+// resident size first when `restart` (clear_refs); 0 where /proc cannot
+// tell.
+std::size_t PeakResidentBytes(bool restart) {
+  if (restart) {
+    std::FILE* clear = std::fopen("/proc/self/clear_refs", "w");
+    if (clear == nullptr) return 0;
+    const bool written = std::fputs("5", clear) >= 0;
+    if (std::fclose(clear) != 0 || !written) return 0;
+  }
+  std::FILE* status = std::fopen("/proc/self/status", "r");
+  if (status == nullptr) return 0;
+  char line[256];
+  std::size_t kib = 0;
+  while (std::fgets(line, sizeof(line), status) != nullptr) {
+    if (std::sscanf(line, "VmHWM: %zu kB", &kib) == 1) break;
+  }
+  std::fclose(status);
+  return kib * 1024;
+}
+
+// A road 0.004 wide across [0, 2]^2 at r = 0.0005: the grid spans the
+// bounds, 5 657^2 cells, 512 MB of coordinates and 96 MB of marks, which a
+// run that filled it all (62420a5) touched whole: its peak grew by over
+// 600 MB. A sparse run fills the grid near the road only, and its peak
+// grows by about 115 MB (the taken marks, whose rows of 2.8 kB are each
+// touched, are half of that).
+TEST(SamplerRegionTest, ARoadAcrossAWideMapTouchesLittleOfItsGrid) {
+  const Region road = *Region::Polygons(
+      {{{0, 0}, {0.004, 0}, {2, 1.996}, {2, 2}, {1.996, 2}, {0, 0.004}}});
+  SamplerOptions options;
+  options.radius = 0.0005;
+  const std::size_t before = PeakResidentBytes(/*restart=*/true);
+  if (before == 0) GTEST_SKIP() << "no VmHWM in /proc/self/status";
+  const PointSet points = RunIn(road, options);
+  const std::size_t grown = PeakResidentBytes(/*restart=*/false) - before;
+  // 2 sqrt(2) x 0.004 at rho 0.89: about 58 000 points.
+  EXPECT_GT(points.size(), 50000u);
+  EXPECT_LT(grown, std::size_t{256} << 20)
+      << points.size() << " points, peak grown by " << grown << " bytes";
+  std::printf("%zu points, peak resident bytes grown by %zu\n", points.size(),
+              grown);
 }
 
 TEST(SamplerRegionTest, UniformAndJitteredStayInside) {
