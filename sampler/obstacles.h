@@ -183,12 +183,26 @@ class ObstacleIndex {
   }
 
  private:
-  // Cells of the index overlapping [lo, hi], clamped; false when none.
-  bool CellRange(const double* lo, const double* hi, std::int64_t* c0,
-                 std::int64_t* c1) const;
-  // The index cell of p, into `cell` (CellRange's first for the box
-  // [p, p]); false when there is none.
-  bool CellAt(const double* p, std::size_t* cell) const;
+  // A grid of the obstacles of about one reach: each listed in every cell
+  // its reach meets, cells at least as wide as the largest of them.
+  struct Level {
+    bool one_cell = false;  // Extents too large to divide: all in cell 0.
+    double origin[3] = {0, 0, 0};
+    double inv_cell = 1;
+    std::int64_t n[3] = {1, 1, 1};
+    std::vector<std::uint32_t> begin;  // Per cell, into index.
+    std::vector<std::uint32_t> index;
+  };
+  // The grid of obstacles `members` (their reaches in `reach`), into level.
+  void BuildLevel(const std::vector<std::uint32_t>& members,
+                  const std::vector<double>& reach, Level* level);
+  // Cells of `level` overlapping [lo, hi], clamped; false when none.
+  bool CellRange(const Level& level, const double* lo, const double* hi,
+                 std::int64_t* c0, std::int64_t* c1) const;
+  // Whether f(obstacle) is true for one listed in a cell that [lo, hi]
+  // meets, in some level; stops at the first.
+  template <class F>
+  bool AnyInBox(const double* lo, const double* hi, F&& f) const;
 
   int dims_;
   std::vector<double> centers_;       // 3 per obstacle.
@@ -200,12 +214,7 @@ class ObstacleIndex {
   std::vector<double> same_radius_;
   std::vector<std::int32_t> same_wake_;
   bool takes_own_radius_ = false;
-  bool one_cell_ = false;  // Extents too large to divide: every obstacle in cell 0.
-  double origin_[3] = {0, 0, 0};
-  double inv_cell_ = 1;
-  std::int64_t n_[3] = {1, 1, 1};
-  std::vector<std::uint32_t> begin_;  // Per cell, into index_.
-  std::vector<std::uint32_t> index_;
+  std::vector<Level> levels_;
 };
 
 }  // namespace scatter::sampler::internal

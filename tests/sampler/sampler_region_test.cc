@@ -331,12 +331,20 @@ namespace {
 using test::Collect;
 using test::PointSet;
 
-// Obstacles: a few objects of different sizes, some reaching out of the box.
+// Obstacles: a few objects of different sizes, some reaching out of the
+// box, and a ring of 200 small ones, so that the index keeps them in grids
+// of their own (ObstacleIndex's levels: 0.1 and 0.15 are several times the
+// cells 204 obstacles ask for).
 std::vector<Obstacle> SomeObstacles(int dims) {
   std::vector<Obstacle> o = {{{0.3, 0.3, 0.5}, 0.1},
                              {{0.7, 0.6, 0.5}, 0.05},
                              {{0.5, 1.0, 0.5}, 0.15},
                              {{0.05, 0.9, 0.5}, 0}};
+  for (int k = 0; k < 200; ++k) {
+    const double t = 2 * test::kPi * k / 200;
+    o.push_back(
+        {{0.5 + 0.42 * std::cos(t), 0.5 + 0.42 * std::sin(t), 0.5}, 0.004});
+  }
   if (dims == 2) {
     for (Obstacle& ob : o) ob.center[2] = 0;
   }
