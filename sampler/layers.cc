@@ -158,9 +158,9 @@ absl::Status LayeredSampler::Run(BatchSink sink,
     // which the sampler adds to each obstacle's radius itself.
     const bool per_point = o.density != nullptr && o.footprint == 0;
     o.obstacles.reserve(o.obstacles.size() + placed.size());
+    const internal::EarlierLayerObstacles earlier(o, overrides_);
     for (const Placed& q : placed) {
-      o.obstacles.push_back(internal::EarlierLayerObstacle(
-          q.center, q.layer, q.footprint, o, overrides_));
+      o.obstacles.push_back(earlier.For(q.center, q.layer, q.footprint));
     }
     o.earlier_layer_obstacles = placed.size();
     // Create checked the caller's obstacles; earlier layers' points do not
@@ -209,27 +209,40 @@ absl::Status LayeredSampler::Run(BatchSink sink,
 
 namespace internal {
 
-Obstacle EarlierLayerObstacle(const Vec& center, std::uint32_t layer,
-                              double footprint, const SamplerOptions& options,
-                              absl::Span<const ClearanceOverride> overrides) {
-  bool overridden = false;
-  double clearance = footprint + options.footprint;
+EarlierLayerObstacles::EarlierLayerObstacles(
+    const SamplerOptions& options,
+    absl::Span<const ClearanceOverride> overrides)
+    : options_(options) {
   for (const ClearanceOverride& ov : overrides) {
-    if ((ov.a == layer && ov.b == options.layer) ||
-        (ov.b == layer && ov.a == options.layer)) {
-      clearance = ov.clearance;
-      overridden = true;
+    if (ov.a == options.layer) overridden_.emplace_back(ov.b, ov.clearance);
+    if (ov.b == options.layer && ov.a != ov.b) {
+      overridden_.emplace_back(ov.a, ov.clearance);
     }
   }
+  // Stable: of two for one pair, the later one stays last.
+  std::stable_sort(
+      overridden_.begin(), overridden_.end(),
+      [](const auto& x, const auto& y) { return x.first < y.first; });
+}
+
+Obstacle EarlierLayerObstacles::For(const Vec& center, std::uint32_t layer,
+                                    double footprint) const {
+  // The last override of the pair, as the request lists them.
+  const auto after = std::upper_bound(
+      overridden_.begin(), overridden_.end(), layer,
+      [](std::uint32_t l, const auto& entry) { return l < entry.first; });
   // Exactly the override, whatever this layer's footprint (also one below
   // it, which an obstacle radius of clearance - footprint could not say:
   // it was clamped at 0, and the layers kept the footprint apart instead).
-  if (overridden) return {center, clearance, true};
-  if (options.density != nullptr && options.footprint == 0) {
+  if (after != overridden_.begin() && std::prev(after)->first == layer) {
+    return {center, std::prev(after)->second, true};
+  }
+  if (options_.density != nullptr && options_.footprint == 0) {
     // Earlier point's footprint plus this point's own.
     return {center, footprint};
   }
-  return {center, std::max(clearance - options.footprint, 0.0)};
+  const double clearance = footprint + options_.footprint;
+  return {center, std::max(clearance - options_.footprint, 0.0)};
 }
 
 }  // namespace internal

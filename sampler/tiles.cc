@@ -775,6 +775,7 @@ std::vector<TileCoord> TileWorld::LowerNeighbours(TileCoord t) {
 }
 
 Obstacle TileWorld::ObstacleFor(std::size_t layer_index,
+                                const internal::EarlierLayerObstacles& earlier,
                                 const GeneratedPoints& from,
                                 std::size_t k) const {
   const SamplerOptions& o = spec_.layers[layer_index].options;
@@ -797,8 +798,7 @@ Obstacle TileWorld::ObstacleFor(std::size_t layer_index,
   const double footprint = q->density != nullptr && q->footprint == 0
                                ? from.radius[k] / 2
                                : q->footprint;
-  return internal::EarlierLayerObstacle(center, from.layer[k], footprint, o,
-                                        spec_.overrides);
+  return earlier.For(center, from.layer[k], footprint);
 }
 
 absl::Status TileWorld::RunLayer(std::size_t layer_index, const Region& region,
@@ -973,8 +973,9 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
   const bool poisson = o.method == Method::kPoissonDense ||
                        o.method == Method::kPoissonClassic;
   const FrontWakes wakes(spec_.shared.seed, o, t, tile_);
+  const internal::EarlierLayerObstacles clearances(o, spec_.overrides);
   for (const auto& [g, k] : near) {
-    obstacles.push_back(ObstacleFor(li, *g, k));
+    obstacles.push_back(ObstacleFor(li, clearances, *g, k));
     Obstacle& ob = obstacles.back();
     const double* p = &g->coords[k * static_cast<std::size_t>(dims_)];
     if (poisson && ob.same_layer && OutsideDistance(p, x0, x1, y0, y1) < R) {
@@ -1002,12 +1003,12 @@ absl::StatusOr<std::shared_ptr<const GeneratedPoints>> TileWorld::Generate(
     // generator's own near the border area.
     std::vector<Obstacle> border_obstacles = world_obstacles;
     for (const auto& [g, k] : near_border) {
-      border_obstacles.push_back(ObstacleFor(li, *g, k));
+      border_obstacles.push_back(ObstacleFor(li, clearances, *g, k));
     }
     for (std::size_t k = 0; k < out->size(); ++k) {
       const double* p = &out->coords[k * static_cast<std::size_t>(dims_)];
       if (InXY(p, x0 + deep, x1 - deep, y0 + deep, y1 - deep)) continue;
-      border_obstacles.push_back(ObstacleFor(li, *out, k));
+      border_obstacles.push_back(ObstacleFor(li, clearances, *out, k));
     }
     status = RunLayer(
         li, *border_area, t, true, std::move(border_obstacles), stop,

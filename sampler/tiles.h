@@ -418,9 +418,10 @@ class TileWorld {
   // Sets g->by_tile and g->group_begin.
   void GroupByTile(GeneratedPoints* g) const;
   // The obstacle keeping a point of layer `layer_index` clear of point k of
-  // `from`.
-  Obstacle ObstacleFor(std::size_t layer_index, const GeneratedPoints& from,
-                       std::size_t k) const;
+  // `from`; `earlier` resolves the layer's clearances to other layers.
+  Obstacle ObstacleFor(std::size_t layer_index,
+                       const internal::EarlierLayerObstacles& earlier,
+                       const GeneratedPoints& from, std::size_t k) const;
   using GeneratorMap =
       std::map<GeneratorKey, std::shared_ptr<const GeneratedPoints>>;
   struct RoundResult {
