@@ -159,7 +159,13 @@ absl::Status LayeredSampler::Run(BatchSink sink,
     const bool per_point = o.density != nullptr && o.footprint == 0;
     o.obstacles.reserve(o.obstacles.size() + placed.size());
     const internal::EarlierLayerObstacles earlier(o, overrides_);
-    for (const Placed& q : placed) {
+    // Millions of earlier points take seconds: the stop predicate is
+    // polled as they are made obstacles.
+    for (std::size_t i = 0; i < placed.size(); ++i) {
+      if (i % 65536 == 65535 && stop()) {
+        return absl::CancelledError("sampling stopped by the caller");
+      }
+      const Placed& q = placed[i];
       o.obstacles.push_back(earlier.For(q.center, q.layer, q.footprint));
     }
     o.earlier_layer_obstacles = placed.size();

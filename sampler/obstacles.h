@@ -164,12 +164,14 @@ class ObstacleIndex {
                      double extra_hi, bool* inside, bool* reaches,
                      double own_lo = 0, double own_hi = 0) const;
 
-  // Calls f(center, clearance) for every obstacle.
+  // Calls f(center, clearance) for every obstacle while it returns true;
+  // false when it returned false.
   template <class F>
-  void ForEach(F f) const {
+  bool ForEach(F f) const {
     for (std::size_t k = 0; k < clearance_.size(); ++k) {
-      f(&centers_[k * 3], clearance_[k]);
+      if (!f(&centers_[k * 3], clearance_[k])) return false;
     }
+    return true;
   }
 
   // Calls f(center, radius, wake_generation) for every same-layer obstacle

@@ -305,10 +305,18 @@ class PoissonRun {
 
     if (fill_gaps_) {
       // Places within an obstacle's clearance need no point: mark them
-      // covered, so the gap scan skips them.
-      obstacles_.ForEach([&](const double* c, double clearance) {
-        MarkCoveredDisk(c, clearance);
-      });
+      // covered, so the gap scan skips them. An obstacle over the whole
+      // grid marks every cell, so the stop predicate is polled every 16
+      // obstacles (a million of those took seconds to cancel).
+      std::uint64_t count = 0;
+      const bool marked =
+          obstacles_.ForEach([&](const double* c, double clearance) {
+            MarkCoveredDisk(c, clearance);
+            return ++count % 16 != 0 || !stop_();
+          });
+      if (!marked) {
+        return absl::CancelledError("sampling stopped by the caller");
+      }
     }
     // Same-layer obstacles in the bounds join the grid, dormant (never
     // emitted): each wakes as an active point when a new point lands within

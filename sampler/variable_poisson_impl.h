@@ -332,10 +332,18 @@ class VariableRun {
       }
       // Places within an obstacle's clearance (without the point's own
       // footprint, which only adds to it) need no point.
-      obstacles_.ForEach([&](const double* c, double clearance) {
-        MarkCovered(c, clearance);
-        obstacles_marked_ = true;
-      });
+      // The stop predicate is polled every 16 obstacles: one over the
+      // whole grid marks every cell.
+      std::uint64_t count = 0;
+      const bool marked =
+          obstacles_.ForEach([&](const double* c, double clearance) {
+            MarkCovered(c, clearance);
+            obstacles_marked_ = true;
+            return ++count % 16 != 0 || !stop_();
+          });
+      if (!marked) {
+        return absl::CancelledError("sampling stopped by the caller");
+      }
     }
     // Same-layer obstacles in the bounds join the grids, dormant (never
     // emitted): each wakes as an active point when a new point lands
