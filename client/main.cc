@@ -758,7 +758,10 @@ absl::Status HintTilesPerCall(const absl::Status& status,
                          most, static_cast<std::uint64_t>(
                                    std::numeric_limits<int>::max()))));
   }
-  if (!absl::StrContains(status.message(), "the tiles could hold ")) {
+  // Where the first tile alone is over the limit (the server says "the
+  // first 1 of the N tiles alone"), fewer tiles a call cannot help.
+  if (!absl::StrContains(status.message(), "the tiles could hold ") ||
+      absl::StrContains(status.message(), "(the first 1 of the ")) {
     return status;
   }
   return absl::Status(

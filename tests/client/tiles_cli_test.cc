@@ -32,6 +32,7 @@ using server::testing::CommandResult;
 using server::testing::Scatterd;
 using ::testing::HasSubstr;
 using testing::kExamples;
+using ::testing::Not;
 using testing::Scatter;
 using testing::Slurp;
 using testing::Temp;
@@ -592,6 +593,18 @@ TEST(TilesCliTest, ACallTooBigForTheServerSaysToAskForFewerTilesPerCall) {
                "--out=" + dir});
   ASSERT_EQ(small.exit_code, 0) << small.err;
   EXPECT_EQ(Keys(Files(dir)), TileNames(-8, 8, -8, 8));
+
+  // One tile alone over the limit (tiles of 1024, some 1.2 M points):
+  // fewer tiles a call cannot help, and the message does not say they
+  // would.
+  const std::string wide = Temp("wide_tiles.json");
+  std::ofstream(wide) << R"({"world": {"seed": "5", "tileSize": 1024,
+      "layers": [{"id": 1, "spacing": 1}]}})";
+  const CommandResult one = Scatter({"tiles", wide, "--tiles=0:2,0:1", server,
+                                     "--out=" + Temp("one_too_big")});
+  EXPECT_EQ(one.exit_code, 1);
+  EXPECT_THAT(one.err, HasSubstr("(the first 1 of the 2 tiles alone"));
+  EXPECT_THAT(one.err, Not(HasSubstr("--tiles_per_call")));
 }
 
 // scatterd's --max_tiles_per_request under --tiles_per_call refused every
