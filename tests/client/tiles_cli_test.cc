@@ -575,9 +575,15 @@ TEST(TilesCliTest, ACallTooBigForTheServerSaysToAskForFewerTilesPerCall) {
   ASSERT_GT(scatterd.port(), 0);
   const std::string server =
       absl::StrCat("--server=127.0.0.1:", scatterd.port());
-  const std::string job = Temp("one_layer.json");
-  std::ofstream(job) << R"({"world": {"seed": "5", "tileSize": 16,
-      "layers": [{"id": 1, "spacing": 1}]}})";
+  // A one-layer world of spacing 1 and this tile side, in a job file.
+  auto world = [](int tile_size) {
+    const std::string job =
+        Temp(absl::StrCat("one_layer_", tile_size, ".json"));
+    std::ofstream(job) << R"({"world": {"seed": "5", "tileSize": )" << tile_size
+                       << R"(, "layers": [{"id": 1, "spacing": 1}]}})";
+    return job;
+  };
+  const std::string job = world(16);
   const CommandResult big = Scatter({"tiles", job, "--tiles=-8:8,-8:8", server,
                                      "--out=" + Temp("too_big_call")});
   EXPECT_EQ(big.exit_code, 1);
@@ -597,11 +603,8 @@ TEST(TilesCliTest, ACallTooBigForTheServerSaysToAskForFewerTilesPerCall) {
   // One tile alone over the limit (tiles of 1024, some 1.2 M points):
   // fewer tiles a call cannot help, and the message does not say they
   // would.
-  const std::string wide = Temp("wide_tiles.json");
-  std::ofstream(wide) << R"({"world": {"seed": "5", "tileSize": 1024,
-      "layers": [{"id": 1, "spacing": 1}]}})";
-  const CommandResult one = Scatter({"tiles", wide, "--tiles=0:2,0:1", server,
-                                     "--out=" + Temp("one_too_big")});
+  const CommandResult one = Scatter({"tiles", world(1024), "--tiles=0:2,0:1",
+                                     server, "--out=" + Temp("one_too_big")});
   EXPECT_EQ(one.exit_code, 1);
   EXPECT_THAT(one.err, HasSubstr("(the first 1 of the 2 tiles alone"));
   EXPECT_THAT(one.err, Not(HasSubstr("--tiles_per_call")));
