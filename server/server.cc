@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "civetweb.h"
+#include "grpc/health/v1/health.pb.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/convert.h"
 #include "server/raster_cache.h"
@@ -469,6 +470,12 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
           absl::StrCat("reflection: cannot load gRPC's reflection library ",
                        SCATTER_GRPC_REFLECTION_LIBRARY, ": ", dlerror()));
     }
+    // gRPC's own health service serves grpc.health.v1.Health without
+    // its descriptors: reflection listed the service and then answered
+    // "Symbol not found" for it, and a tool that resolves methods by
+    // reflection (grpcurl) could not call it. The generated health code,
+    // linked by this reference, puts them in the pool reflection reads.
+    (void)grpc::health::v1::HealthCheckRequest::descriptor();
   }
   grpc::ServerBuilder builder;
   int selected_port = 0;

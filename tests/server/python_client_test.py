@@ -398,6 +398,15 @@ def main():
                 iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=10)
             names = [s.name for a in answers for s in a.list_services_response.service]
             assert "scatter.v1.ScatterService" in names, names
+            # Every service it lists resolves to its file, the health
+            # service too (gRPC's own serves it without descriptors; they
+            # said "Symbol not found", and grpcurl could not call it).
+            for name in names:
+                found = list(reflection.ServerReflectionInfo(
+                    iter([reflection_pb2.ServerReflectionRequest(
+                        file_containing_symbol=name)]), timeout=10))
+                assert len(found) == 1, (name, found)
+                assert found[0].HasField("file_descriptor_response"), (name, found[0])
             channel.close()
             check_no_reflection_by_default(sys.argv[1], reflection_pb2, reflection_pb2_grpc)
             check_points_script(port)
