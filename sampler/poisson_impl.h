@@ -470,16 +470,27 @@ class PoissonRun {
     // NaN over the runs of chunks to fill, merged where one ends at the
     // next one's start (across rows too).
     std::uint64_t begin = 0, end = 0, since_poll = 0;
+    // A run is filled kFillChunkBytes at a time, with the stop predicate
+    // polled between (a region over whole rows merges into one run of
+    // gigabytes).
+    constexpr std::uint64_t kPollCells = kFillChunkBytes / (D * sizeof(double));
     auto flush = [&] {
       if (begin == end) return true;
       grid_.Open(begin * D, end * D);
-      std::fill(&grid_[begin * D], &grid_[end * D],
-                std::numeric_limits<double>::quiet_NaN());
-      since_poll += end - begin;
+      for (std::uint64_t from = begin; from < end;) {
+        const std::uint64_t to =
+            std::min(end, from + (kPollCells - since_poll));
+        std::fill(&grid_[from * D], &grid_[to * D],
+                  std::numeric_limits<double>::quiet_NaN());
+        since_poll += to - from;
+        from = to;
+        if (since_poll == kPollCells) {
+          since_poll = 0;
+          if (stop_()) return false;
+        }
+      }
       begin = end = 0;
-      if (since_poll * D * sizeof(double) < kFillChunkBytes) return true;
-      since_poll = 0;
-      return !stop_();
+      return true;
     };
     for (std::uint64_t row = 0; row < rows_; ++row) {
       for (std::uint64_t k = 0; k < chunks_; ++k) {
@@ -1824,13 +1835,17 @@ class PoissonRun {
     // A sparse run's end of the chunk the scan is in (MapNear); others
     // never pass it.
     std::uint64_t near_until = sparse_ ? 0 : cells_;
+    // Cells visited, not the index: with the far chunks skipped, the
+    // index can step over every multiple of kPollEvery (rows of 4096
+    // cells, the region short of their ends).
+    std::uint64_t visited = 0;
     for (std::uint64_t c = 0; c < cells_; ++c) {
       if (c >= near_until) {
         // Chunks that miss the region hold no place of it (MapNear).
         c = NextNear(c, &near_until);
         if (c >= cells_) break;
       }
-      if ((c + 1) % kPollEvery == 0 && PollStop(kPollEvery)) return false;
+      if (++visited % kPollEvery == 0 && PollStop(kPollEvery)) return false;
       double b0[D], b1[D];
       CellBounds(c, b0, b1);
       if (!box_only_ && region_.Classify(b0, b1) == Region::Overlap::kOutside) {
