@@ -49,11 +49,10 @@ std::FILE* StreamOf(int fd, const char* mode) {
 }
 
 // An unnamed temporary file in TemporaryDirectory(), removed from it at
-// once (std::tmpfile would ignore TMPDIR and fill /tmp). Null with errno
-// set when it cannot be made.
-// Its descriptor is 3 or more: with stdout closed, mkstemp took
-// descriptor 1, and a PLY body meant for stdout went into the deleted
-// file, with status 0.
+// once (std::tmpfile would ignore TMPDIR and fill /tmp), on a descriptor
+// of 3 or more (with stdout closed, mkstemp took descriptor 1, and a PLY
+// body meant for stdout went into the deleted file, with status 0). Null
+// with errno set when it cannot be made.
 std::FILE* UnnamedTemporaryFile() {
   std::string path = TemporaryDirectory() + "/scatter-XXXXXX";
   int fd = mkstemp(path.data());

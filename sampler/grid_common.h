@@ -76,11 +76,13 @@ bool FillPolling(Vector* v, std::size_t n,
   return true;
 }
 
-// A run's large array (the constant-radius grid, occupancy and marks):
-// written whole from operator new (Fill, a HugePageVector), or zeros from
-// AllocateZeroed (Zeroed), where a page costs nothing until the run
-// touches it: a region much smaller than its bounds (a road across a
-// map) leaves most of the array untouched.
+// A run's large array (grids, occupancy and marks): written whole from
+// operator new (Fill, a HugePageVector), or zeros from AllocateZeroed
+// (Zeroed), where a page costs nothing until the run touches it: a region
+// much smaller than its bounds (a road across a map), or a fine level of
+// the variable-radius grid where the radii are big, leaves most of it
+// untouched, and the parts that will be touched densely can take huge
+// pages (AdviseHugePages).
 template <class T>
 class RunArray {
  public:
@@ -112,6 +114,14 @@ class RunArray {
   const T& operator[](std::size_t i) const { return data_[i]; }
   T* data() { return data_; }
   const T* data() const { return data_; }
+  // The bytes of a zeroed array.
+  std::size_t bytes() const { return zeroed_.get_deleter().bytes; }
+  // Asks for huge pages over the whole huge pages in bytes [begin, end) of
+  // a zeroed array.
+  void AdviseHugePages(std::size_t begin, std::size_t end) {
+    internal::AdviseHugePages(reinterpret_cast<char*>(zeroed_.get()) + begin,
+                              end - begin);
+  }
 
  private:
   struct Free {

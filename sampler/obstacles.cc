@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "sampler/box_distance.h"
 
@@ -29,6 +30,8 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
   limit2_.reserve(obstacles.size());
   takes_extra_.reserve(obstacles.size());
   takes_own_.reserve(obstacles.size());
+  std::vector<double> reaches;  // Per obstacle kept, for the index.
+  reaches.reserve(obstacles.size());
   for (const Obstacle& o : obstacles) {
     if (o.same_layer && grid != nullptr && grid->Contains(o.center.data())) {
       for (int a = 0; a < 3; ++a) same_centers_.push_back(o.center[a]);
@@ -67,6 +70,7 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
     takes_extra_.push_back(fixed ? 0 : 1);
     takes_own_.push_back(own ? 1 : 0);
     takes_own_radius_ |= own;
+    reaches.push_back(reach);
   }
   if (clearance_.empty()) return;
   // Obstacles of very different reach get grids of their own, by powers of
@@ -80,40 +84,22 @@ ObstacleIndex::ObstacleIndex(const std::vector<Obstacle>& obstacles,
       std::max(std::pow(volume / (4.0 * static_cast<double>(clearance_.size())),
                         1.0 / dims),
                1e-300);
-  std::vector<double> reach(clearance_.size());
-  std::vector<int> level_of(clearance_.size());
-  int levels = 1;
-  for (std::size_t k = 0; k < clearance_.size(); ++k) {
-    reach[k] = std::max(clearance_[k] + takes_extra_[k] * max_extra,
-                        takes_own_[k] * max_own);
-    // Level 0: reach up to the base cell; level l: up to base 2^l (a reach
-    // too large for a double, the last level).
+  // Level 0: reach up to the base cell; level l: up to base 2^l (a reach
+  // too large for a double, the last level). In order of reach.
+  std::map<int, std::vector<std::uint32_t>> by_level;
+  for (std::size_t k = 0; k < reaches.size(); ++k) {
     int l = 0;
-    if (reach[k] > base) {
-      const double octaves = std::ceil(std::log2(reach[k] / base));
+    if (reaches[k] > base) {
+      const double octaves = std::ceil(std::log2(reaches[k] / base));
       l = std::isfinite(octaves) ? static_cast<int>(std::min(octaves, 4096.0))
                                  : 4097;
     }
-    level_of[k] = l;
-    levels = std::max(levels, l + 1);
+    by_level[l].push_back(static_cast<std::uint32_t>(k));
   }
-  // The levels that hold obstacles, in order of reach.
-  std::vector<int> used(static_cast<std::size_t>(levels), -1);
-  for (int l : level_of) used[static_cast<std::size_t>(l)] = 0;
-  std::vector<std::vector<std::uint32_t>> members;
-  for (std::size_t l = 0; l < used.size(); ++l) {
-    if (used[l] < 0) continue;
-    used[l] = static_cast<int>(members.size());
-    members.emplace_back();
-  }
-  for (std::size_t k = 0; k < clearance_.size(); ++k) {
-    members[static_cast<std::size_t>(
-                used[static_cast<std::size_t>(level_of[k])])]
-        .push_back(static_cast<std::uint32_t>(k));
-  }
-  levels_.resize(members.size());
-  for (std::size_t l = 0; l < members.size(); ++l) {
-    BuildLevel(members[l], reach, &levels_[l]);
+  levels_.resize(by_level.size());
+  std::size_t l = 0;
+  for (const auto& [octave, members] : by_level) {
+    BuildLevel(members, reaches, &levels_[l++]);
   }
 }
 

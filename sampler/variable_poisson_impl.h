@@ -219,36 +219,6 @@ class DensityBounds {
   double to_row_ = 1;
 };
 
-// A zeroed array (AllocateZeroed): cells of a fine level that no point
-// reaches (a region of big radii) are never touched, where std::vector
-// would write them all; parts that will be touched densely can take huge
-// pages (AdviseHugePages).
-template <class T>
-class ZeroedArray {
- public:
-  void Reset(std::size_t n) {
-    data_.reset();
-    data_ = std::unique_ptr<T, Free>(
-        static_cast<T*>(AllocateZeroed(n * sizeof(T))), Free{n * sizeof(T)});
-  }
-  T& operator[](std::size_t i) { return data_.get()[i]; }
-  const T& operator[](std::size_t i) const { return data_.get()[i]; }
-  const T* data() const { return data_.get(); }
-  std::size_t bytes() const { return data_.get_deleter().bytes; }
-  // Asks for huge pages over the whole huge pages in bytes [begin, end).
-  void AdviseHugePages(std::size_t begin, std::size_t end) {
-    internal::AdviseHugePages(reinterpret_cast<char*>(data_.get()) + begin,
-                              end - begin);
-  }
-
- private:
-  struct Free {
-    std::size_t bytes = 0;
-    void operator()(T* p) const { FreeZeroed(p, bytes); }
-  };
-  std::unique_ptr<T, Free> data_;
-};
-
 template <int D, class Ops>
 class VariableRun {
  public:
@@ -320,14 +290,14 @@ class VariableRun {
     for (Level& level : levels_) {
       // A cell is read only where its occupancy bit is set, so pages of
       // cells that never hold a point are never touched.
-      level.points.Reset(level.cells * (D + 1));
+      level.points.Zeroed(level.cells * (D + 1), false);
       AdviseWhereLevelLands(level, &level.points, D + 1);
-      level.bits.Reset(level.cells / 64 + 2);
-      level.block_bits.Reset(level.blocks / 64 + 2);
+      level.bits.Zeroed(level.cells / 64 + 2, false);
+      level.block_bits.Zeroed(level.blocks / 64 + 2, false);
     }
     if (fill_gaps_) {
       for (Level& level : levels_) {
-        level.cover.Reset(level.cells + 8);
+        level.cover.Zeroed(level.cells + 8, false);
         AdviseWhereLevelLands(level, &level.cover, 1);
       }
       // Places within an obstacle's clearance (without the point's own
@@ -411,18 +381,18 @@ class VariableRun {
     // Per cell: the point's D coordinates and radius, valid where the
     // occupancy bit is set; in the cell itself, so a window's row is one
     // run of memory.
-    ZeroedArray<double> points;
-    ZeroedArray<std::uint64_t> bits;  // Occupancy; two spare words.
+    RunArray<double> points;
+    RunArray<std::uint64_t> bits;  // Occupancy; two spare words.
     // Blocks of kBlockSide^D cells: one bit each, set when one holds a
     // point; two spare words.
     std::uint64_t block_stride[D];
-    ZeroedArray<std::uint64_t> block_bits;
+    RunArray<std::uint64_t> block_bits;
     std::uint64_t count = 0;  // Points stored.
     double max_r = 0;         // Their largest radius.
     double min_r = std::numeric_limits<double>::infinity();  // Smallest.
     // Gap filling: per cell, one bit per half-cell (2^D of them) that a
     // single disk of this level's radii covers whole; 8 spare bytes.
-    ZeroedArray<std::uint8_t> cover;
+    RunArray<std::uint8_t> cover;
   };
 
   // Asks for huge pages in the parts of one of a level's per-cell arrays
@@ -434,7 +404,7 @@ class VariableRun {
   // nothing, so those parts stay unmapped. (Points of another radius,
   // same-layer obstacles', only miss the advice.)
   template <class T>
-  void AdviseWhereLevelLands(const Level& level, ZeroedArray<T>* array,
+  void AdviseWhereLevelLands(const Level& level, RunArray<T>* array,
                              std::size_t per_cell) const {
     if (array->bytes() < kHugePageBytes) return;
     const std::size_t cell_bytes = sizeof(T) * per_cell;
