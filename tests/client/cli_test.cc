@@ -2250,9 +2250,14 @@ TEST(ClientTest, HandlerCanCancelAndDeadlinesApply) {
   auto late = client.Scatter(server::testing::LongRequest(),
                              [](const v1::PointBatch&) { return true; }, call);
   EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
-  // gRPC's words were "Deadline Exceeded".
-  EXPECT_EQ(late.status().message(),
-            "scatterd at " + server.target() + ": deadline passed");
+  // gRPC's words were "Deadline Exceeded". When the server sees the
+  // deadline first, its own status arrives instead, which says so too (a
+  // fresh-clone CI run got it once).
+  EXPECT_THAT(
+      std::string(late.status().message()),
+      ::testing::AnyOf(
+          ::testing::Eq("scatterd at " + server.target() + ": deadline passed"),
+          ::testing::StartsWith("the call's deadline passed after ")));
 }
 
 }  // namespace
