@@ -4,6 +4,7 @@
 // Internal: collects accepted points into structure-of-arrays batches and
 // hands them to the sink. Shared by every method.
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -61,31 +62,38 @@ class BatchWriter {
     scale_.resize(capacity_);
   }
 
-  // Appends one point; false when the run must stop (see StopStatus()).
+  // Appends one point of D coordinates (D: the writer's dims); false when
+  // the run must stop (see StopStatus()). Its id and attributes are
+  // computed with the rest of its batch, in Flush (Label).
+  template <int D>
   bool Add(const double* p, double radius) {
+    assert(D == dims_);
     if (total_ == max_points_) {
       cap_reached_ = true;
       return false;
     }
-    double* out = &coords_[size_ * static_cast<std::size_t>(dims_)];
-    for (int a = 0; a < dims_; ++a) out[a] = p[a];
+    double* out = &coords_[size_ * D];
+    for (int a = 0; a < D; ++a) out[a] = p[a];
     radius_[size_] = radius;
-    ids_[size_] = PointIdFromKey(id_key_, p, dims_);
-    // Attributes from the id's own stream: positions never depend on them.
-    // The id is already a full-avalanche hash, so it keys the stream
-    // directly (xor with the run's attribute key).
-    CounterRng attributes(attribute_key_ ^ ids_[size_]);
-    yaw_[size_] = attributes.Uniform01() * kTwoPi;
-    scale_[size_] = scale_min_ + attributes.Uniform01() * scale_span_;
     ++size_;
     ++total_;
     return size_ < capacity_ || Flush();
   }
+  // The same for a point of the writer's dims coordinates.
+  bool Add(const double* p, double radius) {
+    return dims_ == 2 ? Add<2>(p, radius) : Add<3>(p, radius);
+  }
 
   // Sends what is pending, if anything; false when the sink asked to stop.
-  bool Flush() {
+  // Out of line, so that Add, inlined where points are made, stays small.
+  [[gnu::noinline]] bool Flush() {
     if (size_ == 0) return true;
     if (sink_stopped_) return false;
+    if (dims_ == 2) {
+      Label<2>();
+    } else {
+      Label<3>();
+    }
     PointBatch batch;
     batch.dims = dims_;
     batch.coords = absl::MakeConstSpan(coords_.data(),
@@ -115,6 +123,22 @@ class BatchWriter {
   }
 
  private:
+  // The pending points' ids and attributes (yaw, scale).
+  template <int D>
+  void Label() {
+    const double* p = coords_.data();
+    for (std::size_t i = 0; i < size_; ++i, p += D) {
+      const std::uint64_t id = PointIdFromKey(id_key_, p, D);
+      ids_[i] = id;
+      // Attributes from the id's own stream: positions never depend on
+      // them. The id is already a full-avalanche hash, so it keys the
+      // stream directly (xor with the run's attribute key).
+      CounterRng attributes(attribute_key_ ^ id);
+      yaw_[i] = attributes.Uniform01() * kTwoPi;
+      scale_[i] = scale_min_ + attributes.Uniform01() * scale_span_;
+    }
+  }
+
   int dims_;
   std::size_t capacity_;
   // 2 pi rounded to a double: yaw = u * kTwoPi stays below it for u < 1.

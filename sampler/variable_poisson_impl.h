@@ -632,7 +632,7 @@ class VariableRun {
   void Accept(const double* p, double r) {
     Place(p, r, /*active=*/true);
     if (dormant_left_ > 0) WakeNear(p, r);
-    if (!out_->Add(p, r)) Halt(out_->StopStatus());
+    if (!out_->template Add<D>(p, r)) Halt(out_->StopStatus());
   }
 
   // Makes the dormant points q within kWakeRadius max(r, r_q) of p active,
