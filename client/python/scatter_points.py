@@ -13,6 +13,8 @@ Against a scatterd that serves TLS, give --tls_ca (and --tls_cert with
 """
 
 import argparse
+import decimal
+import math
 import os
 import signal
 import socket
@@ -48,6 +50,56 @@ def bracketed(address):
     if port.isdigit() and port.isascii() and is_ipv6(host):
         return "[%s]:%s" % (host, port)
     return "[HOST]:PORT"
+
+
+def shortest(v):
+    """v as the scatter CLI writes a coordinate (std::to_chars): the fewest
+    digits that read back as v, in fixed or scientific notation, whichever
+    is shorter, fixed on a tie: 5 (not Python's 5.0), 1e+05, 1e-04, 0.001."""
+    if v != v:
+        return "-nan" if math.copysign(1, v) < 0 else "nan"
+    if v in (float("inf"), float("-inf")):
+        return repr(v)
+    # repr gives the shortest digits that read back as v, as to_chars does.
+    sign, digits, exp = decimal.Decimal(repr(v)).as_tuple()
+    digits = list(digits)
+    while len(digits) > 1 and digits[-1] == 0:
+        digits.pop()
+        exp += 1
+    if digits == [0]:
+        exp = 0
+    n = len(digits)
+    text = "".join(str(d) for d in digits)
+    if exp >= 0:
+        # As printf's %f: the double's exact integer, not the digits
+        # padded with zeros (8.248849854254471e+20 is 824884985425447092224).
+        fixed = str(abs(int(v)))
+    elif n + exp > 0:
+        fixed = text[:n + exp] + "." + text[n + exp:]
+    else:
+        fixed = "0." + "0" * (-exp - n) + text
+    power = exp + n - 1
+    scientific = "%s%se%s%02d" % (text[0], "." + text[1:] if n > 1 else "",
+                                  "-" if power < 0 else "+", abs(power))
+    return ("-" if sign else "") + (fixed if len(fixed) <= len(scientific)
+                                    else scientific)
+
+
+def negative_values_joined(argv, options=("--box",)):
+    """argv with "--box -50,0,50,100" written as "--box=-50,0,50,100":
+    argparse reads a value that starts with "-" and is not one number as
+    an option, and would say "expected one argument"."""
+    out = []
+    i = 0
+    while i < len(argv):
+        if (argv[i] in options and i + 1 < len(argv) and
+                argv[i + 1][:2] in ["-" + c for c in "0123456789."]):
+            out.append(argv[i] + "=" + argv[i + 1])
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
 
 
 def load_stubs(proto_root=PROTO_ROOT):
@@ -222,7 +274,7 @@ def main():
     parser.add_argument("--tls_server_name", metavar="NAME",
                         help="TLS: the name to check the server's certificate "
                         "against, when the address's host is not it")
-    args = parser.parse_args()
+    args = parser.parse_args(negative_values_joined(sys.argv[1:]))
 
     import grpc  # Debian: python3-grpcio
     pb, pb_grpc = load_stubs()
@@ -294,7 +346,7 @@ def main():
         try:
             for d, coords, layers, ids in points:
                 for i in range(len(ids)):
-                    xyz = ",".join(repr(c) for c in coords[i * d:(i + 1) * d])
+                    xyz = ",".join(shortest(c) for c in coords[i * d:(i + 1) * d])
                     out.write("%s,%d,%d\n" % (xyz, layers[i], ids[i]))
                 written += len(ids)
         except grpc.RpcError as e:

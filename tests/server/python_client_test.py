@@ -77,6 +77,32 @@ def check_points_script(port):
         assert capped.returncode == 0, capped.stderr
         assert len(capped.stdout.splitlines()) == 5, capped.stdout
         assert "summary: 5 points, the --max-points cap" in capped.stderr, capped.stderr
+        # A box left of and below the origin, given as "--box -10,-10,10,10"
+        # (argparse alone took the value for an option: "expected one
+        # argument").
+        negative = subprocess.run(
+            ["/usr/bin/python3", script, "--address=127.0.0.1:%d" % port,
+             "--box", "-10,-10,10,10", "--spacing=2", "--timeout=20"],
+            env=env, capture_output=True, text=True, timeout=60)
+        assert negative.returncode == 0, negative.stderr
+        assert len(negative.stdout.splitlines()) > 20, negative.stdout
+        for line in negative.stdout.splitlines():
+            x, y, layer, point_id = line.split(",")
+            assert -10 <= float(x) < 10 and -10 <= float(y) < 10, line
+        # Coordinates are written as the scatter CLI writes them
+        # (std::to_chars: fewest digits, fixed or scientific, whichever is
+        # shorter), not as Python's repr (5.0, 100000.0).
+        spec = importlib.util.spec_from_file_location("scatter_points", script)
+        points_module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(points_module)
+        for value, text in ((5.0, "5"), (-2.5, "-2.5"), (-0.0, "-0"), (0.1, "0.1"),
+                            (100000.0, "1e+05"), (123000.0, "123000"),
+                            (0.0001, "1e-04"), (0.001, "0.001"), (1e-05, "1e-05"),
+                            (1.5e-07, "1.5e-07"), (12345.678, "12345.678"),
+                            (123456789012345680.0, "123456789012345680"),
+                            (8.248849854254471e+20, "824884985425447092224"),
+                            (1e+21, "1e+21"), (5e-324, "5e-324")):
+            assert points_module.shortest(value) == text, (value, text)
         # A reader that stops early (`| head -1`), millions of points before
         # the end: a quiet exit with SIGPIPE's status, no traceback.
         early = subprocess.Popen(
