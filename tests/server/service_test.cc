@@ -709,6 +709,32 @@ TEST(ServiceTest, HardCapEndsTheStreamAfterTheCountedPoints) {
   EXPECT_FALSE(got.has_summary);
 }
 
+// A cap under a batch ends the run at the cap, not after a whole batch:
+// here each point takes thousands of draws (the obstacle leaves four thin
+// corners of the box), and 10 points take well under a second where 4 096
+// took minutes, so the call ran into its deadline after 0 points.
+TEST(ServiceTest, ACapUnderABatchEndsTheRunAtTheCap) {
+  LoopbackServer server;
+  v1::ScatterRequest request = BoxRequest(100, 0);
+  v1::Obstacle* obstacle = request.add_obstacles();
+  obstacle->set_x(50);
+  obstacle->set_y(50);
+  obstacle->set_radius(70.65);
+  v1::Layer* layer = request.mutable_layers(0);
+  layer->set_method(v1::METHOD_UNIFORM);
+  layer->set_spacing(0);
+  layer->set_count(1'000'000);
+  request.set_max_points(10);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(30));
+  const Received got = Collect(*server.TcpStub(), request, &context);
+  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << got.status.error_message();
+  EXPECT_THAT(got.status.error_message(), HasSubstr("(the request's own)"));
+  EXPECT_EQ(got.size(), 10u);
+}
+
 // The server's max_points is judged on the estimate, an upper bound (the
 // densest packing), before any sampling. The stream also stops at the
 // limit while running, but no request's real count passes its estimate,
