@@ -72,14 +72,22 @@ const char* ReadWholeFile(const std::string& path, std::string* content) {
     error = std::strerror(errno);
   } else if (S_ISDIR(info.st_mode)) {
     error = "is a directory";
-  } else if (!S_ISREG(info.st_mode)) {
-    error = "not a regular file";
   } else {
-    out.resize(static_cast<std::size_t>(info.st_size));
+    // A pipe or a device (`scatter run <(...)`, /dev/stdin from a pipe)
+    // has no size: read to its end, as far as kMaxStreamBytes (/dev/zero
+    // has none).
+    const bool regular = S_ISREG(info.st_mode);
+    out.resize(regular ? static_cast<std::size_t>(info.st_size) : 0);
     std::size_t at = 0;
     // A file that grows or shrinks while read gives what read() returned.
     for (;;) {
-      if (at == out.size()) out.resize(out.size() + 4096);
+      if (!regular && at >= kMaxStreamBytes) {
+        error =
+            "gives more than 1 GiB (1073741824 bytes), and it is not a "
+            "regular file";
+        break;
+      }
+      if (at == out.size()) out.resize(out.size() + 65536);
       const ssize_t n = ::read(fd, out.data() + at, out.size() - at);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {

@@ -4,6 +4,7 @@
 // Command-line parsing, and reading the files that arguments name, shared
 // by scatterd and the scatter CLI.
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -26,11 +27,13 @@ std::vector<char*> ParseCommandLine(int argc, char** argv,
                                     absl::string_view flags_file,
                                     bool* only_check_args = nullptr);
 
-// The whole content of the regular file at `path` (one a symlink names
-// too). Anything else fails with a message that names the path and why:
-// "cannot read PATH: No such file or directory", "...: is a directory".
-// (An ifstream over a directory opens, and its first read throws
-// std::ios_base::failure, which ended the process.)
+// The whole content of the file at `path` (one a symlink names too), or
+// of the pipe or device it names (`<(...)`, /dev/stdin) up to its end, at
+// most kMaxStreamBytes. Anything else fails with a message that names the
+// path and why: "cannot read PATH: No such file or directory", "...: is a
+// directory". (An ifstream over a directory opens, and its first read
+// throws std::ios_base::failure, which ended the process.)
+inline constexpr std::size_t kMaxStreamBytes = std::size_t{1} << 30;
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path);
 // The same for callers that word the error themselves: nullptr when the
 // whole file is in *content, else why not ("No such file or directory", "is

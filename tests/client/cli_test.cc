@@ -790,6 +790,28 @@ TEST(CliTest, HealthRefusesTheFlagsItHasNoUseFor) {
   EXPECT_EQ(live.out, "SERVING\n");
 }
 
+// A job can come from a pipe: `scatter run /dev/stdin` under `cat JOB |`,
+// or `<(...)` (both were refused, "not a regular file"). A stream that
+// never ends (/dev/zero) is read only as far as 1 GiB.
+TEST(CliTest, JobsComeFromPipesToo) {
+  const std::string job = kExamples + "/three_layers.json";
+  const std::string direct = Temp("direct.csv");
+  const std::string piped = Temp("piped.csv");
+  CommandResult result = Scatter({"run", job, "--local", "--out=" + direct});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  result = server::testing::RunCommand(
+      {"/bin/sh", "-c",
+       absl::StrCat("cat '", job, "' | '", SCATTER_PATH,
+                    "' run /dev/stdin --local --out='", piped, "'")});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_GT(Slurp(direct).size(), 1000u);
+  EXPECT_EQ(Slurp(piped), Slurp(direct));
+  result = Scatter({"run", "/dev/zero", "--local"});
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_THAT(result.err,
+              HasSubstr("cannot read /dev/zero: gives more than 1 GiB"));
+}
+
 TEST(CliTest, ErrorsAreOneLineAndNonZero) {
   Scatterd scatterd({});
   const std::string server = absl::StrCat("--server=127.0.0.1:", scatterd.port());
