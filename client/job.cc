@@ -1,6 +1,7 @@
 #include "client/job.h"
 
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -210,6 +211,21 @@ absl::string_view FirstLine(absl::string_view message) {
   return message;
 }
 
+// "line L, column C: " of byte `at` of the text. Columns count
+// characters, not UTF-8 bytes, from 1.
+std::string LineColumn(absl::string_view text, std::size_t at) {
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < at && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+      ++column;
+    }
+  }
+  return absl::StrCat("line ", line, ", column ", column, ": ");
+}
+
 // "line L, column C: " of a syntax error, or "" for other errors. The
 // parser shows 40 bytes around the error with a caret under it but gives
 // no offset, and those bytes may recur in the file. The first prefix of
@@ -234,17 +250,101 @@ std::string SyntaxErrorAt(absl::string_view text, const absl::Status& error) {
     }
     at = hi - 1;
   }
-  // Columns count characters, not UTF-8 bytes, from 1.
-  std::size_t line = 1, column = 1;
-  for (std::size_t i = 0; i < at && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
-      ++column;
+  return LineColumn(text, at);
+}
+
+// A key as the parser reads it: escapes decoded (names are ASCII), and
+// snake_case as lowerCamelCase ("max_points" and "maxPoints" name one
+// field).
+std::string FieldName(absl::string_view raw) {
+  std::string name;
+  bool upper = false;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    char c = raw[i];
+    if (c == '\\' && i + 1 < raw.size()) {
+      c = raw[++i];
+      if (c == 'u' && i + 4 < raw.size()) {
+        int code = 0;
+        for (int k = 1; k <= 4; ++k) {
+          const char h = raw[i + static_cast<std::size_t>(k)];
+          code = code * 16 + (h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
+        }
+        i += 4;
+        // Not ASCII: no field has it; keep it apart from every other key.
+        c = code < 0x80 ? static_cast<char>(code) : '\x7f';
+      }
+    }
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    name += upper ? absl::ascii_toupper(static_cast<unsigned char>(c)) : c;
+    upper = false;
+  }
+  return name;
+}
+
+// "line L, column C: PATH is given twice" for the first key that one
+// object of `text` (JSON the parser took) gives twice, or "" when none
+// does. The parser takes them: the last value wins, and lists add up (two
+// "layers" ran both lists' layers; found by a review helper).
+std::string DuplicateKey(absl::string_view text) {
+  struct Frame {
+    bool object;
+    std::string path;
+    // An object's keys: as the parser reads them (FieldName), and as
+    // written.
+    std::vector<std::pair<std::string, std::string>> keys;
+    int index = 0;  // array
+  };
+  std::vector<Frame> stack;
+  std::string key;  // The key whose value comes next.
+  bool expect_key = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      const std::size_t start = i;
+      for (++i; i < text.size() && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+      if (expect_key && !stack.empty() && stack.back().object) {
+        Frame& object = stack.back();
+        key = std::string(text.substr(start + 1, i - start - 1));
+        const std::string name = FieldName(key);
+        const std::string path =
+            object.path.empty() ? key : absl::StrCat(object.path, ".", key);
+        for (const auto& [seen, written] : object.keys) {
+          if (seen != name) continue;
+          return absl::StrCat(
+              LineColumn(text, start), path, " is given twice",
+              written == key ? "" : absl::StrCat(" (also as ", written, ")"));
+        }
+        object.keys.emplace_back(name, key);
+        expect_key = false;
+      }
+    } else if (c == '{' || c == '[') {
+      std::string path;
+      if (!stack.empty()) {
+        const Frame& parent = stack.back();
+        path = parent.object
+                   ? (parent.path.empty() ? key
+                                          : absl::StrCat(parent.path, ".", key))
+                   : absl::StrCat(parent.path, "[", parent.index, "]");
+      }
+      stack.push_back({c == '{', std::move(path), {}, 0});
+      expect_key = c == '{';
+    } else if (c == '}' || c == ']') {
+      if (!stack.empty()) stack.pop_back();
+      expect_key = false;
+    } else if (c == ',' && !stack.empty()) {
+      if (stack.back().object) {
+        expect_key = true;
+      } else {
+        ++stack.back().index;
+      }
     }
   }
-  return absl::StrCat("line ", line, ", column ", column, ": ");
+  return "";
 }
 
 }  // namespace
@@ -281,6 +381,11 @@ absl::StatusOr<v1::Job> LoadJob(const std::string& path) {
     const std::string where = SyntaxErrorAt(text, status);
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a scatter job: ", where, first));
+  }
+  const std::string twice = DuplicateKey(text);
+  if (!twice.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a scatter job: ", twice));
   }
   if (job.has_request() && job.has_world()) {
     return absl::InvalidArgumentError(

@@ -211,6 +211,51 @@ TEST(JobTest, SyntaxErrorsSayTheLineAndColumn) {
   EXPECT_THAT(job.status().message(), Not(HasSubstr("line ")));
 }
 
+// A key given twice in one object is refused, naming it and its place:
+// the parser took the last value, and lists added up (two "layers" lists
+// ran all their layers; two "request"s merged into a box of 4 values).
+TEST(JobTest, AKeyGivenTwiceIsRefusedNamingIt) {
+  const struct {
+    const char* name;
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"seed_twice", R"({"request": {"seed": "1", "seed": "2"}})",
+       "line 1, column 27: request.seed is given twice"},
+      {"layers_twice",
+       "{\"request\": {\"layers\": [{\"id\": 1, \"spacing\": 1}],\n"
+       "  \"layers\": [{\"id\": 2, \"spacing\": 2}]}}",
+       "line 2, column 3: request.layers is given twice"},
+      // One field by its two names.
+      {"two_names", R"({"request": {"maxPoints": "5", "max_points": "6"}})",
+       "request.max_points is given twice (also as maxPoints)"},
+      {"in_a_list",
+       R"({"request": {"layers": [{"id": 1}, {"id": 2, "spacing": 1, "id": 3}]}})",
+       "request.layers[1].id is given twice"},
+      {"escaped", R"({"request": {"seed": "1", "s\u0065ed": "2"}})",
+       "request.s\\u0065ed is given twice (also as seed)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = WriteJob(c.name, c.text);
+    const absl::StatusOr<v1::Job> job = LoadJob(path);
+    EXPECT_EQ(job.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(job.status().message(),
+                HasSubstr(path + ": not a scatter job: "));
+    EXPECT_THAT(job.status().message(), HasSubstr(c.message));
+  }
+  // The same keys in different objects, and strings that look like keys,
+  // are fine.
+  const std::string fine =
+      WriteJob("fine",
+               R"({"request": {"seed": "1", "layers": [{"id": 1, "spacing": 1},
+          {"id": 2, "spacing": 2}], "region": {"box": {"min": [0, 0],
+          "max": [1, 1]}}}, "rasterFiles": [{"path": "\"seed\": \",",
+          "target": "region.mask", "x1": 1, "y1": 1}]})");
+  const absl::StatusOr<v1::Job> job = LoadJob(fine);
+  EXPECT_TRUE(job.ok()) << job.status();
+}
+
 // A UTF-8 byte order mark, which some editors write, is skipped (the
 // parser said "Expected a value."); UTF-16 is refused saying so.
 TEST(JobTest, AByteOrderMarkIsSkippedAndUtf16IsRefusedSayingSo) {
