@@ -661,6 +661,21 @@ absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(
     return absl::InvalidArgumentError(
         absl::StrCat(job_path, ": world: give tiles or rect, not both"));
   }
+  // A tile the job lists twice, as one --tiles lists twice: the server
+  // sends repeats again, and the export wrote it once and counted it
+  // twice (found by a review helper).
+  if (tiles.empty()) {
+    std::map<std::pair<std::int64_t, std::int64_t>, int> first;
+    for (int i = 0; i < request->tiles_size(); ++i) {
+      const v1::TileCoord& t = request->tiles(i);
+      const auto [at, added] = first.try_emplace({t.x(), t.y()}, i);
+      if (!added) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            job_path, ": world.tiles[", i, "]: tile ", t.x(), ",", t.y(),
+            " is listed twice (also as world.tiles[", at->second, "])"));
+      }
+    }
+  }
   if (request->has_rect()) {
     const std::string what =
         tiles.empty() ? absl::StrCat(job_path, ": world.rect") : "--tiles";

@@ -277,11 +277,19 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
                                              "radiusMax": 2, "density": {
                        "digest": ")",
                    std::string(64, 'a'), R"(", "x1": 10, "y1": 10}}]}})"));
+  // The job's own list, as --tiles: one file, and the count said 3 tiles.
+  const std::string listed_twice =
+      write(Temp("listed_twice.json"),
+            R"({"world": {"layers": [{"spacing": 1}], "tileSize": 20,
+          "tiles": [{"x": 0, "y": 0}, {"x": 1}, {"x": 0, "y": 0}]}})");
   struct Case {
     std::vector<std::string> args;
     std::string message;
   };
   const std::vector<Case> cases = {
+      {{"tiles", listed_twice, "--local", out},
+       listed_twice + ": world.tiles[2]: tile 0,0 is listed twice (also as "
+                      "world.tiles[0])"},
       {{"tiles", by_digest, "--tiles=0:1,0:1", "--local", out},
        "INVALID_ARGUMENT: layers[0].density.digest: a --local run has no "
        "raster cache"},
