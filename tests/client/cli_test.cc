@@ -612,6 +612,48 @@ TEST(CliTest, PreviewIsAPngOfTheAskedSize) {
   std::fclose(file);
 }
 
+// An obstacle far larger than the picture, whose edge crosses it, is
+// drawn where it crosses, in time for the picture's size: drawn in 8 r
+// steps around it, one of 2.6e8 pixels took 57 s, and this one's 8 r
+// overflowed an int (16 steps, none in the picture).
+TEST(CliTest, PreviewDrawsAHugeObstacleWhereItCrossesThePicture) {
+  const std::string job = Temp("huge_obstacle.json");
+  std::ofstream(job) << R"({"request": {
+      "region": {"box": {"min": [0, 0], "max": [100, 100]}},
+      "obstacles": [{"x": -2600000000, "y": 50, "radius": 2600000030}],
+      "layers": [{"spacing": 4}]}})";
+  const std::string png = Temp("huge_obstacle.png");
+  const CommandResult run = server::testing::RunCommand(
+      {SCATTER_PATH, "run", job, "--local", "--out=/dev/null",
+       "--preview=" + png, "--preview_size=200"},
+      absl::Seconds(60));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::FILE* file = std::fopen(png.c_str(), "rb");
+  ASSERT_NE(file, nullptr);
+  png_structp reader =
+      png_create_read_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(reader);
+  ASSERT_EQ(setjmp(png_jmpbuf(reader)), 0) << "not a valid PNG";
+  png_init_io(reader, file);
+  png_read_png(reader, info, PNG_TRANSFORM_IDENTITY, nullptr);
+  png_bytepp rows = png_get_rows(reader, info);
+  // The edge is the line x = 30 of the box: pixel column 60 of 200, in
+  // the obstacles' red (200, 40, 40), in every row.
+  int red_rows = 0;
+  for (int y = 0; y < 200; ++y) {
+    for (int x = 58; x <= 61; ++x) {
+      const png_bytep p = rows[y] + 3 * x;
+      if (p[0] == 200 && p[1] == 40 && p[2] == 40) {
+        ++red_rows;
+        break;
+      }
+    }
+  }
+  png_destroy_read_struct(&reader, &info, nullptr);
+  std::fclose(file);
+  EXPECT_EQ(red_rows, 200);
+}
+
 TEST(CliTest, ReportStatesTheMeasures) {
   CommandResult run = Scatter({"run", kExamples + "/three_layers.json", "--local",
                                "--out=/dev/null", "--report"});
