@@ -332,6 +332,14 @@ int Run(const std::string& job_path) {
   if (job->has_world() && !job->has_request()) {
     return Fail(absl::StrCat(job_path, ": a tiled world, not a request: use `scatter tiles`"));
   }
+  // As `scatter tiles` says it of a world (an empty job was told "layers:
+  // at least one layer is required"; found by a review helper).
+  if (!job->has_request()) {
+    return Fail(absl::StrCat(job_path,
+                             ": no \"request\" to run (`scatter run` needs a "
+                             "job with a request, `scatter tiles` one with a "
+                             "world)"));
+  }
   absl::StatusOr<std::optional<std::uint64_t>> seed = SeedFlag();
   if (!seed.ok()) return Fail(std::string(seed.status().message()));
   if (seed->has_value()) job->mutable_request()->set_seed(**seed);

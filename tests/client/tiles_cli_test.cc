@@ -267,6 +267,7 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
   const std::string small_tile = write(
       Temp("small_tile.json"),
       R"({"world": {"tileSize": 5, "layers": [{"id": 1, "spacing": 1}]}})");
+  const std::string empty = write(Temp("empty.json"), "{}");
   const std::string both = write(
       Temp("both.json"),
       R"({"request": {"layers": [{"spacing": 1}]}, "world": {"layers": [{"spacing": 1}]}})");
@@ -351,6 +352,8 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
        "no \"world\" to tile"},
       {{"run", kExamples + "/world_woodland.json", "--local"},
        "use `scatter tiles`"},
+      // It was told "layers: at least one layer is required".
+      {{"run", empty, "--local"}, empty + ": no \"request\" to run"},
       {{"tiles", both, "--tiles=0:1,0:1", "--local", out},
        "a request or a world, not both"},
       {{"tiles", world, "--tiles=0:1,0:1", "--server=127.0.0.1:1", out},
