@@ -424,6 +424,16 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
           absl::StrCat("address: cannot listen on ", options.address,
                        ": its directory ", dir, ": ", why));
     }
+    // Something other than a socket at the path (a file, a directory) is
+    // not ours to replace, and gRPC cannot bind over it: it failed as
+    // "(address in use, or not host:port?)" (found by a review helper).
+    if (lstat(std::string(path).c_str(), &info) == 0 &&
+        !S_ISSOCK(info.st_mode)) {
+      return absl::UnavailableError(
+          absl::StrCat("address: cannot listen on ", options.address, ": ",
+                       path, " exists and is not a socket",
+                       S_ISDIR(info.st_mode) ? " (a directory)" : ""));
+    }
   }
   if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
     return absl::InvalidArgumentError(

@@ -238,6 +238,19 @@ TEST(ScatterdTest, AUnixSocketPathEmptyOrTooLongIsRefused) {
               HasSubstr("address: cannot listen on "
                         "unix:/nonexistent_scatter_dir/sock: its directory "
                         "/nonexistent_scatter_dir: No such file or directory"));
+  // So did a file at the path, which stays as it was.
+  const std::string file =
+      absl::StrCat(::testing::TempDir(), "/scatterd_not_a_socket_", getpid());
+  std::ofstream(file) << "precious\n";
+  const CommandResult on_file = RunScatterd({"--address=unix:" + file});
+  EXPECT_NE(on_file.exit_code, 0);
+  EXPECT_THAT(on_file.err, HasSubstr(absl::StrCat(
+                               "address: cannot listen on unix:", file, ": ",
+                               file, " exists and is not a socket")));
+  std::ifstream kept(file);
+  std::string line;
+  std::getline(kept, line);
+  EXPECT_EQ(line, "precious");
 }
 
 // gRPC removes what is at a unix socket's path before binding: a second
