@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "sampler/batch_writer.h"
@@ -293,6 +294,16 @@ absl::StatusOr<Sampler> Sampler::Create(const Region& region,
     case Method::kPoissonClassic: {
       absl::Status s = o.density != nullptr ? ValidateVariable(box, &o)
                                             : ValidatePoisson(box, &o);
+      // The grid spans the region's bounds: a road or a river across a
+      // map asks for the whole map's. Tiles each take their own part.
+      if (absl::IsResourceExhausted(s) && !region.IsBox() &&
+          absl::StrContains(s.message(), "over the limit max_memory_bytes")) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat(s.message(),
+                         " (the grid spans the region's bounds; a region "
+                         "much smaller than them, as a road or a river, can "
+                         "be sampled in tiles)"));
+      }
       if (!s.ok()) return s;
       break;
     }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
@@ -289,6 +290,29 @@ TEST(SamplerRegionTest, ARoadAcrossAWideMapTouchesLittleOfItsGrid) {
       << points.size() << " points, peak grown by " << grown << " bytes";
   std::printf("%zu points, peak resident bytes grown by %zu\n", points.size(),
               grown);
+}
+
+// The memory estimate counts the grid over the region's bounds; a region
+// that is not its bounds is told that tiles take it part by part.
+TEST(SamplerRegionTest, ARegionOverTheMemoryLimitIsPointedToTiles) {
+  const Region road = *Region::Polygons(
+      {{{0, 0}, {0.004, 0}, {2, 1.996}, {2, 2}, {1.996, 2}, {0, 0.004}}});
+  SamplerOptions options;
+  options.radius = 0.0005;
+  options.max_memory_bytes = std::uint64_t{64} << 20;
+  absl::StatusOr<Sampler> sampler = Sampler::Create(road, options);
+  EXPECT_EQ(sampler.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(absl::StrContains(
+      sampler.status().message(),
+      "over the limit max_memory_bytes = 67108864 (the grid spans the "
+      "region's bounds; a region much smaller than them, as a road or a "
+      "river, can be sampled in tiles)"))
+      << sampler.status();
+  // A box is its bounds: nothing to add.
+  sampler = Sampler::Create(Region::FromBox(road.bounds()), options);
+  EXPECT_EQ(sampler.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(absl::StrContains(sampler.status().message(), "tiles"))
+      << sampler.status();
 }
 
 TEST(SamplerRegionTest, UniformAndJitteredStayInside) {
