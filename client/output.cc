@@ -425,7 +425,11 @@ extern "C" void RemoveTemporariesAndDie(int signal_number) {
     if (temp_used[i].load()) unlink(temp_paths[i]);
   }
   // Then die of the signal, as without the handler (the exit status says
-  // which).
+  // which). As process 1 (a container's `exec scatter`), the kernel
+  // ignores a signal whose action is the default, so the export went on
+  // until SIGKILL (found by a review helper): exit with the status a
+  // shell gives a command killed by it.
+  if (getpid() == 1) _exit(128 + signal_number);
   signal(signal_number, SIG_DFL);
   raise(signal_number);
 }

@@ -478,6 +478,60 @@ TEST(CliTest, AnInterruptedRunLeavesNoTemporaryFile) {
   }
 }
 
+// As process 1 (a container's `exec scatter`, as deploy/batch runs it) the
+// kernel ignores a signal left to its default action: SIGTERM removed the
+// temporary file and then the run went on until SIGKILL. Now it exits with
+// the status a shell gives a command killed by SIGTERM. Needs a PID
+// namespace (unshare -pf: root or user namespaces), else skipped.
+TEST(CliTest, AsProcessOneSigtermStillEndsTheRun) {
+  if (server::testing::RunCommand({"/usr/bin/unshare", "-pf", "/bin/true"})
+          .exit_code != 0) {
+    GTEST_SKIP() << "unshare -pf is not allowed here";
+  }
+  const std::string dir = DirWithEarlierPoints(
+      "process_one", "big.json",
+      R"({"request": {"region": {"box": {"min": [0, 0], "max": [5000, 5000]}},
+          "layers": [{"id": 1, "spacing": 2}]}})");
+  const std::string out = dir + "/points.csv";
+  std::vector<std::string> args = {
+      "/usr/bin/unshare", "-pf",     SCATTER_PATH,  "run",
+      dir + "/big.json",  "--local", "--out=" + out};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t unshare = 0;
+  ASSERT_EQ(
+      posix_spawn(&unshare, argv[0], nullptr, nullptr, argv.data(), environ),
+      0);
+  // Until the temporary file is there and growing; then scatter is
+  // unshare's child.
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  bool writing = false;
+  while (!writing && absl::Now() < give_up) {
+    for (const std::string& name : ListDir(dir)) {
+      struct stat info;
+      writing |= name.rfind(".points.csv.", 0) == 0 &&
+                 stat((dir + "/" + name).c_str(), &info) == 0 &&
+                 info.st_size > 0;
+    }
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_TRUE(writing) << "no temporary file appeared";
+  pid_t scatter = 0;
+  std::ifstream(
+      absl::StrCat("/proc/", unshare, "/task/", unshare, "/children")) >>
+      scatter;
+  ASSERT_GT(scatter, 0);
+  kill(scatter, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(unshare, &status, 0), unshare);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM)
+      << "status " << status;
+  EXPECT_EQ(Slurp(out), kEarlierPoints);
+  EXPECT_EQ(ListDir(dir),
+            (std::vector<std::string>{".", "..", "big.json", "points.csv"}));
+}
+
 // A run that makes no point still writes a whole file of its dimensions:
 // the CSV header, raw's magic and dims, PLY's header.
 TEST(CliTest, ARunWithoutPointsWritesAWholeFile) {
