@@ -105,6 +105,43 @@ for (const deployment of objects.filter((o) => o.kind === "Deployment")) {
     }
   }
 }
+// A workload a HorizontalPodAutoscaler scales must not set its own
+// replicas: every `kubectl apply -k` set the count back to it (3 in
+// production, under an autoscaler of 3..30), and the pods over it drained
+// with their streams.
+for (const hpa of objects.filter((o) => o.kind === "HorizontalPodAutoscaler")) {
+  const target = hpa.spec?.scaleTargetRef ?? {};
+  const workload = objects.find((o) => o.kind === target.kind &&
+                                       o.metadata?.name === target.name);
+  const name = `${target.kind} ${target.name}`;
+  if (workload === undefined) {
+    console.error(`FAIL HorizontalPodAutoscaler ${hpa.metadata?.name}: ` +
+                  `scales ${name}, which the render does not hold`);
+    failures++;
+  } else if (workload.spec?.replicas !== undefined) {
+    console.error(`FAIL ${name}: replicas ${workload.spec.replicas}, but ` +
+                  `HorizontalPodAutoscaler ${hpa.metadata?.name} owns the ` +
+                  `count (each apply would reset it)`);
+    failures++;
+  } else {
+    console.log(`ok   ${name}: no replicas of its own; ` +
+                `HorizontalPodAutoscaler ${hpa.metadata?.name} sets them`);
+  }
+}
+// A Job's pods carry its labels, which `kubectl logs -l` finds them by
+// (deploy/README.md, "Batch export"); without them it found none.
+for (const job of objects.filter((o) => o.kind === "Job")) {
+  const labels = job.metadata?.labels ?? {};
+  const podLabels = job.spec?.template?.metadata?.labels ?? {};
+  const missing = Object.keys(labels).filter((k) => podLabels[k] !== labels[k]);
+  if (missing.length > 0) {
+    console.error(`FAIL Job ${job.metadata?.name}: its pods lack its labels ` +
+                  `${missing.join(", ")}`);
+    failures++;
+  } else {
+    console.log(`ok   Job ${job.metadata?.name}: its pods carry its labels`);
+  }
+}
 // `kubectl apply -k` on a fresh cluster creates only what the render holds:
 // every namespace the objects name must be a Namespace of the render, or
 // the apply fails with 'namespaces "..." not found'.
