@@ -933,10 +933,23 @@ int Tiles(const std::string& job_path) {
                            "the tile cache budget (--tile_cache_bytes) of "}}));
   } else {
     const CallOptions call = CallFromFlags();
+    bool earlier = false;  // A call before this one succeeded.
     for (const v1::ScatterTilesRequest& one : SplitCalls(*std::move(request), per_call)) {
       absl::StatusOr<v1::TilesSummary> summary = (*client)->ScatterTiles(one, handler, call);
       status = HintTilesPerCall(summary.status(), one);
-      if (!summary.ok()) break;
+      if (!summary.ok()) {
+        // The server counts what this call sent ("after 0 tiles (0 points)
+        // sent"), not what the calls before it wrote (found by a review
+        // helper).
+        if (earlier && !status.ok()) {
+          status = absl::Status(
+              status.code(), absl::StrCat(status.message(), " (in this call; ",
+                                          (*files)->tiles_written(), " tiles, ",
+                                          points, " points written in all)"));
+        }
+        break;
+      }
+      earlier = true;
       generated += summary->generators_computed();
     }
   }
