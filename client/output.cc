@@ -455,7 +455,7 @@ class ReplacingWriter final : public PointWriter {
 
   absl::Status Finish() override {
     absl::Status done = file_->Finish();
-    if (done.ok() && !file_->Close()) done = IoError(temp_);
+    if (done.ok() && !file_->Close()) done = IoError(path_);
     file_.reset();
     if (!done.ok()) {
       DiscardTemporary(temp_, path_);
@@ -701,8 +701,11 @@ absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
   if (*target == path) {
     return std::make_unique<FileWriter>(format, path, file, dims, stream);
   }
+  // The writer's errors name the file asked for, not its hidden stand-in
+  // (".tile_0_0.csv.8048.tmp: No space left on device"; found by a review
+  // helper).
   return std::make_unique<ReplacingWriter>(
-      std::make_unique<FileWriter>(format, *target, file, dims),
+      std::make_unique<FileWriter>(format, path, file, dims),
       *std::move(target), path);
 }
 

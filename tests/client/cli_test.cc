@@ -532,6 +532,23 @@ TEST(CliTest, AsProcessOneSigtermStillEndsTheRun) {
             (std::vector<std::string>{".", "..", "big.json", "points.csv"}));
 }
 
+// A write that fails (here past the file size limit, as on a full disk)
+// names the file asked for, not the hidden temporary file that stands in
+// for it ("cannot write .points.csv.8048.tmp: ..."), and leaves neither.
+TEST(CliTest, AFailedWriteNamesTheFileAskedFor) {
+  const std::string dir = FreshDir("too_large");
+  const std::string out = dir + "/points.csv";
+  const CommandResult run = server::testing::RunCommand(
+      {"/bin/sh", "-c",
+       absl::StrCat("trap '' XFSZ; ulimit -f 100; exec '", SCATTER_PATH,
+                    "' run '", kExamples, "/three_layers.json' --local --out='",
+                    out, "'")});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_EQ(run.err,
+            absl::StrCat("scatter: cannot write ", out, ": File too large\n"));
+  EXPECT_EQ(ListDir(dir), (std::vector<std::string>{".", ".."}));
+}
+
 // A run that makes no point still writes a whole file of its dimensions:
 // the CSV header, raw's magic and dims, PLY's header.
 TEST(CliTest, ARunWithoutPointsWritesAWholeFile) {
