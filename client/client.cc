@@ -15,6 +15,13 @@
 namespace scatter::client {
 namespace {
 
+// Round robin over the addresses whose health is SERVING (gRPC's
+// client-side health checking, which needs round robin's policy in the
+// service config too).
+constexpr char kBalancedServiceConfig[] =
+    R"({"loadBalancingConfig": [{"round_robin": {}}],
+        "healthCheckConfig": {"serviceName": "scatter.v1.ScatterService"}})";
+
 // Taken once per call: the upload and resends of a lost raster run within
 // the caller's timeout, not each within a fresh one.
 absl::Time CallDeadline(const CallOptions& call) {
@@ -135,6 +142,13 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   // Service's pods, "ipv4:A,B"), as deploy/README.md says clients
   // balance: gRPC's default, pick_first, sent every call to the first.
   balanced.SetLoadBalancingPolicyName("round_robin");
+  // And only over the servers whose health says SERVING: a draining
+  // scatterd turns NOT_SERVING at once, but keeps its connections for its
+  // grace period, and round robin sent it every other new call, refused
+  // (found by a review helper). gRPC watches the health of each address
+  // (grpc.health.v1 Watch); a server without the health service counts
+  // as healthy.
+  balanced.SetServiceConfigJSON(kBalancedServiceConfig);
   auto channel =
       grpc::CreateCustomChannel(options.address, credentials, balanced);
   // The same servers, every call to one of them: an upload and the call

@@ -136,8 +136,15 @@ FLAG_FIELDS = (("layers[0].spacing", "--spacing"),
 
 # Per call round robin over every address the target resolves to (a
 # headless Service's pods, or "ipv4:A,B"): gRPC's default, pick_first,
-# sends every call to the first (deploy/README.md).
-CHANNEL_OPTIONS = (("grpc.lb_policy_name", "round_robin"),)
+# sends every call to the first (deploy/README.md). Only over those whose
+# health says SERVING: a draining scatterd keeps its connections for its
+# grace period and refuses new calls.
+CHANNEL_OPTIONS = (
+    ("grpc.lb_policy_name", "round_robin"),
+    ("grpc.service_config",
+     '{"loadBalancingConfig": [{"round_robin": {}}], '
+     '"healthCheckConfig": {"serviceName": "scatter.v1.ScatterService"}}'),
+)
 
 
 def open_channel(address, tls=None):

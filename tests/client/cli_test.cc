@@ -549,6 +549,54 @@ TEST(CliTest, AFailedWriteNamesTheFileAskedFor) {
   EXPECT_EQ(ListDir(dir), (std::vector<std::string>{".", ".."}));
 }
 
+// A scatterd that drains turns NOT_SERVING at once but keeps its
+// connections for its grace period, refusing new calls; a client balancing
+// over it and another sent it every other new call (here the first of
+// each process: every one failed, "server shutting down"). Now the client
+// watches each server's health and sends calls only to those serving.
+TEST(CliTest, ARoundRobinClientSendsNoNewCallToADrainingServer) {
+  Scatterd draining({"--grace_period=60s"});
+  Scatterd other({"--grace_period=60s"});
+  ASSERT_GT(draining.port(), 0);
+  ASSERT_GT(other.port(), 0);
+  const std::string job = Temp("drain_small.json");
+  std::ofstream(job) << R"({"request": {"region": {"box": {"min": [0, 0],
+      "max": [20, 20]}}, "layers": [{"id": 1, "spacing": 1}]}})";
+  // A long call keeps the draining server's grace period going.
+  const std::string long_job = Temp("drain_long.json");
+  std::ofstream(long_job) << R"({"request": {"region": {"box": {"min": [0, 0],
+      "max": [3000, 3000]}}, "layers": [{"id": 1, "spacing": 1}]}})";
+  std::vector<std::string> args = {
+      SCATTER_PATH, "run", long_job,
+      absl::StrCat("--server=127.0.0.1:", draining.port()), "--out=/dev/null"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t running = 0;
+  ASSERT_EQ(
+      posix_spawn(&running, argv[0], nullptr, nullptr, argv.data(), environ),
+      0);
+  absl::SleepFor(absl::Milliseconds(500));
+  draining.Signal(SIGTERM);
+  // Until it says NOT_SERVING (scatter health fails).
+  const std::string at = absl::StrCat("--server=127.0.0.1:", draining.port());
+  const absl::Time give_up = absl::Now() + absl::Seconds(30);
+  while (Scatter({"health", at}).exit_code == 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  absl::SleepFor(absl::Milliseconds(200));
+  const std::string both = absl::StrCat(
+      "--server=ipv4:127.0.0.1:", draining.port(), ",127.0.0.1:", other.port());
+  for (int i = 0; i < 4; ++i) {
+    const CommandResult run =
+        Scatter({"run", job, both, "--out=" + Temp("drain_small.csv")});
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+  }
+  kill(running, SIGKILL);
+  int status = 0;
+  waitpid(running, &status, 0);
+}
+
 // A run that makes no point still writes a whole file of its dimensions:
 // the CSV header, raw's magic and dims, PLY's header.
 TEST(CliTest, ARunWithoutPointsWritesAWholeFile) {
