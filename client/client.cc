@@ -171,15 +171,23 @@ Client::Client(std::shared_ptr<grpc::Channel> channel, std::string address,
                std::size_t remembered_raster_bytes,
                std::shared_ptr<grpc::Channel> pinned)
     : channel_(std::move(channel)),
+      pinned_channel_(pinned != nullptr ? std::move(pinned) : channel_),
       address_(std::move(address)),
       stub_(v1::ScatterService::NewStub(channel_)),
-      pinned_stub_(
-          v1::ScatterService::NewStub(pinned != nullptr ? pinned : channel_)),
+      pinned_stub_(v1::ScatterService::NewStub(pinned_channel_)),
       remembered_raster_bytes_(remembered_raster_bytes) {}
 
 absl::Status Client::FromGrpc(const grpc::Status& status, bool upload) const {
   if (status.ok()) return absl::OkStatus();
   std::string message = status.error_message();
+  // The balanced channel's words when every server it reaches says it is
+  // not serving (draining, as on SIGTERM): no call was sent.
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      message.find("backend unhealthy") != std::string::npos) {
+    return absl::UnavailableError(absl::StrCat(
+        "scatterd at ", address_,
+        " is not serving (its health says so: it may be shutting down)"));
+  }
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
       message.find("shutting down") == std::string::npos) {
     message = absl::StrCat("cannot reach scatterd at ", address_, ": ", message);
@@ -432,7 +440,10 @@ std::size_t Client::remembered_raster_bytes() {
 }
 
 absl::Status Client::Health(absl::Duration timeout) {
-  auto health = grpc::health::v1::Health::NewStub(channel_);
+  // Not over the balanced channel: it sends no call to a server whose
+  // health is not SERVING, and that is what this must report ("backend
+  // unhealthy" said nothing of NOT_SERVING).
+  auto health = grpc::health::v1::Health::NewStub(pinned_channel_);
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   grpc::health::v1::HealthCheckRequest request;

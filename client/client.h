@@ -167,6 +167,8 @@ class Client {
                                  const CallOptions& call);
 
   std::shared_ptr<grpc::Channel> channel_;
+  // The pinned channel (pick_first, no health checking), or channel_.
+  std::shared_ptr<grpc::Channel> pinned_channel_;
   std::string address_;
   std::unique_ptr<v1::ScatterService::Stub> stub_;
   // Over the pinned channel (stub_'s own channel when none was given).

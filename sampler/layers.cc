@@ -225,7 +225,8 @@ EarlierLayerObstacles::EarlierLayerObstacles(
       overridden_.emplace_back(ov.a, ov.clearance);
     }
   }
-  // Stable: of two for one pair, the later one stays last.
+  // One a pair (Create refuses a second), so the order within a layer
+  // never matters; stable anyway.
   std::stable_sort(
       overridden_.begin(), overridden_.end(),
       [](const auto& x, const auto& y) { return x.first < y.first; });
@@ -233,7 +234,7 @@ EarlierLayerObstacles::EarlierLayerObstacles(
 
 Obstacle EarlierLayerObstacles::For(const Vec& center, std::uint32_t layer,
                                     double footprint) const {
-  // The last override of the pair, as the request lists them.
+  // The pair's override, if it has one.
   const auto after = std::upper_bound(
       overridden_.begin(), overridden_.end(), layer,
       [](std::uint32_t l, const auto& entry) { return l < entry.first; });

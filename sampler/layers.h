@@ -115,7 +115,7 @@ class EarlierLayerObstacles {
  private:
   const SamplerOptions& options_;
   // (other layer, clearance) of the overrides naming options_.layer,
-  // sorted by layer; the last given for a pair, as the request lists them.
+  // sorted by layer (LayeredSampler::Create refuses a pair given twice).
   std::vector<std::pair<std::uint32_t, double>> overridden_;
 };
 

@@ -585,6 +585,14 @@ TEST(CliTest, ARoundRobinClientSendsNoNewCallToADrainingServer) {
     absl::SleepFor(absl::Milliseconds(20));
   }
   absl::SleepFor(absl::Milliseconds(200));
+  // Health is asked past the balancing (which sends no call to a server
+  // not serving, and said "backend unhealthy"), and a call to the
+  // draining server alone says why it was not sent.
+  EXPECT_THAT(Scatter({"health", at}).err,
+              HasSubstr("is not serving (NOT_SERVING)"));
+  EXPECT_THAT(Scatter({"run", job, at, "--out=" + Temp("drain_none.csv")}).err,
+              HasSubstr("is not serving (its health says so: it may be "
+                        "shutting down)"));
   const std::string both = absl::StrCat(
       "--server=ipv4:127.0.0.1:", draining.port(), ",127.0.0.1:", other.port());
   for (int i = 0; i < 4; ++i) {
