@@ -436,6 +436,36 @@ TEST(CliTest, TheOutputReplacesTheFileALinkNamesAndKeepsItsMode) {
 // hidden temporary file (hundreds of MB, under a name with the process id
 // that no later run reuses) was left behind. Now the signal removes it,
 // the old file stays, and the process still dies of the signal.
+// Starts `args` (args[0] the program's path) without waiting for it; 0
+// when it could not.
+pid_t Spawn(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
+    return 0;
+  }
+  return pid;
+}
+
+// Waits up to a minute for the hidden temporary file of dir/points.csv to
+// hold something; whether it did.
+bool TemporaryFileGrows(const std::string& dir) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < give_up) {
+    for (const std::string& name : ListDir(dir)) {
+      struct stat info;
+      if (name.rfind(".points.csv.", 0) == 0 &&
+          stat((dir + "/" + name).c_str(), &info) == 0 && info.st_size > 0) {
+        return true;
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return false;
+}
+
 TEST(CliTest, AnInterruptedRunLeavesNoTemporaryFile) {
   for (const int signal_number : {SIGINT, SIGTERM}) {
     SCOPED_TRACE(strsignal(signal_number));
@@ -445,28 +475,10 @@ TEST(CliTest, AnInterruptedRunLeavesNoTemporaryFile) {
         R"({"request": {"region": {"box": {"min": [0, 0], "max": [5000, 5000]}},
             "layers": [{"id": 1, "spacing": 2}]}})");
     const std::string out = dir + "/points.csv";
-    const std::string job = dir + "/big.json";
-    std::vector<std::string> args = {SCATTER_PATH, "run", job, "--local",
-                                     "--out=" + out};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    ASSERT_EQ(
-        posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
-    // Until the temporary file is there and growing.
-    const absl::Time give_up = absl::Now() + absl::Seconds(60);
-    bool writing = false;
-    while (!writing && absl::Now() < give_up) {
-      for (const std::string& name : ListDir(dir)) {
-        struct stat info;
-        writing |= name.rfind(".points.csv.", 0) == 0 &&
-                   stat((dir + "/" + name).c_str(), &info) == 0 &&
-                   info.st_size > 0;
-      }
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    ASSERT_TRUE(writing) << "no temporary file appeared";
+    const pid_t pid = Spawn(
+        {SCATTER_PATH, "run", dir + "/big.json", "--local", "--out=" + out});
+    ASSERT_GT(pid, 0);
+    ASSERT_TRUE(TemporaryFileGrows(dir)) << "no temporary file appeared";
     kill(pid, signal_number);
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -493,30 +505,11 @@ TEST(CliTest, AsProcessOneSigtermStillEndsTheRun) {
       R"({"request": {"region": {"box": {"min": [0, 0], "max": [5000, 5000]}},
           "layers": [{"id": 1, "spacing": 2}]}})");
   const std::string out = dir + "/points.csv";
-  std::vector<std::string> args = {
-      "/usr/bin/unshare", "-pf",     SCATTER_PATH,  "run",
-      dir + "/big.json",  "--local", "--out=" + out};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t unshare = 0;
-  ASSERT_EQ(
-      posix_spawn(&unshare, argv[0], nullptr, nullptr, argv.data(), environ),
-      0);
-  // Until the temporary file is there and growing; then scatter is
-  // unshare's child.
-  const absl::Time give_up = absl::Now() + absl::Seconds(60);
-  bool writing = false;
-  while (!writing && absl::Now() < give_up) {
-    for (const std::string& name : ListDir(dir)) {
-      struct stat info;
-      writing |= name.rfind(".points.csv.", 0) == 0 &&
-                 stat((dir + "/" + name).c_str(), &info) == 0 &&
-                 info.st_size > 0;
-    }
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  ASSERT_TRUE(writing) << "no temporary file appeared";
+  const pid_t unshare = Spawn({"/usr/bin/unshare", "-pf", SCATTER_PATH, "run",
+                               dir + "/big.json", "--local", "--out=" + out});
+  ASSERT_GT(unshare, 0);
+  // Then scatter is unshare's child.
+  ASSERT_TRUE(TemporaryFileGrows(dir)) << "no temporary file appeared";
   pid_t scatter = 0;
   std::ifstream(
       absl::StrCat("/proc/", unshare, "/task/", unshare, "/children")) >>
@@ -566,16 +559,11 @@ TEST(CliTest, ARoundRobinClientSendsNoNewCallToADrainingServer) {
   const std::string long_job = Temp("drain_long.json");
   std::ofstream(long_job) << R"({"request": {"region": {"box": {"min": [0, 0],
       "max": [3000, 3000]}}, "layers": [{"id": 1, "spacing": 1}]}})";
-  std::vector<std::string> args = {
-      SCATTER_PATH, "run", long_job,
-      absl::StrCat("--server=127.0.0.1:", draining.port()), "--out=/dev/null"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t running = 0;
-  ASSERT_EQ(
-      posix_spawn(&running, argv[0], nullptr, nullptr, argv.data(), environ),
-      0);
+  const pid_t running =
+      Spawn({SCATTER_PATH, "run", long_job,
+             absl::StrCat("--server=127.0.0.1:", draining.port()),
+             "--out=/dev/null"});
+  ASSERT_GT(running, 0);
   absl::SleepFor(absl::Milliseconds(500));
   draining.Signal(SIGTERM);
   // Until it says NOT_SERVING (scatter health fails).
