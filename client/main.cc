@@ -13,7 +13,6 @@
 #include <map>
 #include <new>
 #include <optional>
-#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -492,6 +491,20 @@ int Run(const std::string& job_path) {
 }
 
 // A rectangle "x0:x1,y0:y1" or a list "x,y;x,y;..." into the request.
+// Of the request's list of tiles, the first one listed again: (where it
+// was first, where again), or nullopt. A tile listed twice would be sent
+// twice (the server sends repeats), written once and counted twice.
+std::optional<std::pair<int, int>> RepeatedTile(
+    const v1::ScatterTilesRequest& request) {
+  std::map<std::pair<std::int64_t, std::int64_t>, int> first;
+  for (int i = 0; i < request.tiles_size(); ++i) {
+    const v1::TileCoord& t = request.tiles(i);
+    const auto [at, added] = first.try_emplace({t.x(), t.y()}, i);
+    if (!added) return std::pair{at->second, i};
+  }
+  return std::nullopt;
+}
+
 absl::Status ParseTiles(const std::string& text, v1::ScatterTilesRequest* request) {
   const absl::Status bad = absl::InvalidArgumentError(absl::StrCat(
       "--tiles: expected x0:x1,y0:y1 (half-open) or x,y;x,y;..., got \"", text,
@@ -516,23 +529,23 @@ absl::Status ParseTiles(const std::string& text, v1::ScatterTilesRequest* reques
     rect->set_y1(v[3]);
     return absl::OkStatus();
   }
-  // A tile listed twice would be written once and counted twice.
-  std::set<std::pair<std::int64_t, std::int64_t>> seen;
   for (const absl::string_view tile : absl::StrSplit(text, ';', absl::SkipEmpty())) {
     const std::vector<std::string> xy = absl::StrSplit(tile, ',');
     std::int64_t x = 0, y = 0;
     if (xy.size() != 2 || !absl::SimpleAtoi(xy[0], &x) || !absl::SimpleAtoi(xy[1], &y)) {
       return bad;
     }
-    if (!seen.emplace(x, y).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--tiles: tile ", x, ",", y, " is listed twice in \"", text, "\""));
-    }
     v1::TileCoord* coord = request->add_tiles();
     coord->set_x(x);
     coord->set_y(y);
   }
   if (request->tiles_size() == 0) return bad;
+  if (const auto repeated = RepeatedTile(*request)) {
+    const v1::TileCoord& t = request->tiles(repeated->second);
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tiles: tile ", t.x(), ",", t.y(),
+                     " is listed twice in \"", text, "\""));
+  }
   return absl::OkStatus();
 }
 
@@ -669,20 +682,15 @@ absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(
     return absl::InvalidArgumentError(
         absl::StrCat(job_path, ": world: give tiles or rect, not both"));
   }
-  // A tile the job lists twice, as one --tiles lists twice: the server
-  // sends repeats again, and the export wrote it once and counted it
-  // twice (found by a review helper).
-  if (tiles.empty()) {
-    std::map<std::pair<std::int64_t, std::int64_t>, int> first;
-    for (int i = 0; i < request->tiles_size(); ++i) {
-      const v1::TileCoord& t = request->tiles(i);
-      const auto [at, added] = first.try_emplace({t.x(), t.y()}, i);
-      if (!added) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            job_path, ": world.tiles[", i, "]: tile ", t.x(), ",", t.y(),
-            " is listed twice (also as world.tiles[", at->second, "])"));
-      }
-    }
+  // A tile the job lists twice, as one --tiles lists twice (found by a
+  // review helper).
+  if (const auto repeated =
+          tiles.empty() ? RepeatedTile(*request) : std::nullopt) {
+    const auto [first, again] = *repeated;
+    const v1::TileCoord& t = request->tiles(again);
+    return absl::InvalidArgumentError(absl::StrCat(
+        job_path, ": world.tiles[", again, "]: tile ", t.x(), ",", t.y(),
+        " is listed twice (also as world.tiles[", first, "])"));
   }
   if (request->has_rect()) {
     const std::string what =

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "sampler/batch_writer.h"
@@ -66,7 +65,18 @@ absl::Status CheckCoordinateSteps(const Box& box, double r,
       ": move the region nearer the origin, or use a larger ", radius_name));
 }
 
-absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
+// What a memory refusal adds for a region that is not its bounds: the
+// grid spans the bounds, so a road or a river across a map asks for the
+// whole map's, and tiles each take their own part.
+const char* BoundsHint(bool region_is_box) {
+  return region_is_box
+             ? ""
+             : " (the grid spans the region's bounds; a region much smaller "
+               "than them, as a road or a river, can be sampled in tiles)";
+}
+
+absl::Status ValidatePoisson(const Box& box, bool region_is_box,
+                             SamplerOptions* o) {
   if (!(o->radius >= kMinRadius && o->radius <= kMaxRadius)) {
     return absl::InvalidArgumentError(
         absl::StrCat("radius must be in [", kMinRadius, ", ", kMaxRadius,
@@ -81,7 +91,7 @@ absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
     return absl::ResourceExhaustedError(
         absl::StrCat("radius ", o->radius, " in this box needs a ", grid_bytes,
                      "-byte sampling grid, over the limit max_memory_bytes = ",
-                     o->max_memory_bytes));
+                     o->max_memory_bytes, BoundsHint(region_is_box)));
   }
   // The densest packings bound the count, over the box grown by r / 2 on
   // each side (a segment of length L holds L / r + 1 points: a box 1000 x
@@ -104,7 +114,8 @@ absl::Status ValidatePoisson(const Box& box, SamplerOptions* o) {
 
 // Variable radius: the bounds, then the limits from the estimate of
 // EstimateVariablePoisson (which reads the raster, never allocates).
-absl::Status ValidateVariable(const Box& box, SamplerOptions* o) {
+absl::Status ValidateVariable(const Box& box, bool region_is_box,
+                              SamplerOptions* o) {
   if (!IsPoisson(o->method)) {
     return absl::InvalidArgumentError(
         absl::StrCat("density needs method poisson_dense or poisson_classic, "
@@ -133,7 +144,7 @@ absl::Status ValidateVariable(const Box& box, SamplerOptions* o) {
         "radius_min ", o->radius_min, " and radius_max ", o->radius_max,
         " in this box need about ", e.bytes,
         " bytes of grids and points, over the limit max_memory_bytes = ",
-        o->max_memory_bytes));
+        o->max_memory_bytes, BoundsHint(region_is_box)));
   }
   if (e.points > static_cast<double>(o->max_points)) {
     return absl::ResourceExhaustedError(
@@ -292,18 +303,9 @@ absl::StatusOr<Sampler> Sampler::Create(const Region& region,
   switch (o.density != nullptr ? Method::kPoissonDense : o.method) {
     case Method::kPoissonDense:
     case Method::kPoissonClassic: {
-      absl::Status s = o.density != nullptr ? ValidateVariable(box, &o)
-                                            : ValidatePoisson(box, &o);
-      // The grid spans the region's bounds: a road or a river across a
-      // map asks for the whole map's. Tiles each take their own part.
-      if (absl::IsResourceExhausted(s) && !region.IsBox() &&
-          absl::StrContains(s.message(), "over the limit max_memory_bytes")) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat(s.message(),
-                         " (the grid spans the region's bounds; a region "
-                         "much smaller than them, as a road or a river, can "
-                         "be sampled in tiles)"));
-      }
+      absl::Status s = o.density != nullptr
+                           ? ValidateVariable(box, region.IsBox(), &o)
+                           : ValidatePoisson(box, region.IsBox(), &o);
       if (!s.ok()) return s;
       break;
     }

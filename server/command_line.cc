@@ -82,6 +82,8 @@ const char* ReadWholeFile(const std::string& path, std::string* content) {
     // A file that grows or shrinks while read gives what read() returned.
     for (;;) {
       if (!regular && at >= kMaxStreamBytes) {
+        static_assert(kMaxStreamBytes == std::size_t{1} << 30,
+                      "the message below gives the bound");
         error =
             "gives more than 1 GiB (1073741824 bytes), and it is not a "
             "regular file";
