@@ -86,6 +86,10 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain file (enables TLS)")
 ABSL_FLAG(std::string, tls_key, "", "PEM private key file");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA file: when set, clients must present a certificate it signed");
+ABSL_FLAG(absl::Duration, tls_reload_interval, absl::Minutes(1),
+          "how often the --tls_* files are read again: a certificate renewed "
+          "on disk is served from the next handshake, with no restart "
+          "(whole seconds, 1s to 24h)");
 ABSL_FLAG(std::string, log_level, "info",
           "trace, debug, info, warn, error, critical or off (any case)");
 ABSL_FLAG(bool, reflection, false,
@@ -97,6 +101,23 @@ namespace {
 
 // Set once the server is up; see LogGrpc.
 std::atomic<bool> g_serving{false};
+
+// The next SIGTERM or SIGINT in `signals`. A SIGHUP on the way is logged and
+// otherwise ignored: its default action ended scatterd at once, with no
+// drain (a terminal closing, `kill -HUP` out of habit). TLS files need no
+// signal: they are read again every `tls_reload_interval`.
+int WaitForStop(const sigset_t& signals, absl::Duration tls_reload_interval,
+                bool tls) {
+  int signal = 0;
+  while (sigwait(&signals, &signal) == 0 && signal == SIGHUP) {
+    spdlog::info(
+        "scatterd: SIGHUP ignored: SIGTERM or SIGINT drains and stops; {}",
+        tls ? absl::StrCat("the TLS files are read again every ",
+                           absl::FormatDuration(tls_reload_interval))
+            : std::string("nothing reloads"));
+  }
+  return signal;
+}
 
 // gRPC's own log lines (gpr_log), through spdlog: they look like
 // scatterd's and follow --log_level (GRPC_VERBOSITY still decides which
@@ -176,6 +197,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   scatter::server::ServerOptions options;
@@ -195,6 +217,7 @@ int main(int argc, char** argv) {
   options.service.max_call_duration = absl::GetFlag(FLAGS_max_call_duration);
   options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.grace_period = absl::GetFlag(FLAGS_grace_period);
+  options.tls_reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
   options.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
   options.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);
   options.reflection = absl::GetFlag(FLAGS_reflection);
@@ -239,6 +262,11 @@ int main(int argc, char** argv) {
     }
     *out = *std::move(read);
   }
+  // Watched from now on (ServerOptions::tls_cert_file).
+  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+
   // gRPC would take bad files and then only fail to listen: name the file.
   if (has_cert) {
     for (const absl::Status& status :
@@ -311,17 +339,17 @@ int main(int argc, char** argv) {
   spdlog::set_level(log_level);
   g_serving.store(true);
 
-  int signal = 0;
-  sigwait(&signals, &signal);
+  const bool tls = !options.tls_cert_file.empty();
+  const int signal = WaitForStop(signals, options.tls_reload_interval, tls);
   spdlog::info(
       "scatterd: signal {}, draining (grace {}; a second signal "
       "ends it)",
       signal, absl::FormatDuration(options.grace_period));
   // A second SIGTERM or SIGINT ends the grace period: the way to stop a
   // drain that --grace_period=inf, or a long one, would let run on.
-  std::thread([&signals, server = server->get()] {
-    int second = 0;
-    sigwait(&signals, &second);
+  std::thread([&signals, interval = options.tls_reload_interval, tls,
+               server = server->get()] {
+    const int second = WaitForStop(signals, interval, tls);
     spdlog::warn("scatterd: signal {} again, ending the grace period", second);
     server->EndGrace();
   }).detach();

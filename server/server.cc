@@ -17,7 +17,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -28,6 +30,9 @@
 #include "civetweb.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/security/tls_certificate_provider.h"
+#include "grpcpp/security/tls_credentials_options.h"
 #include "server/convert.h"
 #include "server/raster_cache.h"
 #include "spdlog/spdlog.h"
@@ -319,6 +324,16 @@ absl::Status CheckOptions(const ServerOptions& options) {
        }) {
     if (!status.ok()) return status;
   }
+  // gRPC's file watcher counts in whole seconds.
+  if (options.tls_reload_interval < absl::Seconds(1) ||
+      options.tls_reload_interval > absl::Hours(24) ||
+      options.tls_reload_interval !=
+          absl::Seconds(absl::ToInt64Seconds(options.tls_reload_interval))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tls_reload_interval must be whole seconds in [1s, 24h], "
+                     "got ",
+                     absl::FormatDuration(options.tls_reload_interval)));
+  }
   // Every raster a call uses is held in the cache while the call runs, its
   // pixels decoded (up to max_raster_bytes, 4 per pixel) and their block
   // bounds (2/3 to 2 times as much again, by the raster's shape, which only
@@ -446,6 +461,32 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
         "tls_client_ca_pem: client certificates need TLS; give tls_cert_pem "
         "and tls_key_pem too");
   }
+  // Files watched must be the ones the PEM fields came from: a file for
+  // material that is not there would be served later, unchecked.
+  for (const auto& [file, file_name, pem, pem_name] :
+       {std::tuple{&options.tls_cert_file, "tls_cert_file",
+                   &options.tls_cert_pem, "tls_cert_pem"},
+        std::tuple{&options.tls_key_file, "tls_key_file", &options.tls_key_pem,
+                   "tls_key_pem"},
+        std::tuple{&options.tls_client_ca_file, "tls_client_ca_file",
+                   &options.tls_client_ca_pem, "tls_client_ca_pem"}}) {
+    if (!file->empty() && pem->empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          file_name, ": give the file's contents in ", pem_name, " too"));
+    }
+  }
+  if (!options.tls_cert_file.empty() &&
+      (options.tls_key_file.empty() || options.tls_client_ca_file.empty() !=
+                                           options.tls_client_ca_pem.empty())) {
+    return absl::InvalidArgumentError(
+        "tls_cert_file: watching the certificate needs the key's file, and "
+        "the client CA's file when there is a client CA");
+  }
+  if (options.tls_cert_file.empty() &&
+      !(options.tls_key_file.empty() && options.tls_client_ca_file.empty())) {
+    return absl::InvalidArgumentError(
+        "tls_key_file, tls_client_ca_file: watched only with tls_cert_file");
+  }
   if (!options.tls_cert_pem.empty()) {
     for (const absl::Status& status :
          {CheckPemCertificate("tls_cert_pem", options.tls_cert_pem),
@@ -491,13 +532,28 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
   int selected_port = 0;
   if (!options.address.empty()) {
     std::shared_ptr<grpc::ServerCredentials> credentials;
+    const grpc_ssl_client_certificate_request_type client_certificates =
+        options.tls_client_ca_pem.empty()
+            ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
     if (options.tls_cert_pem.empty()) {
       credentials = grpc::InsecureServerCredentials();
+    } else if (!options.tls_cert_file.empty()) {
+      // Read again here, then every tls_reload_interval: each handshake
+      // takes the newest pair that read whole.
+      auto watcher =
+          std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+              options.tls_key_file, options.tls_cert_file,
+              options.tls_client_ca_file,
+              static_cast<unsigned>(
+                  absl::ToInt64Seconds(options.tls_reload_interval)));
+      grpc::experimental::TlsServerCredentialsOptions tls(watcher);
+      tls.watch_identity_key_cert_pairs();
+      if (!options.tls_client_ca_file.empty()) tls.watch_root_certs();
+      tls.set_cert_request_type(client_certificates);
+      credentials = grpc::experimental::TlsServerCredentials(tls);
     } else {
-      grpc::SslServerCredentialsOptions ssl(
-          options.tls_client_ca_pem.empty()
-              ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
-              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+      grpc::SslServerCredentialsOptions ssl(client_certificates);
       ssl.pem_root_certs = options.tls_client_ca_pem;
       ssl.pem_key_cert_pairs.push_back(
           {options.tls_key_pem, options.tls_cert_pem});

@@ -35,6 +35,18 @@ struct ServerOptions {
   std::string tls_key_pem;
   // PEM CA bundle; when set, clients must present a certificate it signed.
   std::string tls_client_ca_pem;
+  // The files the PEM fields above were read from (scatterd's --tls_*
+  // flags), or empty. When given, the server watches them: a certificate,
+  // key or CA renewed on disk (cert-manager, a Secret's volume) is served
+  // from the next handshake, within tls_reload_interval, with no restart.
+  // A file that goes missing or no longer parses leaves the last good
+  // material in use (gRPC logs why). The PEM fields still hold what they
+  // read at start: Start() checks them.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+  // How often the files are looked at: whole seconds, at least 1 s.
+  absl::Duration tls_reload_interval = absl::Minutes(1);
   // Largest request message accepted (inline rasters and polygons), at
   // least kMinRequestBytes (PutRaster chunks must fit). gRPC refuses a
   // bigger message with RESOURCE_EXHAUSTED "Received message larger than

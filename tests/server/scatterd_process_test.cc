@@ -195,6 +195,25 @@ TEST(ScatterdTest, ASecondSignalEndsTheGracePeriod) {
               HasSubstr("signal 2 again, ending the grace period"));
 }
 
+// SIGHUP's default action ended scatterd at once, with no drain and no
+// line in its log; it is said and ignored, during a drain too.
+TEST(ScatterdTest, SighupIsLoggedAndIgnored) {
+  const std::string log =
+      absl::StrCat(::testing::TempDir(), "/scatterd_sighup_", getpid());
+  Scatterd scatterd({}, log);
+  ASSERT_GT(scatterd.port(), 0);
+  scatterd.Signal(SIGHUP);
+  absl::SleepFor(absl::Milliseconds(200));
+  const Received got = Collect(*scatterd.Stub(), BoxRequest(1, 0.1));
+  EXPECT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_GT(got.size(), 50u);
+  EXPECT_THAT(ReadAll(log), HasSubstr("SIGHUP ignored: SIGTERM or SIGINT "
+                                      "drains and stops; nothing reloads"));
+  scatterd.Signal(SIGTERM);
+  const int exit = scatterd.Wait();
+  EXPECT_TRUE(WIFEXITED(exit) && WEXITSTATUS(exit) == 0) << exit;
+}
+
 // A refused start says why whatever --log_level is: critical and off hid
 // every reason (a crash-looping pod with an empty log).
 TEST(ScatterdTest, AtAnyLogLevelARefusedStartSaysWhy) {

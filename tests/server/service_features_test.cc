@@ -9,8 +9,10 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -646,6 +648,26 @@ TEST(TlsTest, ClientCaWithoutCertificateIsRefusedAtStart) {
   EXPECT_THAT(server.status().message(), HasSubstr("tls_client_ca_pem"));
 }
 
+// A call to `target` over TLS from a client that trusts the CA `trusted`
+// and shows `identity` (none when null), on a channel of its own.
+Received CallOverTls(const std::string& target, const std::string& trusted,
+                     const Pem* identity) {
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = trusted;
+  if (identity != nullptr) {
+    ssl.pem_private_key = identity->key;
+    ssl.pem_cert_chain = identity->cert;
+  }
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride("localhost");
+  auto stub = v1::ScatterService::NewStub(
+      grpc::CreateCustomChannel(target, grpc::SslCredentials(ssl), args));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(10));
+  return Collect(*stub, BoxRequest(1, 0.02), &context);
+}
+
 // With a client CA the server takes only clients whose certificate that CA
 // signed: one with such a certificate gets points, one without any and one
 // with a certificate of its own making are refused, and so is a client that
@@ -661,20 +683,7 @@ TEST(TlsTest, MutualTlsTakesOnlyClientsTheCaSigned) {
   LoopbackServer server(options);
 
   auto call = [&](const std::string& trusted, const Pem* identity) {
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = trusted;
-    if (identity != nullptr) {
-      ssl.pem_private_key = identity->key;
-      ssl.pem_cert_chain = identity->cert;
-    }
-    grpc::ChannelArguments args;
-    args.SetSslTargetNameOverride("localhost");
-    auto stub = v1::ScatterService::NewStub(grpc::CreateCustomChannel(
-        server.target(), grpc::SslCredentials(ssl), args));
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::seconds(10));
-    return Collect(*stub, BoxRequest(1, 0.02), &context);
+    return CallOverTls(server.target(), trusted, identity);
   };
   const Received signed_client = call(server_pem.cert, &client_pem);
   ASSERT_TRUE(signed_client.status.ok()) << signed_client.status.error_message();
@@ -692,6 +701,95 @@ TEST(TlsTest, MutualTlsTakesOnlyClientsTheCaSigned) {
     EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::UNAVAILABLE)
         << refused.status.error_message();
     EXPECT_EQ(refused.size(), 0u);
+  }
+}
+
+// Writes `contents` to `path` whole: through a temporary file renamed over
+// it, as a Secret's volume or cert-manager replace files.
+void ReplaceFile(const std::string& path, const std::string& contents) {
+  const std::string temporary = path + ".new";
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    file << contents;
+  }
+  ASSERT_EQ(std::rename(temporary.c_str(), path.c_str()), 0) << path;
+}
+
+// Certificates expire and are renewed on disk: a server given its TLS
+// files serves the new pair from the next handshake, with no restart (it
+// served the one read at start until it stopped), and a client CA read
+// from a file still turns away clients it did not sign.
+TEST(TlsTest, RenewedTlsFilesAreServedWithoutARestart) {
+  const Pem old_pem = SelfSigned();
+  const Pem new_pem = SelfSigned();
+  const Pem client_pem = SelfSigned();
+  const std::string base =
+      absl::StrCat(::testing::TempDir(), "/tls_renewed_", getpid());
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.tls_cert_file = base + ".crt";
+  options.tls_key_file = base + ".key";
+  options.tls_client_ca_file = base + "_ca.crt";
+  options.tls_reload_interval = absl::Seconds(1);
+  ReplaceFile(options.tls_cert_file, old_pem.cert);
+  ReplaceFile(options.tls_key_file, old_pem.key);
+  ReplaceFile(options.tls_client_ca_file, client_pem.cert);
+  options.tls_cert_pem = old_pem.cert;
+  options.tls_key_pem = old_pem.key;
+  options.tls_client_ca_pem = client_pem.cert;
+  LoopbackServer server(options);
+
+  const Received before =
+      CallOverTls(server.target(), old_pem.cert, &client_pem);
+  ASSERT_TRUE(before.status.ok()) << before.status.error_message();
+  EXPECT_GT(before.size(), 1000u);
+  EXPECT_FALSE(CallOverTls(server.target(), old_pem.cert, nullptr).status.ok())
+      << "a client with no certificate was served";
+
+  ReplaceFile(options.tls_key_file, new_pem.key);
+  ReplaceFile(options.tls_cert_file, new_pem.cert);
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  Received after;
+  do {
+    absl::SleepFor(absl::Milliseconds(200));
+    after = CallOverTls(server.target(), new_pem.cert, &client_pem);
+  } while (!after.status.ok() && absl::Now() < give_up);
+  ASSERT_TRUE(after.status.ok()) << after.status.error_message();
+  EXPECT_EQ(after.size(), before.size());
+  // The old certificate is no longer served.
+  EXPECT_FALSE(
+      CallOverTls(server.target(), old_pem.cert, &client_pem).status.ok());
+  EXPECT_FALSE(CallOverTls(server.target(), new_pem.cert, nullptr).status.ok())
+      << "a client with no certificate was served";
+  for (const std::string& path : {options.tls_cert_file, options.tls_key_file,
+                                  options.tls_client_ca_file}) {
+    std::remove(path.c_str());
+  }
+}
+
+// Watched files must be those the checked PEM came from, and the interval
+// whole seconds (gRPC's watcher counts in them).
+TEST(TlsTest, WatchedTlsFilesNeedTheirContentsAndAWholeSecondInterval) {
+  const Pem pem = SelfSigned();
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.tls_cert_file = "/nonexistent/tls.crt";
+  options.tls_key_file = "/nonexistent/tls.key";
+  EXPECT_THAT(ScatterServer::Start(options).status().message(),
+              HasSubstr("tls_cert_file: give the file's contents in "
+                        "tls_cert_pem too"));
+  options.tls_cert_pem = pem.cert;
+  options.tls_key_pem = pem.key;
+  options.tls_key_file.clear();
+  EXPECT_THAT(ScatterServer::Start(options).status().message(),
+              HasSubstr("tls_cert_file: watching the certificate needs the "
+                        "key's file"));
+  options = LoopbackServer::DefaultOptions();
+  for (const absl::Duration interval :
+       {absl::Milliseconds(500), absl::Milliseconds(1500), absl::Hours(25)}) {
+    options.tls_reload_interval = interval;
+    const absl::Status status = CheckOptions(options);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(),
+                HasSubstr("tls_reload_interval must be whole seconds"));
   }
 }
 
