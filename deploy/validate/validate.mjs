@@ -103,6 +103,24 @@ for (const deployment of objects.filter((o) => o.kind === "Deployment")) {
       console.log(`ok   ${name}: caches, sampling budget and arriving requests ` +
                   `${sum} bytes, within 90 % of ${container.resources.limits.memory}`);
     }
+    // The caches are kept full once filled (nothing gives them back while
+    // scatterd runs), so a busy pod sits at about their size: a memory
+    // request below it lets the scheduler overcommit the node, and such
+    // pods are evicted first. 128 MiB more for the process itself.
+    const resident = value("raster_cache_bytes") + value("tile_cache_bytes") +
+                     128 * 2 ** 20;
+    const request = bytesOf(container.resources?.requests?.memory);
+    if (!(request >= resident)) {
+      console.error(`FAIL ${name}: memory request ` +
+                    `${container.resources?.requests?.memory} is under the ` +
+                    `caches a busy pod keeps (raster_cache_bytes + ` +
+                    `tile_cache_bytes + 128 MiB = ${resident} bytes)`);
+      failures++;
+    } else {
+      console.log(`ok   ${name}: memory request ` +
+                  `${container.resources.requests.memory} holds the caches ` +
+                  `and the process (${resident} bytes)`);
+    }
   }
 }
 // A workload a HorizontalPodAutoscaler scales must not set its own
