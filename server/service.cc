@@ -19,6 +19,7 @@
 #include "sampler/layers.h"
 #include "sampler/tiles.h"
 #include "sampler/version.h"
+#include "spdlog/fmt/fmt.h"
 
 namespace scatter::server {
 namespace {
@@ -39,6 +40,18 @@ std::string ServerWords(absl::string_view message) {
 grpc::Status ToGrpc(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
                       ServerWords(status.message()));
+}
+
+// The methods whose calls are counted (Record).
+constexpr const char* kMethods[] = {"Scatter", "ScatterTiles", "PutRaster"};
+
+// Call durations: a millisecond to max_call_duration's default, 30 min.
+const prometheus::Histogram::BucketBoundaries& DurationBuckets() {
+  static const auto* const kBuckets =
+      new prometheus::Histogram::BucketBoundaries{0.001, 0.003, 0.01, 0.03, 0.1,
+                                                  0.3,   1,     3,    10,   30,
+                                                  100,   300,   1000, 1800};
+  return *kBuckets;
 }
 
 const char* CodeName(grpc::StatusCode code) {
@@ -528,7 +541,16 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
                             "held for digests")),
       seconds_(prometheus::BuildHistogram()
                    .Name("scatter_request_duration_seconds")
-                   .Help("Call duration by method, request to status")
+                   .Help("Duration of the calls admitted (not those refused "
+                         "at once: scatter_requests_refused_total), by "
+                         "method, request to status")
+                   .Register(registry)),
+      refused_(prometheus::BuildCounter()
+                   .Name("scatter_requests_refused_total")
+                   .Help("Calls refused before they ran, by method and "
+                         "reason: max_streams (overload, RESOURCE_EXHAUSTED) "
+                         "or draining (UNAVAILABLE); also counted in "
+                         "scatter_requests_total")
                    .Register(registry)),
       tiles_(NewCounter(registry, "scatter_tiles_sent_total",
                         "Tiles written to ScatterTiles streams")),
@@ -542,7 +564,17 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
           "Memory running calls hold against memory_budget_bytes: sampling "
           "memory by their estimates, the tile generators ScatterTiles "
           "calls keep alive and the buffers of PutRaster uploads, by their "
-          "bytes (estimates are fractional; the gauge shows whole bytes)")) {}
+          "bytes (estimates are fractional; the gauge shows whole bytes)")) {
+  // Every method's series exist from the start, at 0, so that rate() and
+  // absent() work before the first call of each kind.
+  for (const char* method : kMethods) {
+    requests_.Add({{"method", method}, {"code", "OK"}});
+    seconds_.Add({{"method", method}}, DurationBuckets());
+    for (const char* reason : {"max_streams", "draining"}) {
+      refused_.Add({{"method", method}, {"reason", reason}});
+    }
+  }
+}
 
 grpc::Status ScatterServiceImpl::HoldMessage(
     const google::protobuf::Message& request, int obstacles, MemoryHold* hold) {
@@ -648,25 +680,55 @@ void ScatterServiceImpl::CountGenerators(const sampler::TileWorld& world,
 }
 
 void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
-                                absl::Duration elapsed) {
+                                absl::Duration elapsed,
+                                const std::string& refusal,
+                                const std::string& line) {
   requests_.Add({{"method", method}, {"code", CodeName(status.error_code())}})
       .Increment();
-  static const auto* const kBuckets =
-      new prometheus::Histogram::BucketBoundaries{
-          0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 100};
-  seconds_.Add({{"method", method}}, *kBuckets)
-      .Observe(absl::ToDoubleSeconds(elapsed));
   cache_bytes_.Set(static_cast<double>(rasters_.bytes()));
   tile_cache_bytes_.Set(static_cast<double>(tile_cache_.stats().bytes));
+  if (refusal.empty()) {
+    seconds_.Add({{"method", method}}, DurationBuckets())
+        .Observe(absl::ToDoubleSeconds(elapsed));
+    const grpc::StatusCode code = status.error_code();
+    const bool fault = code == grpc::StatusCode::INTERNAL ||
+                       code == grpc::StatusCode::UNKNOWN ||
+                       code == grpc::StatusCode::DATA_LOSS;
+    logger_->log(fault ? spdlog::level::err : spdlog::level::info, "{}", line);
+    return;
+  }
+  refused_.Add({{"method", method}, {"reason", refusal}}).Increment();
+  std::uint64_t left_out = 0;
+  {
+    absl::MutexLock lock(&refusal_log_mu_);
+    RefusalLog& log = refusal_log_[method];
+    const absl::Time now = absl::Now();
+    if (now - log.last < absl::Seconds(1)) {
+      ++log.left_out;
+      return;
+    }
+    log.last = now;
+    left_out = std::exchange(log.left_out, 0);
+  }
+  if (left_out == 0) {
+    logger_->info("{}", line);
+  } else {
+    logger_->info(
+        "{} ({} more {} calls refused since the last such line; "
+        "scatter_requests_refused_total counts them all)",
+        line, left_out, method);
+  }
 }
 
-grpc::Status ScatterServiceImpl::Admit(
-    absl::FunctionRef<grpc::Status()> stream) {
+grpc::Status ScatterServiceImpl::Admit(absl::FunctionRef<grpc::Status()> stream,
+                                       std::string* refusal) {
   if (draining_.load()) {
+    *refusal = "draining";
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down");
   }
   if (stats_.in_flight.fetch_add(1) >= options_.max_streams) {
     stats_.in_flight.fetch_sub(1);
+    *refusal = "max_streams";
     return grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,
         absl::StrCat("concurrent streams: the limit max_streams = ",
@@ -706,16 +768,17 @@ grpc::Status ScatterServiceImpl::Scatter(
   // Read now: once the drain has cancelled the call, gRPC says "unknown".
   const std::string peer = context->peer();
   std::uint64_t sent = 0;
+  std::string refusal;
   const grpc::Status status =
-      Admit([&] { return Stream(context, *request, writer, &sent); });
+      Admit([&] { return Stream(context, *request, writer, &sent); }, &refusal);
   const absl::Duration elapsed = absl::Now() - start;
-  Record("Scatter", status, elapsed);
-  logger_->info(
-      "Scatter peer={} layers={} seed={} points={} code={} "
-      "elapsed_ms={:.1f}{}{}",
-      peer, request->layers_size(), request->seed(), sent,
-      CodeName(status.error_code()), absl::ToDoubleMilliseconds(elapsed),
-      status.ok() ? "" : " message=", status.error_message());
+  Record("Scatter", status, elapsed, refusal,
+         fmt::format("Scatter peer={} layers={} seed={} points={} code={} "
+                     "elapsed_ms={:.1f}{}{}",
+                     peer, request->layers_size(), request->seed(), sent,
+                     CodeName(status.error_code()),
+                     absl::ToDoubleMilliseconds(elapsed),
+                     status.ok() ? "" : " message=", status.error_message()));
   return status;
 }
 
@@ -845,18 +908,19 @@ grpc::Status ScatterServiceImpl::ScatterTiles(
   const absl::Time start = absl::Now();
   const std::string peer = context->peer();  // As Scatter reads it.
   TilesTally tally;
-  const grpc::Status status =
-      Admit([&] { return StreamTiles(context, *request, writer, &tally); });
+  std::string refusal;
+  const grpc::Status status = Admit(
+      [&] { return StreamTiles(context, *request, writer, &tally); }, &refusal);
   const absl::Duration elapsed = absl::Now() - start;
-  Record("ScatterTiles", status, elapsed);
-  logger_->info(
-      "ScatterTiles peer={} layers={} seed={} tiles={}/{} points={} "
-      "generated={} held_bytes={} code={} elapsed_ms={:.1f}{}{}",
-      peer, request->layers_size(), request->seed(), tally.tiles_sent,
-      tally.tiles_asked, tally.points_sent, tally.generators_computed,
-      tally.generators_held, CodeName(status.error_code()),
-      absl::ToDoubleMilliseconds(elapsed),
-      status.ok() ? "" : " message=", status.error_message());
+  Record("ScatterTiles", status, elapsed, refusal,
+         fmt::format(
+             "ScatterTiles peer={} layers={} seed={} tiles={}/{} points={} "
+             "generated={} held_bytes={} code={} elapsed_ms={:.1f}{}{}",
+             peer, request->layers_size(), request->seed(), tally.tiles_sent,
+             tally.tiles_asked, tally.points_sent, tally.generators_computed,
+             tally.generators_held, CodeName(status.error_code()),
+             absl::ToDoubleMilliseconds(elapsed),
+             status.ok() ? "" : " message=", status.error_message()));
   return status;
 }
 
@@ -1204,38 +1268,42 @@ grpc::Status ScatterServiceImpl::PutRaster(
   const absl::Time start = absl::Now();
   const std::string peer = context->peer();  // As Scatter reads it.
   std::size_t bytes = 0;
+  std::string refusal;
   // An upload holds a handler thread and up to max_upload_bytes while it
   // runs, so it counts against max_streams like a stream.
-  const grpc::Status status = Admit([&] {
-    // Counted while it runs, for StopInFlight to wait on, and given back
-    // however Upload ends: gRPC answers an exception out of it with
-    // UNKNOWN and serves on, and an upload left counted made every
-    // shutdown wait its full second.
-    class Running {
-     public:
-      explicit Running(ScatterServiceImpl* s) : service_(s) {
-        absl::MutexLock lock(&service_->uploads_mu_);
-        ++service_->uploads_;
-      }
-      Running(const Running&) = delete;
-      Running& operator=(const Running&) = delete;
-      ~Running() {
-        absl::MutexLock lock(&service_->uploads_mu_);
-        --service_->uploads_;
-      }
+  const grpc::Status status = Admit(
+      [&] {
+        // Counted while it runs, for StopInFlight to wait on, and given back
+        // however Upload ends: gRPC answers an exception out of it with
+        // UNKNOWN and serves on, and an upload left counted made every
+        // shutdown wait its full second.
+        class Running {
+         public:
+          explicit Running(ScatterServiceImpl* s) : service_(s) {
+            absl::MutexLock lock(&service_->uploads_mu_);
+            ++service_->uploads_;
+          }
+          Running(const Running&) = delete;
+          Running& operator=(const Running&) = delete;
+          ~Running() {
+            absl::MutexLock lock(&service_->uploads_mu_);
+            --service_->uploads_;
+          }
 
-     private:
-      ScatterServiceImpl* const service_;
-    } running(this);
-    return Upload(context, reader, response, &bytes);
-  });
+         private:
+          ScatterServiceImpl* const service_;
+        } running(this);
+        return Upload(context, reader, response, &bytes);
+      },
+      &refusal);
   const absl::Duration elapsed = absl::Now() - start;
-  Record("PutRaster", status, elapsed);
-  logger_->info("PutRaster peer={} bytes={} code={} elapsed_ms={:.1f}{}{}",
-                peer, bytes, CodeName(status.error_code()),
-                absl::ToDoubleMilliseconds(elapsed),
-                status.ok() ? " digest=" : " message=",
-                status.ok() ? response->digest() : status.error_message());
+  Record(
+      "PutRaster", status, elapsed, refusal,
+      fmt::format("PutRaster peer={} bytes={} code={} elapsed_ms={:.1f}{}{}",
+                  peer, bytes, CodeName(status.error_code()),
+                  absl::ToDoubleMilliseconds(elapsed),
+                  status.ok() ? " digest=" : " message=",
+                  status.ok() ? response->digest() : status.error_message()));
   return status;
 }
 

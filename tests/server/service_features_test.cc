@@ -929,6 +929,67 @@ TEST(MetricsTest, EndpointReportsCallsAndPoints) {
                               "\"ScatterTiles\"} 1"));
 }
 
+// Calls refused at the door (max_streams, a drain) are counted apart from
+// the calls that ran and are not timed: an operator's alert on overload
+// could not tell them from clients' own caps (RESOURCE_EXHAUSTED too), and
+// their instant refusals pulled the latency quantiles to 0. Under overload
+// they are logged once a second, not once each. Every series is there
+// before its first call.
+TEST(MetricsTest, RefusedCallsAreCountedApartAndLoggedOnceASecond) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.metrics_address = "127.0.0.1:0";
+  options.service.max_streams = 1;
+  LoopbackServer server(options);
+  const std::string before =
+      HttpGet(server.server().metrics_port(), "/metrics");
+  for (const char* series :
+       {"scatter_requests_total{code=\"OK\",method=\"PutRaster\"} 0",
+        "scatter_request_duration_seconds_count{method=\"ScatterTiles\"} 0",
+        "scatter_requests_refused_total{method=\"Scatter\",reason="
+        "\"max_streams\"} 0"}) {
+    EXPECT_THAT(before, HasSubstr(series));
+  }
+  auto stub = server.TcpStub();
+  grpc::ClientContext context;
+  auto reader = stub->Scatter(&context, LongRequest());
+  v1::ScatterResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  constexpr int kRefused = 20;
+  for (int i = 0; i < kRefused; ++i) {
+    EXPECT_EQ(Collect(*stub, BoxRequest(1, 0.1)).status.error_code(),
+              grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
+  absl::SleepFor(absl::Milliseconds(1100));
+  EXPECT_EQ(Collect(*stub, BoxRequest(1, 0.1)).status.error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  const std::string text = HttpGet(server.server().metrics_port(), "/metrics");
+  EXPECT_THAT(text, HasSubstr(absl::StrCat(
+                        "scatter_requests_refused_total{method=\"Scatter\","
+                        "reason=\"max_streams\"} ",
+                        kRefused + 1)));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat(
+                        "scatter_requests_total{code=\"RESOURCE_EXHAUSTED\","
+                        "method=\"Scatter\"} ",
+                        kRefused + 1)));
+  // The long call is still running: nothing timed yet.
+  EXPECT_THAT(text, HasSubstr("scatter_request_duration_seconds_count{method="
+                              "\"Scatter\"} 0"));
+  const std::string log = server.log();
+  std::size_t lines = 0;
+  for (std::size_t at = log.find("code=RESOURCE_EXHAUSTED");
+       at != std::string::npos;
+       at = log.find("code=RESOURCE_EXHAUSTED", at + 1)) {
+    ++lines;
+  }
+  EXPECT_GE(lines, 2u);
+  EXPECT_LT(lines, static_cast<std::size_t>(kRefused) / 2);
+  EXPECT_THAT(log, HasSubstr("more Scatter calls refused since the last such "
+                             "line; scatter_requests_refused_total counts "
+                             "them all)"));
+  context.TryCancel();
+  reader->Finish();
+}
+
 // civetweb matched the handler's path as a prefix: /metricsx and
 // /metrics/x were served the metrics as if they were /metrics.
 TEST(MetricsTest, OnlyTheMetricsPathIsServed) {
