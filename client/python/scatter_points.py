@@ -256,16 +256,28 @@ class Points:
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--address", default="127.0.0.1:50051")
+    parser.add_argument("--address", default="127.0.0.1:50051",
+                        help="scatterd's host:port, unix:PATH, or a gRPC "
+                        "target (dns:///NAME:PORT, ipv4:A:P,B:P) to balance "
+                        "over (default %(default)s)")
     parser.add_argument("--box", default="0,0,100,100",
-                        help="x0,y0,x1,y1 (2D) or x0,y0,z0,x1,y1,z1 (3D)")
+                        help="x0,y0,x1,y1 (2D) or x0,y0,z0,x1,y1,z1 (3D) "
+                        "(default %(default)s)")
     parser.add_argument("--spacing", type=float, default=2.0,
-                        help="minimum distance between points")
+                        help="dense and classic: the minimum distance between "
+                        "points; jittered: the cell side; uniform: unused "
+                        "(default %(default)s)")
     parser.add_argument("--method", default="dense",
-                        choices=["dense", "classic", "jittered", "uniform"])
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--max-points", type=int, default=0,
-                        help="stop after this many points (0: the server's limit)")
+                        choices=["dense", "classic", "jittered", "uniform"],
+                        help="Poisson-disk dense or classic, jittered grid or "
+                        "uniform (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=1,
+                        help="the same seed gives the same points "
+                        "(default %(default)s)")
+    parser.add_argument("--max_points", "--max-points", dest="max_points",
+                        type=int, default=0,
+                        help="stop after this many points (0: the server's "
+                        "limit)")
     parser.add_argument("--count", type=int, default=1000,
                         help="points for --method uniform")
     parser.add_argument("--timeout", type=float, default=60.0,
@@ -297,7 +309,7 @@ def main():
     if not 0 <= args.seed < 2**64:
         parser.error("--seed must be in [0, 2^64)")
     if not 0 <= args.max_points < 2**64:
-        parser.error("--max-points must be in [0, 2^64)")
+        parser.error("--max_points must be in [0, 2^64)")
     # gRPC's deadline is a time since the epoch in 64-bit nanoseconds: one
     # past about 2^63 ns (292 years) wraps, and fails the call at once.
     if not 0 < args.timeout <= 1e9:
@@ -357,22 +369,25 @@ def main():
                     out.write("%s,%d,%d\n" % (xyz, layers[i], ids[i]))
                 written += len(ids)
         except grpc.RpcError as e:
-            # --max-points is the request's own cap: reaching it is what
+            # --max_points is the request's own cap: reaching it is what
             # was asked for, and the stream ends there without a summary.
             if (args.max_points > 0 and written == args.max_points and
                     e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and
                     "(the request's own)" in (e.details() or "")):
-                print("summary: %d points, the --max-points cap" % written,
+                print("summary: %d points, the --max_points cap" % written,
                       file=sys.stderr)
                 return 0
             # As the scatter CLI hints: a plaintext client at a TLS server
             # hears only "Socket closed"; a refused connection, a name that
             # does not resolve or a server draining is not about TLS.
             hint = ""
-            if (tls is None and written == 0 and
-                    e.code() == grpc.StatusCode.UNAVAILABLE and
+            if (written == 0 and e.code() == grpc.StatusCode.UNAVAILABLE and
                     "Socket closed" in (e.details() or "")):
-                hint = " (if scatterd serves TLS, give --tls_ca)"
+                if tls is None:
+                    hint = " (if scatterd serves TLS, give --tls_ca)"
+                elif not args.tls_cert:
+                    hint = (" (if scatterd asks for a client certificate, "
+                            "give --tls_cert and --tls_key)")
             details = name_flag(e.details() or "")
             if (e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and
                     details == "Deadline Exceeded"):

@@ -69,14 +69,14 @@ def check_points_script(port):
             assert 0 <= float(x) < 20 and 0 <= float(y) < 20, line
         assert "summary: 123 points" in run.stderr, run.stderr
         assert os.listdir(tmp) == [], os.listdir(tmp)
-        # --max-points is a cap the caller asked for: reaching it succeeds.
+        # --max_points is a cap the caller asked for: reaching it succeeds.
         capped = subprocess.run(
             ["/usr/bin/python3", script, "--address=127.0.0.1:%d" % port,
-             "--box=0,0,20,20", "--spacing=1", "--max-points=5", "--timeout=20"],
+             "--box=0,0,20,20", "--spacing=1", "--max_points=5", "--timeout=20"],
             env=env, capture_output=True, text=True, timeout=60)
         assert capped.returncode == 0, capped.stderr
         assert len(capped.stdout.splitlines()) == 5, capped.stdout
-        assert "summary: 5 points, the --max-points cap" in capped.stderr, capped.stderr
+        assert "summary: 5 points, the --max_points cap" in capped.stderr, capped.stderr
         # A box left of and below the origin, given as "--box -10,-10,10,10"
         # (argparse alone took the value for an option: "expected one
         # argument").
@@ -288,6 +288,28 @@ def check_tls():
             assert plain.returncode == 1, plain.stderr
             assert "UNAVAILABLE" in plain.stderr, plain.stderr
             assert "(if scatterd serves TLS, give --tls_ca)" in plain.stderr, plain.stderr
+            # A server that asks for a client certificate: without one the
+            # client heard a bare "Socket closed"; it now says what to give.
+            mutual = subprocess.Popen(
+                [sys.argv[1], "--address=127.0.0.1:0", "--metrics_address=",
+                 "--tls_cert=" + cert, "--tls_key=" + key, "--tls_client_ca=" + cert],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            try:
+                mutual_address = "--address=127.0.0.1:%s" % mutual.stdout.readline().split()[1]
+                anonymous = subprocess.run(
+                    common[:2] + [mutual_address] + common[3:] + ["--tls_ca=" + cert],
+                    capture_output=True, text=True, timeout=60)
+                assert anonymous.returncode == 1, anonymous.stderr
+                assert ("(if scatterd asks for a client certificate, give --tls_cert "
+                        "and --tls_key)") in anonymous.stderr, anonymous.stderr
+                known = subprocess.run(
+                    common[:2] + [mutual_address] + common[3:] +
+                    ["--tls_ca=" + cert, "--tls_cert=" + cert, "--tls_key=" + key],
+                    capture_output=True, text=True, timeout=60)
+                assert known.returncode == 0, known.stderr
+            finally:
+                mutual.terminate()
+                mutual.wait(timeout=30)
             # A --timeout that passes is named, with how far the call got:
             # gRPC said only "Deadline Exceeded".
             late = subprocess.run(
