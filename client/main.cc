@@ -692,6 +692,21 @@ absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(
         job_path, ": world.tiles[", again, "]: tile ", t.x(), ",", t.y(),
         " is listed twice (also as world.tiles[", first, "])"));
   }
+  // As a rectangle's corners are checked below: the server named its own
+  // field ("tiles[0].x: must be in ..."), not the flag or the job's.
+  for (int i = 0; i < request->tiles_size(); ++i) {
+    const v1::TileCoord& t = request->tiles(i);
+    for (const auto& [axis, v] :
+         {std::pair{"x", t.x()}, std::pair{"y", t.y()}}) {
+      if (v < -kTileIndexLimit || v >= kTileIndexLimit) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            tiles.empty() ? absl::StrCat(job_path, ": world.tiles[", i, "]")
+                          : absl::StrCat("--tiles: tile ", t.x(), ",", t.y()),
+            ": ", axis,
+            " must be in [-2^31, 2^31) (the tile index range), got ", v));
+      }
+    }
+  }
   if (request->has_rect()) {
     const std::string what =
         tiles.empty() ? absl::StrCat(job_path, ": world.rect") : "--tiles";
@@ -795,10 +810,14 @@ absl::Status HintTilesPerCall(const absl::Status& status,
       absl::StrContains(status.message(), "(the first 1 of the ")) {
     return status;
   }
+  // A tile alone may still be over the limit by the generators it needs
+  // (a tile reads its neighbours: the server's next refusal says so).
   return absl::Status(
       status.code(),
       absl::StrCat(status.message(), "; this call asked for ", tiles,
-                   " tiles: ask for fewer a call with --tiles_per_call"));
+                   " tiles: ask for fewer a call with --tiles_per_call (if "
+                   "one a call is refused too, its generators are over the "
+                   "limit: use a smaller world tileSize)"));
 }
 
 int Tiles(const std::string& job_path) {

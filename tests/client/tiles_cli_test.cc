@@ -326,6 +326,13 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
         "--local", out},
        "--tiles: x0 must be in [-2^31, 2^31) (the tile index range), got "
        "-4294967296"},
+      // The list's tiles too: the server's own field name came back
+      // ("tiles[0].x"), as a server error.
+      {{"tiles", world, "--tiles=0,0;2147483648,0", "--local", out},
+       "--tiles: tile 2147483648,0: x must be in [-2^31, 2^31) (the tile "
+       "index range), got 2147483648"},
+      {{"tiles", world, "--tiles=0,-2147483649", "--local", out},
+       "--tiles: tile 0,-2147483649: y must be in [-2^31, 2^31)"},
       {{"tiles", world, "--tiles=0:1,0:2147483649", "--local", out},
        "--tiles: y1 must be in [-2^31, 2^31] (the tile index range), got "
        "2147483649"},
