@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
 #include "sampler/batch_writer.h"
 #include "sampler/grid_common.h"
@@ -75,6 +77,21 @@ const char* BoundsHint(bool region_is_box) {
                "than them, as a road or a river, can be sampled in tiles)";
 }
 
+// What the estimates below are over: "over the region's bounds, 120 x 80"
+// (the box of a region, a tile's grown box). They said "in this box" of a
+// polygon, or of a neighbouring tile the caller never named.
+std::string OverBounds(const Box& box) {
+  std::string out = absl::StrCat("over the region's bounds, ", box.extent(0),
+                                 " x ", box.extent(1));
+  if (box.dims() == 3) absl::StrAppend(&out, " x ", box.extent(2));
+  return out;
+}
+
+// A byte or point estimate as a whole number, rounded up (it is a bound).
+std::string Whole(double estimate) {
+  return absl::StrFormat("%.0f", std::ceil(estimate));
+}
+
 absl::Status ValidatePoisson(const Box& box, bool region_is_box,
                              SamplerOptions* o) {
   if (!(o->radius >= kMinRadius && o->radius <= kMaxRadius)) {
@@ -89,7 +106,8 @@ absl::Status ValidatePoisson(const Box& box, bool region_is_box,
   const double grid_bytes = EstimatedRunBytes(box, *o);
   if (grid_bytes > static_cast<double>(o->max_memory_bytes)) {
     return absl::ResourceExhaustedError(
-        absl::StrCat("radius ", o->radius, " in this box needs a ", grid_bytes,
+        absl::StrCat("radius ", o->radius, " ", OverBounds(box), " needs a ",
+                     Whole(grid_bytes),
                      "-byte sampling grid, over the limit max_memory_bytes = ",
                      o->max_memory_bytes, BoundsHint(region_is_box)));
   }
@@ -105,9 +123,10 @@ absl::Status ValidatePoisson(const Box& box, bool region_is_box,
   // Real sets reach rho ~0.9 at most, rho^D of the bound.
   const double expected = bound * (box.dims() == 2 ? 0.81 : 0.73);
   if (expected > static_cast<double>(o->max_points)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "radius ", o->radius, " in this box gives about ", expected,
-        " points, over the limit max_points = ", o->max_points));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("radius ", o->radius, " ", OverBounds(box),
+                     " gives about ", Whole(expected),
+                     " points, over the limit max_points = ", o->max_points));
   }
   return absl::OkStatus();
 }
@@ -141,16 +160,16 @@ absl::Status ValidateVariable(const Box& box, bool region_is_box,
       box, *o->density, o->radius_min, o->radius_max);
   if (e.bytes > static_cast<double>(o->max_memory_bytes)) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "radius_min ", o->radius_min, " and radius_max ", o->radius_max,
-        " in this box need about ", e.bytes,
+        "radius_min ", o->radius_min, " and radius_max ", o->radius_max, " ",
+        OverBounds(box), " need about ", Whole(e.bytes),
         " bytes of grids and points, over the limit max_memory_bytes = ",
         o->max_memory_bytes, BoundsHint(region_is_box)));
   }
   if (e.points > static_cast<double>(o->max_points)) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("radius_min ", o->radius_min, " and radius_max ",
-                     o->radius_max, " with this density give about ", e.points,
-                     " points, over the limit max_points = ", o->max_points));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "radius_min ", o->radius_min, " and radius_max ", o->radius_max,
+        " with this density ", OverBounds(box), " give about ", Whole(e.points),
+        " points, over the limit max_points = ", o->max_points));
   }
   return absl::OkStatus();
 }
@@ -321,9 +340,10 @@ absl::StatusOr<Sampler> Sampler::Create(const Region& region,
       }
       const double cells = internal::JitteredCellCount(box, o.cell_size);
       if (cells > static_cast<double>(o.max_points)) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "cell_size ", o.cell_size, " in this box gives ", cells,
-            " cells, over the limit max_points = ", o.max_points));
+        return absl::ResourceExhaustedError(
+            absl::StrCat("cell_size ", o.cell_size, " ", OverBounds(box),
+                         " gives ", Whole(cells),
+                         " cells, over the limit max_points = ", o.max_points));
       }
       break;
     }

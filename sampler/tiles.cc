@@ -824,7 +824,10 @@ absl::Status TileWorld::RunLayer(std::size_t layer_index, const Region& region,
   if (!sampler.ok()) {
     return absl::Status(
         sampler.status().code(),
-        absl::StrCat("tile (", t.x, ", ", t.y, ") layer ", o.layer, ": ",
+        absl::StrCat("the generator of tile (", t.x, ", ", t.y, ") layer ",
+                     o.layer,
+                     " (a tile asked for reads those of the 3 x 3 tiles "
+                     "around it, grown by a margin): ",
                      sampler.status().message()));
   }
   const auto d = static_cast<std::size_t>(dims_);

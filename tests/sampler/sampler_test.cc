@@ -826,6 +826,23 @@ TEST(SamplerTest, GridOverTheMemoryLimitIsResourceExhausted) {
       options.max_memory_bytes = 4096;
       ExpectRefused(UnitBox(dims), options,
                     absl::StatusCode::kResourceExhausted, "max_memory_bytes");
+      // It names what the estimate is over, and the bytes as a whole
+      // number (it said "in this box needs a 9720.5-byte sampling grid").
+      ExpectRefused(UnitBox(dims), options,
+                    absl::StatusCode::kResourceExhausted,
+                    dims == 2 ? "radius 0.001 over the region's bounds, 1 x 1 "
+                                "needs a "
+                              : "radius 0.001 over the region's bounds, 1 x 1 "
+                                "x 1 needs a ");
+      const std::string message = std::string(
+          Sampler::Create(UnitBox(dims), options).status().message());
+      const std::size_t needs = message.find("needs a ") + 8;
+      const std::size_t bytes = message.find("-byte sampling grid");
+      ASSERT_LT(needs, bytes) << message;
+      EXPECT_EQ(
+          message.substr(needs, bytes - needs).find_first_not_of("0123456789"),
+          std::string::npos)
+          << message;
     }
   }
 }
