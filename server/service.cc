@@ -750,15 +750,17 @@ grpc::Status ScatterServiceImpl::Admit(absl::FunctionRef<grpc::Status()> stream,
 
 void ScatterServiceImpl::StopInFlight() {
   stopping_.Raise();
-  // Each upload's watchdog cuts it off within milliseconds. Waiting for
-  // that means its status is queued before the server's shutdown sends
-  // GOAWAY: after that, gRPC closes a connection as soon as its last stream
-  // closes, and a status still queued is lost ("Socket closed").
-  absl::MutexLock lock(&uploads_mu_);
-  auto ended = [this]() ABSL_SHARED_LOCKS_REQUIRED(uploads_mu_) {
-    return uploads_ == 0;
-  };
-  uploads_mu_.AwaitWithTimeout(absl::Condition(&ended), absl::Seconds(1));
+  // Every call's watchdog cuts it off if it has not returned within
+  // kWriteGrace (an upload's at once). Waiting for that means each status
+  // is queued before the server's shutdown sends GOAWAY: after that, gRPC
+  // closes a connection as soon as its last stream closes, and a status
+  // still queued is lost (the last client cut off read "Socket closed").
+  // in_flight counts a call until its handler returns (Admit).
+  const absl::Time give_up =
+      absl::Now() + CallControl::kWriteGrace + absl::Milliseconds(500);
+  while (stats_.in_flight.load() > 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
 }
 
 grpc::Status ScatterServiceImpl::Scatter(
@@ -1272,30 +1274,7 @@ grpc::Status ScatterServiceImpl::PutRaster(
   // An upload holds a handler thread and up to max_upload_bytes while it
   // runs, so it counts against max_streams like a stream.
   const grpc::Status status = Admit(
-      [&] {
-        // Counted while it runs, for StopInFlight to wait on, and given back
-        // however Upload ends: gRPC answers an exception out of it with
-        // UNKNOWN and serves on, and an upload left counted made every
-        // shutdown wait its full second.
-        class Running {
-         public:
-          explicit Running(ScatterServiceImpl* s) : service_(s) {
-            absl::MutexLock lock(&service_->uploads_mu_);
-            ++service_->uploads_;
-          }
-          Running(const Running&) = delete;
-          Running& operator=(const Running&) = delete;
-          ~Running() {
-            absl::MutexLock lock(&service_->uploads_mu_);
-            --service_->uploads_;
-          }
-
-         private:
-          ScatterServiceImpl* const service_;
-        } running(this);
-        return Upload(context, reader, response, &bytes);
-      },
-      &refusal);
+      [&] { return Upload(context, reader, response, &bytes); }, &refusal);
   const absl::Duration elapsed = absl::Now() - start;
   Record(
       "PutRaster", status, elapsed, refusal,

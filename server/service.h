@@ -158,9 +158,9 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   // Draining: new calls get UNAVAILABLE "server shutting down".
   void StartDraining() { draining_.store(true); }
   // Stops running samplers and uploads; their calls end with UNAVAILABLE.
-  // Returns once the uploads have ended (milliseconds; a second at most),
-  // so their statuses are on their way before the server closes its
-  // connections.
+  // Returns once every call's handler has returned (a second at most: a
+  // call blocked on a client is cut off within kWriteGrace), so their
+  // statuses are on their way before the server closes its connections.
   void StopInFlight();
 
   const ServiceStats& stats() const { return stats_; }
@@ -248,8 +248,6 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   ServiceStats stats_;
   std::atomic<bool> draining_{false};
   StopSignal stopping_;
-  absl::Mutex uploads_mu_;
-  int uploads_ ABSL_GUARDED_BY(uploads_mu_) = 0;  // PutRaster calls running.
   absl::Mutex memory_mu_;
   double memory_held_ ABSL_GUARDED_BY(memory_mu_) = 0;
 
