@@ -32,7 +32,8 @@ std::string ReadFile(const std::string& path) {
 }
 
 // The least of the limits > 0 (0 when there is none).
-int Least(int a, int b) {
+template <typename T>
+T Least(T a, T b) {
   if (a == 0) return b;
   if (b == 0) return a;
   return std::min(a, b);
@@ -44,12 +45,12 @@ int Least(int a, int b) {
 // the container's own cgroup; without one the path names the cgroup below
 // the host's root, or, where only the container's cgroup is mounted, no
 // directory until the walk reaches the mount.
-template <typename CpusOf>
-int TightestUp(const std::string& mount, std::string path, CpusOf cpus_of) {
+template <typename LimitOf>
+auto TightestUp(const std::string& mount, std::string path, LimitOf limit_of) {
   path = std::string(absl::StripSuffix(path, "/"));
-  int cpus = 0;
+  decltype(limit_of(mount)) cpus = 0;
   while (true) {
-    cpus = Least(cpus, cpus_of(mount + path));
+    cpus = Least(cpus, limit_of(mount + path));
     if (path.empty()) break;
     const std::size_t slash = path.rfind('/');
     path.resize(slash == std::string::npos ? 0 : slash);
@@ -57,21 +58,34 @@ int TightestUp(const std::string& mount, std::string path, CpusOf cpus_of) {
   return cpus;
 }
 
-// The CPU quota of the process's cgroup: cgroup v2's cpu.max, or else
-// cgroup v1's cpu.cfs_quota_us; 0 when neither sets one.
-int CgroupCpus() {
-  std::string v2_path, v1_path;
+// The process's cgroup v2 path, and its cgroup v1 path for `controller`,
+// from /proc/self/cgroup ("" where it lists none).
+struct CgroupPaths {
+  std::string v2;
+  std::string v1;
+};
+CgroupPaths PathsOf(absl::string_view controller_v1) {
+  CgroupPaths paths;
   for (absl::string_view line :
        absl::StrSplit(ReadFile("/proc/self/cgroup"), '\n')) {
     // "ID:CONTROLLERS:PATH"; cgroup v2 lists no controllers.
     const std::vector<absl::string_view> fields =
         absl::StrSplit(line, absl::MaxSplits(':', 2));
     if (fields.size() != 3) continue;
-    if (fields[1].empty()) v2_path = std::string(fields[2]);
+    if (fields[1].empty()) paths.v2 = std::string(fields[2]);
     for (absl::string_view controller : absl::StrSplit(fields[1], ',')) {
-      if (controller == "cpu") v1_path = std::string(fields[2]);
+      if (controller == controller_v1) paths.v1 = std::string(fields[2]);
     }
   }
+  return paths;
+}
+
+// The CPU quota of the process's cgroup: cgroup v2's cpu.max, or else
+// cgroup v1's cpu.cfs_quota_us; 0 when neither sets one.
+int CgroupCpus() {
+  const CgroupPaths paths = PathsOf("cpu");
+  const std::string& v2_path = paths.v2;
+  const std::string& v1_path = paths.v1;
   const int v2 =
       TightestUp("/sys/fs/cgroup", v2_path, [](const std::string& dir) {
         return CpusOfCpuMax(ReadFile(dir + "/cpu.max"));
@@ -102,11 +116,34 @@ int CpusOfCfsQuota(absl::string_view quota, absl::string_view period) {
   return CpusOfQuota(q, p);
 }
 
+std::uint64_t BytesOfMemoryMax(absl::string_view contents) {
+  std::uint64_t bytes = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(contents), &bytes)) {
+    return 0;  // "max", or not a limit.
+  }
+  // cgroup v1 says "no limit" with the largest page count it keeps, about
+  // 2^63 bytes.
+  return bytes >= (std::uint64_t{1} << 62) ? 0 : bytes;
+}
+
+std::uint64_t CgroupMemoryLimit() {
+  const CgroupPaths paths = PathsOf("memory");
+  const std::uint64_t v2 =
+      TightestUp("/sys/fs/cgroup", paths.v2, [](const std::string& dir) {
+        return BytesOfMemoryMax(ReadFile(dir + "/memory.max"));
+      });
+  if (v2 != 0) return v2;
+  return TightestUp(
+      "/sys/fs/cgroup/memory", paths.v1, [](const std::string& dir) {
+        return BytesOfMemoryMax(ReadFile(dir + "/memory.limit_in_bytes"));
+      });
+}
+
 int AllowedCpus() {
   int cpus = static_cast<int>(std::thread::hardware_concurrency());
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) cpus = CPU_COUNT(&set);
-  return std::max(1, Least(cpus, CgroupCpus()));
+  return std::max(1, Least<int>(cpus, CgroupCpus()));
 }
 
 }  // namespace scatter::sampler

@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "grpc/support/log.h"
+#include "sampler/cpus.h"
 #include "sampler/simd.h"
 #include "sampler/version.h"
 #include "server/command_line.h"
@@ -292,6 +293,12 @@ int main(int argc, char** argv) {
   // --only_check_args: the flags parsed and every value checked, as a
   // start would check them, without starting.
   if (only_check_args) return 0;
+
+  // The image run with the default flags in a container limited to a few
+  // GiB was killed for memory under load rather than refusing calls.
+  const std::string over = scatter::server::MemoryOverLimit(
+      options, scatter::sampler::CgroupMemoryLimit());
+  if (!over.empty()) spdlog::warn("scatterd: {}", over);
 
   auto server = scatter::server::ScatterServer::Start(options);
   if (!server.ok()) {

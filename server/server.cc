@@ -26,6 +26,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "civetweb.h"
 #include "grpc/health/v1/health.pb.h"
@@ -269,6 +270,31 @@ absl::Status CheckAddressPort(absl::string_view what, absl::string_view address,
                          : ""));
   }
   return absl::OkStatus();
+}
+
+std::string MemoryOverLimit(const ServerOptions& options,
+                            std::uint64_t limit_bytes) {
+  const ServiceOptions& service = options.service;
+  // In doubles: the flags go up to 2^64 each.
+  const double requests = static_cast<double>(service.max_streams) *
+                          static_cast<double>(options.max_request_bytes);
+  const double sum = static_cast<double>(service.raster_cache_bytes) +
+                     static_cast<double>(service.tile_cache_bytes) +
+                     static_cast<double>(service.memory_budget_bytes) +
+                     requests;
+  if (limit_bytes == 0 || sum <= 0.9 * static_cast<double>(limit_bytes)) {
+    return "";
+  }
+  return absl::StrFormat(
+      "the memory flags add up to %.0f bytes (--raster_cache_bytes %d + "
+      "--tile_cache_bytes %d + --memory_budget_bytes %d + --max_streams %d "
+      "x --max_request_bytes %d), over 90 %% of this container's memory "
+      "limit of %d bytes: under load scatterd would be killed for memory "
+      "instead of refusing calls; lower them to fit (deploy/README.md, "
+      "Memory)",
+      sum, service.raster_cache_bytes, service.tile_cache_bytes,
+      service.memory_budget_bytes, service.max_streams,
+      options.max_request_bytes, limit_bytes);
 }
 
 absl::Status CheckOptions(const ServerOptions& options) {

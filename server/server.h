@@ -85,6 +85,15 @@ struct ServerOptions {
 // also scatterd's flag name ("max_streams must be in [1, 10000], got 0").
 absl::Status CheckOptions(const ServerOptions& options);
 
+// What scatterd says at start when the memory its options let it hold
+// under load (both caches, the sampling budget, and max_streams requests
+// of max_request_bytes arriving, as deploy/validate counts them) is over
+// 90 % of `limit_bytes`, its container's memory limit: it would be killed
+// for memory before it refused a call. Empty when it fits, or when there
+// is no limit (0).
+std::string MemoryOverLimit(const ServerOptions& options,
+                            std::uint64_t limit_bytes);
+
 // InvalidArgument naming `what` when `address` (not unix: or
 // unix-abstract:) ends in a port of digits past 65535, which gRPC would
 // read modulo 2^16 (99999 is port 34463); with `port_required`, also when

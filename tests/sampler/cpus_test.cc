@@ -51,6 +51,18 @@ TEST(CpusTest, CfsQuotaIsTheQuotaOverThePeriodRoundedUp) {
   EXPECT_EQ(CpusOfCfsQuota("100000\n", "100000\n"), 1);
 }
 
+TEST(CpusTest, MemoryMaxIsItsBytesOrNoLimit) {
+  EXPECT_EQ(BytesOfMemoryMax("4294967296\n"), std::uint64_t{4} << 30);
+  EXPECT_EQ(BytesOfMemoryMax("max\n"), 0u);  // cgroup v2: no limit.
+  // cgroup v1's "no limit": the largest page count, in bytes.
+  EXPECT_EQ(BytesOfMemoryMax("9223372036854771712\n"), 0u);
+  EXPECT_EQ(BytesOfMemoryMax(""), 0u);
+  EXPECT_EQ(BytesOfMemoryMax("-1"), 0u);
+  // Whatever this machine sets, no limit reads as 0, never as a tiny one.
+  const std::uint64_t limit = CgroupMemoryLimit();
+  EXPECT_TRUE(limit == 0 || limit >= (std::uint64_t{1} << 20)) << limit;
+}
+
 TEST(CpusTest, AllowedCpusIsAtLeastOneAndAtMostTheAffinity) {
   const int cpus = AllowedCpus();
   EXPECT_GE(cpus, 1);

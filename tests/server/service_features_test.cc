@@ -704,6 +704,24 @@ TEST(TlsTest, MutualTlsTakesOnlyClientsTheCaSigned) {
   }
 }
 
+// The defaults add up to about 10.5 GiB (1 GiB + 512 MiB of caches, an
+// 8 GiB budget, 16 requests of 64 MiB): over a 4 GiB container's limit
+// scatterd says so at start, naming every term; under a 16 GiB one, or
+// with no limit, it says nothing.
+TEST(MemoryLimitTest, FlagsOverTheContainersLimitAreNamed) {
+  const ServerOptions options;
+  const std::string over = MemoryOverLimit(options, std::uint64_t{4} << 30);
+  EXPECT_THAT(over, HasSubstr("the memory flags add up to 11274289152 bytes "
+                              "(--raster_cache_bytes 1073741824 + "
+                              "--tile_cache_bytes 536870912 + "
+                              "--memory_budget_bytes 8589934592 + "
+                              "--max_streams 16 x --max_request_bytes "
+                              "67108864), over 90 % of this container's "
+                              "memory limit of 4294967296 bytes"));
+  EXPECT_EQ(MemoryOverLimit(options, std::uint64_t{16} << 30), "");
+  EXPECT_EQ(MemoryOverLimit(options, 0), "");
+}
+
 // Writes `contents` to `path` whole: through a temporary file renamed over
 // it, as a Secret's volume or cert-manager replace files.
 void ReplaceFile(const std::string& path, const std::string& contents) {
