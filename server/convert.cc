@@ -318,7 +318,14 @@ absl::StatusOr<sampler::Region> ToShape(const v1::Region& region,
       return made;
     }
     default:
-      return Invalid("region", "needs one of box, circle, sphere or polygons");
+      // A mask lies on a shape: the whole plane is none (a world without
+      // a region is the plane, and has no mask).
+      return Invalid("region",
+                     region.has_mask()
+                         ? "needs one of box, circle, sphere or polygons "
+                           "for its mask to lie on: give a box around the "
+                           "mask's world rectangle"
+                         : "needs one of box, circle, sphere or polygons");
   }
 }
 

@@ -434,6 +434,15 @@ const BadCase kBadCases[] = {
      "layers[0].spacing: must be at least 128 in this region"},
     {"no region", [](v1::ScatterRequest* r) { r->clear_region(); },
      grpc::StatusCode::INVALID_ARGUMENT, "region: needs one of"},
+    // A mask alone: the message said only that a shape was missing.
+    {"mask without a shape",
+     [](v1::ScatterRequest* r) {
+       r->mutable_region()->clear_box();
+       r->mutable_region()->mutable_mask()->set_digest(std::string(64, 'c'));
+     },
+     grpc::StatusCode::INVALID_ARGUMENT,
+     "region: needs one of box, circle, sphere or polygons for its mask to "
+     "lie on: give a box around the mask's world rectangle"},
     {"inverted box",
      [](v1::ScatterRequest* r) {
        r->mutable_region()->mutable_box()->set_max(0, -1);
