@@ -824,11 +824,11 @@ absl::Status TileWorld::RunLayer(std::size_t layer_index, const Region& region,
   if (!sampler.ok()) {
     return absl::Status(
         sampler.status().code(),
-        absl::StrCat("the generator of tile (", t.x, ", ", t.y, ") layer ",
-                     o.layer,
-                     " (a tile asked for reads those of the 3 x 3 tiles "
-                     "around it, grown by a margin): ",
-                     sampler.status().message()));
+        absl::StrCat("layer ", o.layer,
+                     "'s tile generators (each covers its tile grown by a "
+                     "margin, and the tiles asked for read those around "
+                     "them, through every earlier layer; this one was tile (",
+                     t.x, ", ", t.y, ")'s): ", sampler.status().message()));
   }
   const auto d = static_cast<std::size_t>(dims_);
   std::vector<std::size_t> kept;

@@ -3,6 +3,7 @@
 // and stops it.
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -263,10 +264,29 @@ int main(int argc, char** argv) {
     }
     *out = *std::move(read);
   }
-  // Watched from now on (ServerOptions::tls_cert_file).
-  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
-  options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
-  options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  // Watched from now on (ServerOptions::tls_cert_file), when every one is
+  // a regular file: gRPC's watcher reads the paths again, and a pipe
+  // (--tls_cert=<(...), /dev/stdin) read twice aborted scatterd at start.
+  // Pipes serve what was read here, for good.
+  bool watchable = has_cert;
+  for (const std::string& path :
+       {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+        absl::GetFlag(FLAGS_tls_client_ca)}) {
+    struct stat info;
+    if (!path.empty() &&
+        (stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode))) {
+      watchable = false;
+    }
+  }
+  if (watchable) {
+    options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+    options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+    options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  } else if (has_cert) {
+    spdlog::info(
+        "scatterd: a --tls_* file is not a regular file: the TLS material "
+        "read now is served until scatterd restarts (no reload)");
+  }
 
   // gRPC would take bad files and then only fail to listen: name the file.
   if (has_cert) {

@@ -677,10 +677,13 @@ void ScatterServer::Shutdown() {
     absl::SleepFor(absl::Milliseconds(5));
   }
   // Past the grace period running samplers stop and their streams end with
-  // UNAVAILABLE; a second's more lets those statuses go out.
+  // UNAVAILABLE. StopInFlight returns once every handler has (a second at
+  // most: those blocked on their clients are cut off), and a second's more
+  // lets the statuses go out to clients that read slowly.
   service_->StopInFlight();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   server_->Wait();
+  service_->FlushRefusalLog();
 }
 
 ScatterServer::~ScatterServer() {

@@ -39,9 +39,13 @@ struct ServerOptions {
   // flags), or empty. When given, the server watches them: a certificate,
   // key or CA renewed on disk (cert-manager, a Secret's volume) is served
   // from the next handshake, within tls_reload_interval, with no restart.
-  // A file that goes missing or no longer parses leaves the last good
-  // material in use (gRPC logs why). The PEM fields still hold what they
-  // read at start: Start() checks them.
+  // Replace the files whole (by rename; a Secret's volume swaps them at
+  // once): a file that goes missing keeps the last pair, but one that no
+  // longer parses, or a key read without its certificate, fails every new
+  // handshake until the next read finds them right (gRPC 1.51's watcher;
+  // it logs "Invalid private key" and the like as warnings). The PEM
+  // fields hold what the caller read at start: Start() checks those, and
+  // the files must be regular files (a pipe cannot be read again).
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/synchronization/mutex.h"
@@ -547,10 +548,12 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
                    .Register(registry)),
       refused_(prometheus::BuildCounter()
                    .Name("scatter_requests_refused_total")
-                   .Help("Calls refused before they ran, by method and "
-                         "reason: max_streams (overload, RESOURCE_EXHAUSTED) "
-                         "or draining (UNAVAILABLE); also counted in "
-                         "scatter_requests_total")
+                   .Help("Calls turned away for the server's load, not "
+                         "their request, by method and reason: max_streams, "
+                         "memory_budget (running calls hold it) or threads "
+                         "(RESOURCE_EXHAUSTED, '...; retry later'), or "
+                         "draining (UNAVAILABLE); also counted in "
+                         "scatter_requests_total, not timed")
                    .Register(registry)),
       tiles_(NewCounter(registry, "scatter_tiles_sent_total",
                         "Tiles written to ScatterTiles streams")),
@@ -570,7 +573,8 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
   for (const char* method : kMethods) {
     requests_.Add({{"method", method}, {"code", "OK"}});
     seconds_.Add({{"method", method}}, DurationBuckets());
-    for (const char* reason : {"max_streams", "draining"}) {
+    for (const char* reason :
+         {"max_streams", "memory_budget", "threads", "draining"}) {
       refused_.Add({{"method", method}, {"reason", reason}});
     }
   }
@@ -679,14 +683,33 @@ void ScatterServiceImpl::CountGenerators(const sampler::TileWorld& world,
   tile_cache_bytes_.Set(static_cast<double>(tile_cache_.stats().bytes));
 }
 
+namespace {
+
+// A RESOURCE_EXHAUSTED of load, not of the request: the memory budget
+// (HoldMemory and the tile rounds say "... of memory_budget_bytes = N;
+// retry later") or no thread to start ("...; retry later ...").
+const char* OverloadReason(const grpc::Status& status) {
+  if (status.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED ||
+      !absl::StrContains(status.error_message(), "; retry later")) {
+    return nullptr;
+  }
+  return absl::StrContains(status.error_message(), "memory_budget_bytes = ")
+             ? "memory_budget"
+             : "threads";
+}
+
+}  // namespace
+
 void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
-                                absl::Duration elapsed,
-                                const std::string& refusal,
-                                const std::string& line) {
+                                absl::Duration elapsed, std::string refusal,
+                                absl::FunctionRef<std::string()> line) {
   requests_.Add({{"method", method}, {"code", CodeName(status.error_code())}})
       .Increment();
   cache_bytes_.Set(static_cast<double>(rasters_.bytes()));
   tile_cache_bytes_.Set(static_cast<double>(tile_cache_.stats().bytes));
+  if (refusal.empty()) {
+    if (const char* overload = OverloadReason(status)) refusal = overload;
+  }
   if (refusal.empty()) {
     seconds_.Add({{"method", method}}, DurationBuckets())
         .Observe(absl::ToDoubleSeconds(elapsed));
@@ -694,14 +717,15 @@ void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
     const bool fault = code == grpc::StatusCode::INTERNAL ||
                        code == grpc::StatusCode::UNKNOWN ||
                        code == grpc::StatusCode::DATA_LOSS;
-    logger_->log(fault ? spdlog::level::err : spdlog::level::info, "{}", line);
+    logger_->log(fault ? spdlog::level::err : spdlog::level::info, "{}",
+                 line());
     return;
   }
   refused_.Add({{"method", method}, {"reason", refusal}}).Increment();
   std::uint64_t left_out = 0;
   {
     absl::MutexLock lock(&refusal_log_mu_);
-    RefusalLog& log = refusal_log_[method];
+    RefusalLog& log = refusal_log_[absl::StrCat(method, " ", refusal)];
     const absl::Time now = absl::Now();
     if (now - log.last < absl::Seconds(1)) {
       ++log.left_out;
@@ -711,12 +735,23 @@ void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
     left_out = std::exchange(log.left_out, 0);
   }
   if (left_out == 0) {
-    logger_->info("{}", line);
+    logger_->info("{}", line());
   } else {
     logger_->info(
-        "{} ({} more {} calls refused since the last such line; "
-        "scatter_requests_refused_total counts them all)",
-        line, left_out, method);
+        "{} ({} more {} calls refused for {} since the last such "
+        "line; scatter_requests_refused_total counts them all)",
+        line(), left_out, method, refusal);
+  }
+}
+
+void ScatterServiceImpl::FlushRefusalLog() {
+  absl::MutexLock lock(&refusal_log_mu_);
+  for (auto& [key, log] : refusal_log_) {
+    if (log.left_out == 0) continue;
+    const std::size_t space = key.find(' ');
+    logger_->info("{} more {} calls refused for {} since the last such line",
+                  log.left_out, key.substr(0, space), key.substr(space + 1));
+    log.left_out = 0;
   }
 }
 
@@ -774,13 +809,14 @@ grpc::Status ScatterServiceImpl::Scatter(
   const grpc::Status status =
       Admit([&] { return Stream(context, *request, writer, &sent); }, &refusal);
   const absl::Duration elapsed = absl::Now() - start;
-  Record("Scatter", status, elapsed, refusal,
-         fmt::format("Scatter peer={} layers={} seed={} points={} code={} "
-                     "elapsed_ms={:.1f}{}{}",
-                     peer, request->layers_size(), request->seed(), sent,
-                     CodeName(status.error_code()),
-                     absl::ToDoubleMilliseconds(elapsed),
-                     status.ok() ? "" : " message=", status.error_message()));
+  Record("Scatter", status, elapsed, refusal, [&] {
+    return fmt::format(
+        "Scatter peer={} layers={} seed={} points={} code={} "
+        "elapsed_ms={:.1f}{}{}",
+        peer, request->layers_size(), request->seed(), sent,
+        CodeName(status.error_code()), absl::ToDoubleMilliseconds(elapsed),
+        status.ok() ? "" : " message=", status.error_message());
+  });
   return status;
 }
 
@@ -914,15 +950,16 @@ grpc::Status ScatterServiceImpl::ScatterTiles(
   const grpc::Status status = Admit(
       [&] { return StreamTiles(context, *request, writer, &tally); }, &refusal);
   const absl::Duration elapsed = absl::Now() - start;
-  Record("ScatterTiles", status, elapsed, refusal,
-         fmt::format(
-             "ScatterTiles peer={} layers={} seed={} tiles={}/{} points={} "
-             "generated={} held_bytes={} code={} elapsed_ms={:.1f}{}{}",
-             peer, request->layers_size(), request->seed(), tally.tiles_sent,
-             tally.tiles_asked, tally.points_sent, tally.generators_computed,
-             tally.generators_held, CodeName(status.error_code()),
-             absl::ToDoubleMilliseconds(elapsed),
-             status.ok() ? "" : " message=", status.error_message()));
+  Record("ScatterTiles", status, elapsed, refusal, [&] {
+    return fmt::format(
+        "ScatterTiles peer={} layers={} seed={} tiles={}/{} points={} "
+        "generated={} held_bytes={} code={} elapsed_ms={:.1f}{}{}",
+        peer, request->layers_size(), request->seed(), tally.tiles_sent,
+        tally.tiles_asked, tally.points_sent, tally.generators_computed,
+        tally.generators_held, CodeName(status.error_code()),
+        absl::ToDoubleMilliseconds(elapsed),
+        status.ok() ? "" : " message=", status.error_message());
+  });
   return status;
 }
 
@@ -1276,13 +1313,13 @@ grpc::Status ScatterServiceImpl::PutRaster(
   const grpc::Status status = Admit(
       [&] { return Upload(context, reader, response, &bytes); }, &refusal);
   const absl::Duration elapsed = absl::Now() - start;
-  Record(
-      "PutRaster", status, elapsed, refusal,
-      fmt::format("PutRaster peer={} bytes={} code={} elapsed_ms={:.1f}{}{}",
-                  peer, bytes, CodeName(status.error_code()),
-                  absl::ToDoubleMilliseconds(elapsed),
-                  status.ok() ? " digest=" : " message=",
-                  status.ok() ? response->digest() : status.error_message()));
+  Record("PutRaster", status, elapsed, refusal, [&] {
+    return fmt::format(
+        "PutRaster peer={} bytes={} code={} elapsed_ms={:.1f}{}{}", peer, bytes,
+        CodeName(status.error_code()), absl::ToDoubleMilliseconds(elapsed),
+        status.ok() ? " digest=" : " message=",
+        status.ok() ? response->digest() : status.error_message());
+  });
   return status;
 }
 

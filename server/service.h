@@ -155,6 +155,9 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
                             const v1::ScatterTilesRequest* request,
                             grpc::ServerWriter<v1::TileResponse>* writer) override;
 
+  // Logs the refused calls left out of the log since its last line of
+  // their kind (Record), so that none goes unsaid at shutdown.
+  void FlushRefusalLog();
   // Draining: new calls get UNAVAILABLE "server shutting down".
   void StartDraining() { draining_.store(true); }
   // Stops running samplers and uploads; their calls end with UNAVAILABLE.
@@ -192,15 +195,17 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   // Adds the generators `world` computed since the tally last counted
   // them to the metric, and sets the tile cache's gauge.
   void CountGenerators(const sampler::TileWorld& world, TilesTally* tally);
-  // Counts a finished call in the metrics and writes its log line: at
-  // error for INTERNAL, UNKNOWN and DATA_LOSS (a fault of scatterd's),
-  // info otherwise. A call Admit refused (`refusal`) is counted apart, not
-  // timed (an instant refusal is no latency), and logged at most once a
-  // second per method: under overload every refused call wrote a line
-  // (13 417 lines, 2.9 MB in 8 s).
+  // Counts a finished call in the metrics and writes its log line
+  // (`line`, made only when written): at error for INTERNAL, UNKNOWN and
+  // DATA_LOSS (a fault of scatterd's), info otherwise. A call turned away
+  // for the server's load (Admit's `refusal`, or a RESOURCE_EXHAUSTED
+  // saying "retry later": the memory budget, threads) is counted apart,
+  // not timed (an instant refusal is no latency), and logged at most once
+  // a second per method and reason: under overload every refused call
+  // wrote a line (13 417 lines, 2.9 MB in 8 s).
   void Record(const char* method, const grpc::Status& status,
-              absl::Duration elapsed, const std::string& refusal,
-              const std::string& line);
+              absl::Duration elapsed, std::string refusal,
+              absl::FunctionRef<std::string()> line);
 
   // Estimated bytes a running call holds against memory_budget_bytes,
   // given back when it ends.

@@ -276,12 +276,14 @@ def main():
                         "(default %(default)s)")
     parser.add_argument("--max_points", "--max-points", dest="max_points",
                         type=int, default=0,
-                        help="stop after this many points (0: the server's "
-                        "limit)")
+                        help="stop after this many points (0, the default: "
+                        "the server's limit)")
     parser.add_argument("--count", type=int, default=1000,
-                        help="points for --method uniform")
+                        help="points for --method uniform (default "
+                        "%(default)s)")
     parser.add_argument("--timeout", type=float, default=60.0,
-                        help="seconds the whole call may take")
+                        help="seconds the whole call may take (default "
+                        "%(default)s)")
     parser.add_argument("--tls_ca", metavar="FILE",
                         help="TLS: the CA (PEM) that signed the server's "
                         "certificate; without it the call is plaintext")

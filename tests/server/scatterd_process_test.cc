@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sampler/version.h"
+#include "tests/server/tls_util.h"
 
 namespace scatter::server::testing {
 namespace {
@@ -196,7 +199,8 @@ TEST(ScatterdTest, ASecondSignalEndsTheGracePeriod) {
 }
 
 // SIGHUP's default action ended scatterd at once, with no drain and no
-// line in its log; it is said and ignored, during a drain too.
+// line in its log; it is said and ignored (a drain's second-signal thread
+// ignores it the same way: WaitForStop).
 TEST(ScatterdTest, SighupIsLoggedAndIgnored) {
   const std::string log =
       absl::StrCat(::testing::TempDir(), "/scatterd_sighup_", getpid());
@@ -501,6 +505,40 @@ TEST(ScatterdTest, AnIpv6MetricsAddressIsRefusedWhenCivetwebHasNoIpv6) {
   EXPECT_THAT(got.err,
               HasSubstr("--metrics_address: this build's HTTP server"));
   EXPECT_EQ(got.out, "");
+}
+
+// A certificate from a pipe (--tls_cert=<(...)) is read once and served:
+// gRPC's file watcher read the path again and aborted scatterd at start
+// (found by a review helper). Regular files are the ones watched.
+TEST(ScatterdTest, TlsFromAPipeIsServedWithoutReload) {
+  const Pem pem = SelfSigned();
+  const std::string base =
+      absl::StrCat(::testing::TempDir(), "/tls_pipe_", getpid());
+  const std::string fifo = base + ".crt";
+  const std::string key = base + ".key";
+  std::ofstream(key) << pem.key;
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { std::ofstream(fifo) << pem.cert; });
+  const std::string log = base + ".log";
+  Scatterd scatterd({"--tls_cert=" + fifo, "--tls_key=" + key}, log);
+  writer.join();
+  ASSERT_GT(scatterd.port(), 0) << ReadAll(log);
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = pem.cert;
+  grpc::ChannelArguments args;
+  args.SetSslTargetNameOverride("localhost");
+  auto stub = v1::ScatterService::NewStub(
+      grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", scatterd.port()),
+                                grpc::SslCredentials(ssl), args));
+  const Received got = Collect(*stub, BoxRequest(1, 0.1));
+  EXPECT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_THAT(ReadAll(log), HasSubstr("is not a regular file: the TLS "
+                                      "material read now is served until "
+                                      "scatterd restarts"));
+  scatterd.Signal(SIGTERM);
+  const int exit = scatterd.Wait();
+  EXPECT_TRUE(WIFEXITED(exit) && WEXITSTATUS(exit) == 0) << exit;
+  for (const std::string& path : {fifo, key, log}) std::remove(path.c_str());
 }
 
 TEST(ScatterdTest, TlsFilesThatAreNotPemAreNamed) {
