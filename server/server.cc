@@ -6,6 +6,7 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -19,6 +20,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -28,12 +30,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "civetweb.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/security/tls_certificate_provider.h"
 #include "grpcpp/security/tls_credentials_options.h"
+#include "server/command_line.h"
 #include "server/convert.h"
 #include "server/raster_cache.h"
 #include "spdlog/spdlog.h"
@@ -271,6 +275,154 @@ absl::Status CheckAddressPort(absl::string_view what, absl::string_view address,
   }
   return absl::OkStatus();
 }
+
+// TLS files renewed on disk, served once checked. gRPC 1.51's file watcher
+// alone served whatever it read: a key read without its certificate, or a
+// file caught half written, failed every handshake until the next read
+// (and a Secret holding a bad pair took every pod down together). So this
+// reads the files every tls_reload_interval, checks them as Start() does,
+// and copies a good set into memory files (memfd) that gRPC's watcher
+// reads every second, by /proc/self/fd paths: it needs no writable
+// directory (read-only root file systems). The watcher compares the files'
+// modification times before and after each read, and reads again if they
+// moved, so it never serves a key written after the certificate it read.
+class ScatterServer::TlsFiles {
+ public:
+  static absl::StatusOr<std::unique_ptr<TlsFiles>> Start(
+      const ServerOptions& options) {
+    auto self = std::unique_ptr<TlsFiles>(new TlsFiles(options));
+    for (int* fd : {&self->cert_fd_, &self->key_fd_, &self->ca_fd_}) {
+      if (fd == &self->ca_fd_ && options.tls_client_ca_file.empty()) break;
+      *fd = memfd_create("scatterd-tls", MFD_CLOEXEC);
+      if (*fd < 0) {
+        return absl::InternalError(absl::StrCat(
+            "tls: cannot make a memory file for the TLS material: ",
+            std::strerror(errno)));
+      }
+    }
+    const absl::Status first = self->Publish(
+        {options.tls_cert_pem, options.tls_key_pem, options.tls_client_ca_pem});
+    if (!first.ok()) return first;
+    self->thread_ = std::thread([raw = self.get()] { raw->Watch(); });
+    return self;
+  }
+  ~TlsFiles() {
+    {
+      absl::MutexLock lock(&mu_);
+      stop_ = true;
+    }
+    if (thread_.joinable()) thread_.join();
+    for (int fd : {cert_fd_, key_fd_, ca_fd_}) {
+      if (fd >= 0) close(fd);
+    }
+  }
+  TlsFiles(const TlsFiles&) = delete;
+  TlsFiles& operator=(const TlsFiles&) = delete;
+
+  static std::string PathOf(int fd) {
+    return fd < 0 ? "" : absl::StrCat("/proc/self/fd/", fd);
+  }
+  std::string cert_path() const { return PathOf(cert_fd_); }
+  std::string key_path() const { return PathOf(key_fd_); }
+  std::string ca_path() const { return PathOf(ca_fd_); }
+
+ private:
+  struct Material {
+    std::string cert, key, ca;
+    bool operator==(const Material& o) const {
+      return cert == o.cert && key == o.key && ca == o.ca;
+    }
+  };
+
+  explicit TlsFiles(const ServerOptions& options)
+      : options_(options), logger_(options.logger) {}
+
+  // Rewrites the memory files with `m`, key last.
+  absl::Status Publish(const Material& m) {
+    for (const auto& [fd, text] :
+         {std::pair{ca_fd_, &m.ca}, std::pair{cert_fd_, &m.cert},
+          std::pair{key_fd_, &m.key}}) {
+      if (fd < 0) continue;
+      if (ftruncate(fd, 0) != 0 || pwrite(fd, text->data(), text->size(), 0) !=
+                                       static_cast<ssize_t>(text->size())) {
+        return absl::InternalError(
+            absl::StrCat("tls: cannot write the TLS material to memory: ",
+                         std::strerror(errno)));
+      }
+    }
+    served_ = m;
+    return absl::OkStatus();
+  }
+
+  // The files now, checked; an error naming the file that fails.
+  absl::StatusOr<Material> Read() const {
+    Material m;
+    for (const auto& [path, out] :
+         {std::pair{&options_.tls_cert_file, &m.cert},
+          std::pair{&options_.tls_key_file, &m.key},
+          std::pair{&options_.tls_client_ca_file, &m.ca}}) {
+      if (path->empty()) continue;
+      absl::StatusOr<std::string> text = ReadWholeFile(*path);
+      if (!text.ok()) return text.status();
+      *out = *std::move(text);
+    }
+    for (const absl::Status& status :
+         {CheckPemCertificate(options_.tls_cert_file, m.cert),
+          CheckPemKey(options_.tls_key_file, m.key, m.cert),
+          options_.tls_client_ca_file.empty()
+              ? absl::OkStatus()
+              : CheckPemCertificate(options_.tls_client_ca_file, m.ca)}) {
+      if (!status.ok()) return status;
+    }
+    return m;
+  }
+
+  void Watch() {
+    std::string refused;  // The last refusal logged: each is said once.
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        auto stopped = [this]()
+                           ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; };
+        if (mu_.AwaitWithTimeout(absl::Condition(&stopped),
+                                 options_.tls_reload_interval)) {
+          return;
+        }
+      }
+      absl::StatusOr<Material> read = Read();
+      if (!read.ok()) {
+        const std::string why(read.status().message());
+        if (why != refused) {
+          logger_->error(
+              "scatterd: TLS files not reloaded, the last good ones are "
+              "served: {}",
+              why);
+          refused = why;
+        }
+        continue;
+      }
+      refused.clear();
+      if (*read == served_) continue;
+      const absl::Status published = Publish(*read);
+      if (!published.ok()) {
+        logger_->error("scatterd: {}", std::string(published.message()));
+      } else {
+        logger_->info(
+            "scatterd: TLS files changed: served from the next handshake");
+      }
+    }
+  }
+
+  const ServerOptions options_;
+  const std::shared_ptr<spdlog::logger> logger_;
+  int cert_fd_ = -1;
+  int key_fd_ = -1;
+  int ca_fd_ = -1;
+  Material served_;
+  absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
 
 std::string MemoryOverLimit(const ServerOptions& options,
                             std::uint64_t limit_bytes) {
@@ -565,14 +717,15 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
     if (options.tls_cert_pem.empty()) {
       credentials = grpc::InsecureServerCredentials();
     } else if (!options.tls_cert_file.empty()) {
-      // Read again here, then every tls_reload_interval: each handshake
-      // takes the newest pair that read whole.
+      // The checked copies (TlsFiles), looked at every second.
+      absl::StatusOr<std::unique_ptr<TlsFiles>> files =
+          TlsFiles::Start(options);
+      if (!files.ok()) return files.status();
+      self->tls_files_ = *std::move(files);
       auto watcher =
           std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
-              options.tls_key_file, options.tls_cert_file,
-              options.tls_client_ca_file,
-              static_cast<unsigned>(
-                  absl::ToInt64Seconds(options.tls_reload_interval)));
+              self->tls_files_->key_path(), self->tls_files_->cert_path(),
+              self->tls_files_->ca_path(), 1);
       grpc::experimental::TlsServerCredentialsOptions tls(watcher);
       tls.watch_identity_key_cert_pairs();
       if (!options.tls_client_ca_file.empty()) tls.watch_root_certs();

@@ -39,13 +39,12 @@ struct ServerOptions {
   // flags), or empty. When given, the server watches them: a certificate,
   // key or CA renewed on disk (cert-manager, a Secret's volume) is served
   // from the next handshake, within tls_reload_interval, with no restart.
-  // Replace the files whole (by rename; a Secret's volume swaps them at
-  // once): a file that goes missing keeps the last pair, but one that no
-  // longer parses, or a key read without its certificate, fails every new
-  // handshake until the next read finds them right (gRPC 1.51's watcher;
-  // it logs "Invalid private key" and the like as warnings). The PEM
-  // fields hold what the caller read at start: Start() checks those, and
-  // the files must be regular files (a pipe cannot be read again).
+  // Each read is checked as Start() checks the PEM fields (certificates
+  // that parse, the key of the first one): material that fails, or a file
+  // that cannot be read, is logged at error and the last good material
+  // stays in use. The PEM fields hold what the caller read at start, which
+  // is served first. The files must be regular files (a pipe cannot be
+  // read again).
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
@@ -159,6 +158,10 @@ class ScatterServer {
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<ScatterServiceImpl> service_;
+  // When the TLS files are watched. Before server_, so that it outlives
+  // the server's certificate watcher, which reads its memory files.
+  class TlsFiles;
+  std::unique_ptr<TlsFiles> tls_files_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::string listening_address_;

@@ -735,8 +735,9 @@ void ReplaceFile(const std::string& path, const std::string& contents) {
 
 // Certificates expire and are renewed on disk: a server given its TLS
 // files serves the new pair from the next handshake, with no restart (it
-// served the one read at start until it stopped), and a client CA read
-// from a file still turns away clients it did not sign.
+// served the one read at start until it stopped), a client CA read from a
+// file still turns away clients it did not sign, and files that do not
+// check out are not served.
 TEST(TlsTest, RenewedTlsFilesAreServedWithoutARestart) {
   const Pem old_pem = SelfSigned();
   const Pem new_pem = SelfSigned();
@@ -778,6 +779,24 @@ TEST(TlsTest, RenewedTlsFilesAreServedWithoutARestart) {
       CallOverTls(server.target(), old_pem.cert, &client_pem).status.ok());
   EXPECT_FALSE(CallOverTls(server.target(), new_pem.cert, nullptr).status.ok())
       << "a client with no certificate was served";
+  // A key that is not the certificate's (a writer caught between the two
+  // files), then a CA that is not PEM: refused and logged, and the last
+  // good set is served. gRPC's watcher alone served the bad pair, and
+  // every handshake failed.
+  ReplaceFile(options.tls_key_file, old_pem.key);
+  absl::SleepFor(absl::Milliseconds(2500));
+  ReplaceFile(options.tls_key_file, new_pem.key);
+  ReplaceFile(options.tls_client_ca_file, "not a bundle");
+  absl::SleepFor(absl::Milliseconds(2500));
+  const Received kept = CallOverTls(server.target(), new_pem.cert, &client_pem);
+  EXPECT_TRUE(kept.status.ok()) << kept.status.error_message();
+  EXPECT_THAT(server.log(),
+              HasSubstr("TLS files not reloaded, the last good ones are "
+                        "served: " +
+                        options.tls_key_file +
+                        ": the key does not belong to the certificate"));
+  EXPECT_THAT(server.log(), HasSubstr(options.tls_client_ca_file +
+                                      ": no PEM certificate in it"));
   for (const std::string& path : {options.tls_cert_file, options.tls_key_file,
                                   options.tls_client_ca_file}) {
     std::remove(path.c_str());
