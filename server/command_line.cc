@@ -20,6 +20,8 @@
 
 namespace scatter::server {
 
+const char* ScatterVersion() { return SCATTER_VERSION; }
+
 std::vector<char*> ParseCommandLine(int argc, char** argv,
                                     absl::string_view flags_file,
                                     bool* only_check_args) {
@@ -33,7 +35,7 @@ std::vector<char*> ParseCommandLine(int argc, char** argv,
   std::string program = argc > 0 ? argv[0] : "scatter";
   program.erase(0, program.find_last_of('/') + 1);
   usage.version_string = [program] {
-    return absl::StrCat(program, " (Scatter ", SCATTER_VERSION,
+    return absl::StrCat(program, " (Scatter ", ScatterVersion(),
                         "), algorithm_version ", sampler::kAlgorithmVersion,
                         "\n");
   };

@@ -19,6 +19,9 @@ namespace scatter::server {
 //    default looks for a file named after the program), and
 //  - after printing help the process exits with status 0, as a help
 //    request is not an error (Abseil 20220623, Debian 12's, exits with 1).
+// Scatter's release ("0.1.0"), as --version and scatter_build_info say it.
+const char* ScatterVersion();
+
 // With `only_check_args`, --only_check_args does not exit 0 here (Abseil
 // would, having parsed the flags but checked none of their values): it
 // sets *only_check_args, and the caller checks its flags and exits 0 or 2.

@@ -18,8 +18,10 @@
 #include "absl/synchronization/notification.h"
 #include "grpc/grpc.h"
 #include "sampler/layers.h"
+#include "sampler/simd.h"
 #include "sampler/tiles.h"
 #include "sampler/version.h"
+#include "server/command_line.h"
 #include "spdlog/fmt/fmt.h"
 
 namespace scatter::server {
@@ -568,6 +570,19 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
           "memory by their estimates, the tile generators ScatterTiles "
           "calls keep alive and the buffers of PutRaster uploads, by their "
           "bytes (estimates are fractional; the gauge shows whole bytes)")) {
+  // What runs, for dashboards and alerts across a rolling update: the
+  // release, the algorithm version the points belong to, the SIMD level.
+  prometheus::BuildGauge()
+      .Name("scatter_build_info")
+      .Help(
+          "Always 1; the labels say the release, algorithm_version and "
+          "SIMD level this scatterd runs")
+      .Register(registry)
+      .Add({{"version", ScatterVersion()},
+            {"algorithm_version", absl::StrCat(sampler::kAlgorithmVersion)},
+            {"simd", sampler::SimdLevelName(sampler::ResolveSimdLevel(
+                         sampler::SimdLevel::kBest))}})
+      .Set(1);
   // Every method's series exist from the start, at 0, so that rate() and
   // absent() work before the first call of each kind.
   for (const char* method : kMethods) {

@@ -27,6 +27,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sampler/raster.h"
+#include "sampler/version.h"
+#include "server/command_line.h"
 #include "server/raster_cache.h"
 #include "tests/sampler/png_encode.h"
 #include "tests/server/service_test_util.h"
@@ -959,6 +961,12 @@ TEST(MetricsTest, EndpointReportsCallsAndPoints) {
   // No call runs: no memory held against the budget.
   EXPECT_EQ(MetricValue(text, "scatter_memory_held_bytes"), 0);
   EXPECT_THAT(text, HasSubstr("scatter_streams_in_flight 0"));
+  // What runs: the release, the algorithm version, the SIMD level.
+  EXPECT_THAT(
+      text, HasSubstr(absl::StrCat("scatter_build_info{algorithm_version=\"",
+                                   sampler::kAlgorithmVersion, "\",simd=\"")));
+  EXPECT_THAT(text, HasSubstr(absl::StrCat("\",version=\"", ScatterVersion(),
+                                           "\"} 1")));
   // Every method's calls are timed, each under its own label.
   EXPECT_THAT(text, HasSubstr("scatter_request_duration_seconds_count{method="
                               "\"Scatter\"} 4"));
