@@ -290,23 +290,18 @@ int main(int argc, char** argv) {
 
   // gRPC would take bad files and then only fail to listen: name the file.
   if (has_cert) {
-    for (const absl::Status& status :
-         {scatter::server::CheckPemCertificate(
-              absl::StrCat("--tls_cert=", absl::GetFlag(FLAGS_tls_cert)),
-              options.tls_cert_pem),
-          scatter::server::CheckPemKey(
-              absl::StrCat("--tls_key=", absl::GetFlag(FLAGS_tls_key)),
-              options.tls_key_pem, options.tls_cert_pem),
-          options.tls_client_ca_pem.empty()
-              ? absl::OkStatus()
-              : scatter::server::CheckPemCertificate(
-                    absl::StrCat("--tls_client_ca=",
-                                 absl::GetFlag(FLAGS_tls_client_ca)),
-                    options.tls_client_ca_pem)}) {
-      if (!status.ok()) {
-        spdlog::error("{}", std::string(status.message()));
-        return 2;
-      }
+    const std::string cert =
+        absl::StrCat("--tls_cert=", absl::GetFlag(FLAGS_tls_cert));
+    const std::string key =
+        absl::StrCat("--tls_key=", absl::GetFlag(FLAGS_tls_key));
+    const std::string ca =
+        absl::StrCat("--tls_client_ca=", absl::GetFlag(FLAGS_tls_client_ca));
+    const absl::Status tls = scatter::server::CheckTlsMaterial(
+        {cert, key, ca}, options.tls_cert_pem, options.tls_key_pem,
+        options.tls_client_ca_pem);
+    if (!tls.ok()) {
+      spdlog::error("{}", std::string(tls.message()));
+      return 2;
     }
   }
 

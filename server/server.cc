@@ -366,14 +366,11 @@ class ScatterServer::TlsFiles {
       if (!text.ok()) return text.status();
       *out = *std::move(text);
     }
-    for (const absl::Status& status :
-         {CheckPemCertificate(options_.tls_cert_file, m.cert),
-          CheckPemKey(options_.tls_key_file, m.key, m.cert),
-          options_.tls_client_ca_file.empty()
-              ? absl::OkStatus()
-              : CheckPemCertificate(options_.tls_client_ca_file, m.ca)}) {
-      if (!status.ok()) return status;
-    }
+    const absl::Status checked =
+        CheckTlsMaterial({options_.tls_cert_file, options_.tls_key_file,
+                          options_.tls_client_ca_file},
+                         m.cert, m.key, m.ca);
+    if (!checked.ok()) return checked;
     return m;
   }
 
@@ -502,7 +499,7 @@ absl::Status CheckOptions(const ServerOptions& options) {
        }) {
     if (!status.ok()) return status;
   }
-  // gRPC's file watcher counts in whole seconds.
+  // The files are read on this period: whole seconds from 1 s to a day.
   if (options.tls_reload_interval < absl::Seconds(1) ||
       options.tls_reload_interval > absl::Hours(24) ||
       options.tls_reload_interval !=
@@ -576,6 +573,17 @@ absl::Status CheckPemKey(absl::string_view what, absl::string_view key_pem,
         absl::StrCat(what, ": the key does not belong to the certificate"));
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckTlsMaterial(const TlsNames& names, absl::string_view cert_pem,
+                              absl::string_view key_pem,
+                              absl::string_view ca_pem) {
+  absl::Status status = CheckPemCertificate(names.cert, cert_pem);
+  if (status.ok()) status = CheckPemKey(names.key, key_pem, cert_pem);
+  if (status.ok() && !ca_pem.empty()) {
+    status = CheckPemCertificate(names.ca, ca_pem);
+  }
+  return status;
 }
 
 absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
@@ -666,15 +674,10 @@ absl::StatusOr<std::unique_ptr<ScatterServer>> ScatterServer::Start(
         "tls_key_file, tls_client_ca_file: watched only with tls_cert_file");
   }
   if (!options.tls_cert_pem.empty()) {
-    for (const absl::Status& status :
-         {CheckPemCertificate("tls_cert_pem", options.tls_cert_pem),
-          CheckPemKey("tls_key_pem", options.tls_key_pem, options.tls_cert_pem),
-          options.tls_client_ca_pem.empty()
-              ? absl::OkStatus()
-              : CheckPemCertificate("tls_client_ca_pem",
-                                    options.tls_client_ca_pem)}) {
-      if (!status.ok()) return status;
-    }
+    const absl::Status tls = CheckTlsMaterial(
+        {"tls_cert_pem", "tls_key_pem", "tls_client_ca_pem"},
+        options.tls_cert_pem, options.tls_key_pem, options.tls_client_ca_pem);
+    if (!tls.ok()) return tls;
   }
   options.service.max_request_bytes = options.max_request_bytes;
   self->options_ = options;

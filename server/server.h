@@ -116,6 +116,15 @@ absl::Status CheckPemCertificate(absl::string_view what, absl::string_view pem);
 // private key for the first certificate in `cert_pem`.
 absl::Status CheckPemKey(absl::string_view what, absl::string_view key_pem,
                          absl::string_view cert_pem);
+// A whole TLS setup: the certificate chain, its key, and the client CA
+// when `ca_pem` is not empty; the first that fails, named as `names` say
+// ("tls_cert_pem", "--tls_cert=FILE", a file's path).
+struct TlsNames {
+  absl::string_view cert, key, ca;
+};
+absl::Status CheckTlsMaterial(const TlsNames& names, absl::string_view cert_pem,
+                              absl::string_view key_pem,
+                              absl::string_view ca_pem);
 
 // The health service reports this name (and "") as SERVING until shutdown.
 inline constexpr char kServiceName[] = "scatter.v1.ScatterService";

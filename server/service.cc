@@ -45,6 +45,12 @@ grpc::Status ToGrpc(const absl::Status& status) {
                       ServerWords(status.message()));
 }
 
+// How a RESOURCE_EXHAUSTED of the server's load, not of the request, ends
+// (the memory budget, a thread, memory itself), and the words of the one
+// for a thread: OverloadReason tells them apart by these.
+constexpr absl::string_view kRetryLater = "; retry later";
+constexpr absl::string_view kThreadCannotStart = " thread cannot start (";
+
 // The methods whose calls are counted (Record).
 constexpr const char* kMethods[] = {"Scatter", "ScatterTiles", "PutRaster"};
 
@@ -204,11 +210,11 @@ grpc::Status StartThread(const ServiceOptions& options, const char* what,
   } catch (const std::system_error& e) {
     return grpc::Status(
         grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat("the call's ", what, " thread cannot start (", e.what(),
+        absl::StrCat("the call's ", what, kThreadCannotStart, e.what(),
                      "); the process is at a system limit of threads "
                      "(max_streams = ",
-                     options.max_streams,
-                     " calls run up to three each); retry later"));
+                     options.max_streams, " calls run up to three each)",
+                     kRetryLater));
   }
   return grpc::Status::OK;
 }
@@ -353,10 +359,11 @@ absl::Status Guarded(absl::FunctionRef<absl::Status()> work) {
   try {
     return work();
   } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError(
+    return absl::ResourceExhaustedError(absl::StrCat(
         "out of memory (std::bad_alloc): the process could not allocate what "
         "the call needed (memory_budget_bytes counts estimates, not what the "
-        "system has left); retry later or ask for less");
+        "system has left)",
+        kRetryLater, " or ask for less"));
   } catch (const std::exception& e) {
     return absl::InternalError(
         absl::StrCat("the call's producer threw an exception: ", e.what()));
@@ -642,7 +649,7 @@ grpc::Status ScatterServiceImpl::HoldMemory(double bytes, const char* what,
         absl::StrCat(what, " would hold about ", WholeFigure(bytes),
                      " bytes of ", kind, " and running calls hold ",
                      WholeFigure(others), " of memory_budget_bytes = ",
-                     options_.memory_budget_bytes, "; retry later"));
+                     options_.memory_budget_bytes, kRetryLater));
   }
   memory_held_ += bytes - before;
   memory_held_gauge_.Set(std::round(memory_held_));
@@ -700,32 +707,30 @@ void ScatterServiceImpl::CountGenerators(const sampler::TileWorld& world,
 
 namespace {
 
-// A RESOURCE_EXHAUSTED of load, not of the request: the memory budget
-// (HoldMemory and the tile rounds say "... of memory_budget_bytes = N;
-// retry later") or no thread to start ("...; retry later ...").
+// Why a RESOURCE_EXHAUSTED was of the server's load (kRetryLater): a
+// thread that could not start, or memory (the budget's running calls, or
+// the process's own); nullptr for one of the request's.
 const char* OverloadReason(const grpc::Status& status) {
   if (status.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED ||
-      !absl::StrContains(status.error_message(), "; retry later")) {
+      !absl::StrContains(status.error_message(), kRetryLater)) {
     return nullptr;
   }
-  return absl::StrContains(status.error_message(), "memory_budget_bytes = ")
-             ? "memory_budget"
-             : "threads";
+  return absl::StrContains(status.error_message(), kThreadCannotStart)
+             ? "threads"
+             : "memory_budget";
 }
 
 }  // namespace
 
 void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
-                                absl::Duration elapsed, std::string refusal,
+                                absl::Duration elapsed, const char* refusal,
                                 absl::FunctionRef<std::string()> line) {
   requests_.Add({{"method", method}, {"code", CodeName(status.error_code())}})
       .Increment();
   cache_bytes_.Set(static_cast<double>(rasters_.bytes()));
   tile_cache_bytes_.Set(static_cast<double>(tile_cache_.stats().bytes));
-  if (refusal.empty()) {
-    if (const char* overload = OverloadReason(status)) refusal = overload;
-  }
-  if (refusal.empty()) {
+  if (refusal == nullptr) refusal = OverloadReason(status);
+  if (refusal == nullptr) {
     seconds_.Add({{"method", method}}, DurationBuckets())
         .Observe(absl::ToDoubleSeconds(elapsed));
     const grpc::StatusCode code = status.error_code();
@@ -740,7 +745,7 @@ void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
   std::uint64_t left_out = 0;
   {
     absl::MutexLock lock(&refusal_log_mu_);
-    RefusalLog& log = refusal_log_[absl::StrCat(method, " ", refusal)];
+    RefusalLog& log = refusal_log_[{method, refusal}];
     const absl::Time now = absl::Now();
     if (now - log.last < absl::Seconds(1)) {
       ++log.left_out;
@@ -761,17 +766,16 @@ void ScatterServiceImpl::Record(const char* method, const grpc::Status& status,
 
 void ScatterServiceImpl::FlushRefusalLog() {
   absl::MutexLock lock(&refusal_log_mu_);
-  for (auto& [key, log] : refusal_log_) {
+  for (auto& [kind, log] : refusal_log_) {
     if (log.left_out == 0) continue;
-    const std::size_t space = key.find(' ');
     logger_->info("{} more {} calls refused for {} since the last such line",
-                  log.left_out, key.substr(0, space), key.substr(space + 1));
+                  log.left_out, kind.first, kind.second);
     log.left_out = 0;
   }
 }
 
 grpc::Status ScatterServiceImpl::Admit(absl::FunctionRef<grpc::Status()> stream,
-                                       std::string* refusal) {
+                                       const char** refusal) {
   if (draining_.load()) {
     *refusal = "draining";
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down");
@@ -820,7 +824,7 @@ grpc::Status ScatterServiceImpl::Scatter(
   // Read now: once the drain has cancelled the call, gRPC says "unknown".
   const std::string peer = context->peer();
   std::uint64_t sent = 0;
-  std::string refusal;
+  const char* refusal = nullptr;
   const grpc::Status status =
       Admit([&] { return Stream(context, *request, writer, &sent); }, &refusal);
   const absl::Duration elapsed = absl::Now() - start;
@@ -961,7 +965,7 @@ grpc::Status ScatterServiceImpl::ScatterTiles(
   const absl::Time start = absl::Now();
   const std::string peer = context->peer();  // As Scatter reads it.
   TilesTally tally;
-  std::string refusal;
+  const char* refusal = nullptr;
   const grpc::Status status = Admit(
       [&] { return StreamTiles(context, *request, writer, &tally); }, &refusal);
   const absl::Duration elapsed = absl::Now() - start;
@@ -1049,7 +1053,7 @@ grpc::Status ScatterServiceImpl::StreamTiles(
                            options_.memory_budget_bytes)
             : absl::StrCat(" and other running calls hold ",
                            WholeFigure(others), " of memory_budget_bytes = ",
-                           options_.memory_budget_bytes, "; retry later")));
+                           options_.memory_budget_bytes, kRetryLater)));
   };
 
   BatchQueue<v1::TileResponse> queue(options_.queue_batches);
@@ -1247,10 +1251,10 @@ grpc::Status ScatterServiceImpl::Upload(
                 hold > options_.memory_budget_bytes
                     ? absl::StrCat(", over the limit memory_budget_bytes = ",
                                    options_.memory_budget_bytes)
-                    : absl::StrCat(
-                          ", and running calls hold ", WholeFigure(others),
-                          " of memory_budget_bytes = ",
-                          options_.memory_budget_bytes, "; retry later")));
+                    : absl::StrCat(", and running calls hold ",
+                                   WholeFigure(others),
+                                   " of memory_budget_bytes = ",
+                                   options_.memory_budget_bytes, kRetryLater)));
         break;
       }
       {
@@ -1322,7 +1326,7 @@ grpc::Status ScatterServiceImpl::PutRaster(
   const absl::Time start = absl::Now();
   const std::string peer = context->peer();  // As Scatter reads it.
   std::size_t bytes = 0;
-  std::string refusal;
+  const char* refusal = nullptr;
   // An upload holds a handler thread and up to max_upload_bytes while it
   // runs, so it counts against max_streams like a stream.
   const grpc::Status status = Admit(

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
@@ -177,10 +178,10 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
  private:
   // Runs `stream` unless the server is draining (UNAVAILABLE) or
   // max_streams calls are running (RESOURCE_EXHAUSTED); *refusal names
-  // which of the two refused it ("draining", "max_streams"), or is empty
-  // when `stream` ran.
+  // which of the two refused it ("draining", "max_streams"), and stays as
+  // it was (nullptr) when `stream` ran.
   grpc::Status Admit(absl::FunctionRef<grpc::Status()> stream,
-                     std::string* refusal);
+                     const char** refusal);
   grpc::Status Stream(grpc::ServerContext* context,
                       const v1::ScatterRequest& request,
                       grpc::ServerWriter<v1::ScatterResponse>* writer,
@@ -204,7 +205,7 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   // a second per method and reason: under overload every refused call
   // wrote a line (13 417 lines, 2.9 MB in 8 s).
   void Record(const char* method, const grpc::Status& status,
-              absl::Duration elapsed, std::string refusal,
+              absl::Duration elapsed, const char* refusal,
               absl::FunctionRef<std::string()> line);
 
   // Estimated bytes a running call holds against memory_budget_bytes,
@@ -262,15 +263,15 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   prometheus::Gauge& cache_bytes_;
   prometheus::Family<prometheus::Histogram>& seconds_;
   prometheus::Family<prometheus::Counter>& refused_;
-  // Refused calls' log lines, per method: when the last went out and how
-  // many were left out since.
+  // Refused calls' log lines, per method and reason: when the last went
+  // out and how many were left out since.
   struct RefusalLog {
     absl::Time last = absl::InfinitePast();
     std::uint64_t left_out = 0;
   };
   absl::Mutex refusal_log_mu_;
-  absl::flat_hash_map<std::string, RefusalLog> refusal_log_
-      ABSL_GUARDED_BY(refusal_log_mu_);
+  absl::flat_hash_map<std::pair<std::string, std::string>, RefusalLog>
+      refusal_log_ ABSL_GUARDED_BY(refusal_log_mu_);
   prometheus::Counter& tiles_;
   prometheus::Counter& generators_;
   prometheus::Gauge& tile_cache_bytes_;
