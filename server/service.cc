@@ -590,6 +590,24 @@ ScatterServiceImpl::ScatterServiceImpl(const ServiceOptions& options,
             {"simd", sampler::SimdLevelName(sampler::ResolveSimdLevel(
                          sampler::SimdLevel::kBest))}})
       .Set(1);
+  // The configured limits, so that dashboards and alerts compute saturation
+  // (scatter_streams_in_flight over max_streams, scatter_memory_held_bytes
+  // over memory_budget_bytes) without copying the flags.
+  auto& limits = prometheus::BuildGauge()
+                     .Name("scatter_limit")
+                     .Help(
+                         "The configured limits by name: max_streams (calls), "
+                         "memory_budget_bytes, raster_cache_bytes, "
+                         "tile_cache_bytes")
+                     .Register(registry);
+  limits.Add({{"name", "max_streams"}})
+      .Set(static_cast<double>(options.max_streams));
+  limits.Add({{"name", "memory_budget_bytes"}})
+      .Set(static_cast<double>(options.memory_budget_bytes));
+  limits.Add({{"name", "raster_cache_bytes"}})
+      .Set(static_cast<double>(options.raster_cache_bytes));
+  limits.Add({{"name", "tile_cache_bytes"}})
+      .Set(static_cast<double>(options.tile_cache_bytes));
   // Every method's series exist from the start, at 0, so that rate() and
   // absent() work before the first call of each kind.
   for (const char* method : kMethods) {

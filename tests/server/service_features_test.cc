@@ -967,6 +967,15 @@ TEST(MetricsTest, EndpointReportsCallsAndPoints) {
                                    sampler::kAlgorithmVersion, "\",simd=\"")));
   EXPECT_THAT(text, HasSubstr(absl::StrCat("\",version=\"", ScatterVersion(),
                                            "\"} 1")));
+  // The limits the gauges above are measured against.
+  EXPECT_EQ(MetricValue(text, "scatter_limit{name=\"max_streams\"}"),
+            options.service.max_streams);
+  EXPECT_EQ(MetricValue(text, "scatter_limit{name=\"memory_budget_bytes\"}"),
+            static_cast<double>(options.service.memory_budget_bytes));
+  EXPECT_EQ(MetricValue(text, "scatter_limit{name=\"raster_cache_bytes\"}"),
+            static_cast<double>(options.service.raster_cache_bytes));
+  EXPECT_EQ(MetricValue(text, "scatter_limit{name=\"tile_cache_bytes\"}"),
+            static_cast<double>(options.service.tile_cache_bytes));
   // Every method's calls are timed, each under its own label.
   EXPECT_THAT(text, HasSubstr("scatter_request_duration_seconds_count{method="
                               "\"Scatter\"} 4"));
