@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,48 @@ void ApplyDeadline(absl::Time deadline, grpc::ClientContext* context) {
 bool Cancelled(const std::function<bool()>& cancelled) {
   return cancelled && cancelled();
 }
+
+// Polls `cancelled` every kCancelPoll on a thread of its own while it
+// lives, and cancels `context` when it says so: a call waits in Read() or
+// Write() while the server computes (a cold tile's generators took 13 s
+// to its first part), where the caller's code does not run.
+class CancelWatch {
+ public:
+  CancelWatch(const std::function<bool()>& cancelled,
+              grpc::ClientContext* context) {
+    if (!cancelled) return;
+    thread_ = std::thread([this, &cancelled, context] {
+      absl::MutexLock lock(&mu_);
+      while (!mu_.AwaitWithTimeout(absl::Condition(&done_), kCancelPoll)) {
+        if (cancelled()) {
+          fired_ = true;
+          context->TryCancel();
+          return;
+        }
+      }
+    });
+  }
+  CancelWatch(const CancelWatch&) = delete;
+  CancelWatch& operator=(const CancelWatch&) = delete;
+  ~CancelWatch() { Stop(); }
+
+  // Stops polling; true when the watch cancelled the call.
+  bool Stop() {
+    {
+      absl::MutexLock lock(&mu_);
+      done_ = true;
+    }
+    if (thread_.joinable()) thread_.join();
+    absl::MutexLock lock(&mu_);
+    return fired_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  bool fired_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
 
 // A raster the request names by digest, and the field that names it.
 struct NamedDigest {
@@ -119,6 +162,17 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
+  // Keepalive pings while calls wait (not on an idle channel), and however
+  // long the client itself sends nothing: a Scatter stream sends only its
+  // request, and gRPC's default stops pinging after two pings without
+  // data.
+  args.SetInt(
+      GRPC_ARG_KEEPALIVE_TIME_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(options.keepalive_time)));
+  args.SetInt(
+      GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+      static_cast<int>(absl::ToInt64Milliseconds(options.keepalive_timeout)));
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   if (options.tls_ca_pem.empty()) {
     if (!options.tls_cert_pem.empty()) {
       return absl::InvalidArgumentError(
@@ -177,7 +231,8 @@ Client::Client(std::shared_ptr<grpc::Channel> channel, std::string address,
       pinned_stub_(v1::ScatterService::NewStub(pinned_channel_)),
       remembered_raster_bytes_(remembered_raster_bytes) {}
 
-absl::Status Client::FromGrpc(const grpc::Status& status, bool upload) const {
+absl::Status Client::FromGrpc(const grpc::Status& status, bool upload,
+                              bool answered) const {
   if (status.ok()) return absl::OkStatus();
   std::string message = status.error_message();
   // The balanced channel's words when every server it reaches says it is
@@ -190,7 +245,14 @@ absl::Status Client::FromGrpc(const grpc::Status& status, bool upload) const {
   }
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
       message.find("shutting down") == std::string::npos) {
-    message = absl::StrCat("cannot reach scatterd at ", address_, ": ", message);
+    // A server that answered and then went (killed, its node lost) was
+    // reached: "cannot reach" and the TLS hints that go with it sent users
+    // after the wrong cause. So was one that stopped answering pings.
+    const bool lost =
+        answered || message.find("keepalive") != std::string::npos;
+    message = absl::StrCat(lost ? "lost the connection to scatterd at "
+                                : "cannot reach scatterd at ",
+                           address_, ": ", message);
   }
   // gRPC's words when the call's own deadline passed name neither the
   // server nor what ran out; scatterd's DEADLINE_EXCEEDED (its
@@ -293,6 +355,7 @@ absl::StatusOr<Summary> Client::Stream(Request request, Open open, Handle handle
     }
     grpc::ClientContext context;
     ApplyDeadline(deadline, &context);
+    CancelWatch watch(call.cancelled, &context);
     std::unique_ptr<grpc::ClientReader<Response>> reader =
         open(*stub, &context, request);
     Response response;
@@ -316,7 +379,10 @@ absl::StatusOr<Summary> Client::Stream(Request request, Open open, Handle handle
       }
     }
     const grpc::Status status = reader->Finish();
-    if (stopped) return absl::CancelledError("cancelled by the caller");
+    // A call that ended as the watch cancelled it keeps its own status.
+    if (stopped || (watch.Stop() && !status.ok())) {
+      return absl::CancelledError("cancelled by the caller");
+    }
     if (status.error_code() == grpc::StatusCode::NOT_FOUND && !any &&
         !inlined) {
       // The server lost a raster we uploaded (or never had it). Uploading
@@ -350,7 +416,7 @@ absl::StatusOr<Summary> Client::Stream(Request request, Open open, Handle handle
         continue;
       }
     }
-    if (!status.ok()) return FromGrpc(status);
+    if (!status.ok()) return FromGrpc(status, /*upload=*/false, any);
     return summary;
   }
 }
@@ -390,6 +456,7 @@ absl::StatusOr<v1::RasterRef> Client::Upload(
     absl::Time deadline, const std::function<bool()>& cancelled) {
   grpc::ClientContext context;
   ApplyDeadline(deadline, &context);
+  CancelWatch watch(cancelled, &context);
   v1::RasterRef ref;
   auto writer = stub.PutRaster(&context, &ref);
   const std::string& pixels = raster.pixels();
@@ -412,6 +479,9 @@ absl::StatusOr<v1::RasterRef> Client::Upload(
   } while (at < pixels.size());
   writer->WritesDone();
   const grpc::Status status = writer->Finish();
+  if (watch.Stop() && !status.ok()) {
+    return absl::CancelledError("cancelled by the caller");
+  }
   if (!status.ok()) return FromGrpc(status, /*upload=*/true);
   absl::MutexLock lock(&mu_);
   // Uploaded again: it becomes the most recent.

@@ -45,6 +45,13 @@ struct ClientOptions {
   // uploaded first. An older raster is forgotten, and a server that lost it
   // then answers NOT_FOUND.
   std::size_t remembered_raster_bytes = kDefaultRememberedRasterBytes;
+  // While a call waits, the client pings the server after keepalive_time
+  // without a frame from it, and ends the call UNAVAILABLE when no answer
+  // comes within keepalive_timeout: a server that froze, or a connection
+  // the network dropped without a word, otherwise held the call forever.
+  // scatterd takes pings 10 s apart or more.
+  absl::Duration keepalive_time = absl::Seconds(30);
+  absl::Duration keepalive_timeout = absl::Seconds(10);
 };
 
 // How one call runs.
@@ -52,10 +59,16 @@ struct CallOptions {
   // Zero: no deadline. One deadline for the whole call, the uploads and
   // resends of a lost raster (see Client::Scatter) included.
   absl::Duration timeout = absl::ZeroDuration();
-  // Polled between batches, between upload chunks and before each upload or
-  // resend of a lost raster; true cancels the call.
+  // Polled every kCancelPoll while the call runs, from a thread of the
+  // client's (so it must be safe to call from another thread: an atomic
+  // flag, say), and between batches, upload chunks and before each upload
+  // or resend of a lost raster; true cancels the call at once, even while
+  // the server computes what it sends first.
   std::function<bool()> cancelled;
 };
+
+// How often a call polls CallOptions::cancelled while it waits.
+inline constexpr absl::Duration kCancelPoll = absl::Milliseconds(20);
 
 // Receives each PointBatch as it arrives; returning false cancels the call.
 using BatchHandler = std::function<bool(const v1::PointBatch&)>;
@@ -90,7 +103,10 @@ class Client {
 
   // Runs the request, passing batches to `handler` in order. Returns the
   // summary, or the call's status as an absl::Status (code and message as
-  // the server sent them; UNAVAILABLE says "cannot reach scatterd at ...";
+  // the server sent them; UNAVAILABLE says "cannot reach scatterd at ..."
+  // when nothing came back, "lost the connection to scatterd at ..." when
+  // the connection failed after the server had answered or stopped
+  // answering keepalive pings;
   // a request over the server's max request size, which gRPC refuses
   // before scatterd sees it, is RESOURCE_EXHAUSTED naming that limit,
   // --max_request_bytes; a call past `call`'s timeout is DEADLINE_EXCEEDED
@@ -136,8 +152,10 @@ class Client {
   const std::string& address() const { return address_; }
 
  private:
-  // `upload`: the status of a PutRaster call, whose messages are chunks.
-  absl::Status FromGrpc(const grpc::Status& status, bool upload = false) const;
+  // `upload`: the status of a PutRaster call, whose messages are chunks;
+  // `answered`: a response of the call had arrived.
+  absl::Status FromGrpc(const grpc::Status& status, bool upload = false,
+                        bool answered = false) const;
   // PutRaster with a deadline fixed by the caller (InfiniteFuture: none).
   absl::StatusOr<v1::RasterRef> Upload(v1::ScatterService::Stub& stub,
                                        const v1::RasterData& raster,

@@ -68,7 +68,8 @@ ABSL_FLAG(
     "run: print points per layer, smallest distance over the allowed one, "
     "coverage, rho and speed on stderr");
 ABSL_FLAG(std::string, preview, "",
-          "run: also write a picture of the result to this PNG");
+          "run: also write a picture of the result to this PNG (- for "
+          "stdout, with --out a file)");
 constexpr int kDefaultPreviewSize = 1024;
 ABSL_FLAG(int, preview_size, kDefaultPreviewSize,
           "run: pixels on the preview's longer side");
@@ -226,9 +227,14 @@ CallOptions CallFromFlags() {
 // A call that --timeout ended, which the library says as "scatterd at
 // ADDR: deadline passed", said as a --local run says it: the timeout
 // (`timeout`, "--timeout=500ms"), the server and how far the run got
-// (`done`, " after 12 points"). Other statuses are returned as they are.
+// (`done`, " after 12 points"). A connection lost mid-call says how far
+// the run got too. Other statuses are returned as they are.
 absl::Status NameTimeout(const absl::Status& status, const Client& client,
                          const std::string& timeout, const std::string& done) {
+  if (status.code() == absl::StatusCode::kUnavailable &&
+      absl::StartsWith(status.message(), "lost the connection to scatterd")) {
+    return absl::UnavailableError(absl::StrCat(status.message(), done));
+  }
   if (status.code() != absl::StatusCode::kDeadlineExceeded ||
       !absl::EndsWith(status.message(),
                       absl::StrCat("scatterd at ", client.address(),
@@ -263,15 +269,40 @@ absl::StatusOr<std::optional<std::uint64_t>> SeedFlag() {
   return value;
 }
 
+// Whether the command line names flag `name` (--name, -name, --name=...,
+// or --noname for a bool), before a "--" that ends the flags. Abseil of
+// this Debian keeps CommandLineFlag::IsSpecifiedOnCommandLine private.
+bool Given(int argc, char** argv, absl::string_view name) {
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (!absl::ConsumePrefix(&arg, "-")) continue;
+    absl::ConsumePrefix(&arg, "-");
+    arg = arg.substr(0, arg.find('='));
+    if (arg == name || (absl::ConsumePrefix(&arg, "no") && arg == name)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The command line main() was given, for GivenFlag.
+int g_argc = 0;
+char** g_argv = nullptr;
+
+// Whether the command line names flag `name`, even at its default value:
+// a flag refused where it has no use is refused as typed ("--local
+// --server=127.0.0.1:50051" was taken, "...:50052" refused).
+bool GivenFlag(absl::string_view name) { return Given(g_argc, g_argv, name); }
+
 // --threads and --tile_cache_bytes size a `scatter tiles --local` run's
 // pool and cache. Anywhere else they changed nothing, silently; against a
 // server they read as scatterd's flags of the same names, which size its
 // own.
 absl::Status CheckTilesLocalFlags(bool against_server) {
   for (const auto& [flag, given] :
-       {std::pair{"threads", absl::GetFlag(FLAGS_threads) != 0},
-        std::pair{"tile_cache_bytes", absl::GetFlag(FLAGS_tile_cache_bytes) !=
-                                          kDefaultTileCacheBytes}}) {
+       {std::pair{"threads", GivenFlag("threads")},
+        std::pair{"tile_cache_bytes", GivenFlag("tile_cache_bytes")}}) {
     if (!given) continue;
     return absl::InvalidArgumentError(absl::StrCat(
         "--", flag, ": only `scatter tiles --local` takes it; ",
@@ -286,7 +317,7 @@ absl::Status CheckTilesLocalFlags(bool against_server) {
 // change nothing, silently.
 absl::Status CheckNoServerFlags() {
   for (const auto& [flag, given] :
-       {std::pair{"server", absl::GetFlag(FLAGS_server) != kDefaultServer},
+       {std::pair{"server", GivenFlag("server")},
         std::pair{"tls_ca", !absl::GetFlag(FLAGS_tls_ca).empty()},
         std::pair{"tls_cert", !absl::GetFlag(FLAGS_tls_cert).empty()},
         std::pair{"tls_key", !absl::GetFlag(FLAGS_tls_key).empty()},
@@ -316,13 +347,12 @@ int Run(const std::string& job_path) {
   if (!tiles_local.ok()) return Fail(std::string(tiles_local.message()));
   // Taken silently too: a run makes one call, and draws at the default
   // size when a --preview is given.
-  if (absl::GetFlag(FLAGS_tiles_per_call) != kDefaultTilesPerCall) {
+  if (GivenFlag("tiles_per_call")) {
     return Fail(
         "--tiles_per_call: only `scatter tiles` against a server takes it; "
         "`scatter run` makes one call");
   }
-  if (absl::GetFlag(FLAGS_preview).empty() &&
-      absl::GetFlag(FLAGS_preview_size) != kDefaultPreviewSize) {
+  if (absl::GetFlag(FLAGS_preview).empty() && GivenFlag("preview_size")) {
     return Fail(
         "--preview_size: sizes the --preview picture; give --preview too");
   }
@@ -358,7 +388,10 @@ int Run(const std::string& job_path) {
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectUnlessLocal(local);
   if (!client.ok()) return FailConnect(client.status());
   const bool report = absl::GetFlag(FLAGS_report);
-  const std::string preview = absl::GetFlag(FLAGS_preview);
+  // "-" is stdout, as for --out (it wrote a file named "-").
+  const std::string preview = absl::GetFlag(FLAGS_preview) == "-"
+                                  ? std::string("/dev/stdout")
+                                  : absl::GetFlag(FLAGS_preview);
   if (!preview.empty()) {
     const absl::Status size_ok = CheckPreviewSize(absl::GetFlag(FLAGS_preview_size));
     if (!size_ok.ok()) return Fail(std::string(size_ok.message()));
@@ -368,7 +401,7 @@ int Run(const std::string& job_path) {
     if (!writable.ok()) return Fail(std::string(writable.message()));
     // Nor may it replace the points (found by a review helper: --out=x.png
     // --preview=x.png left the picture and exited 0).
-    // (/dev/null for both, or another device or pipe, is fine.)
+    // (/dev/null for both is fine; one pipe or terminal for both is not.)
     // Nor through a link not made yet, or stdout redirected to it.
     const std::string out = absl::GetFlag(FLAGS_out);
     if (WriteOneFile(out.empty() ? "-" : out, preview)) {
@@ -831,14 +864,14 @@ int Tiles(const std::string& job_path) {
   if (!absl::GetFlag(FLAGS_preview).empty()) {
     return Fail("--preview: only `scatter run` draws a preview");
   }
-  if (absl::GetFlag(FLAGS_preview_size) != kDefaultPreviewSize) {
+  if (GivenFlag("preview_size")) {
     return Fail("--preview_size: only `scatter run` draws a preview");
   }
   if (!absl::GetFlag(FLAGS_local)) {
     const absl::Status tiles_local =
         CheckTilesLocalFlags(/*against_server=*/true);
     if (!tiles_local.ok()) return Fail(std::string(tiles_local.message()));
-  } else if (absl::GetFlag(FLAGS_tiles_per_call) != kDefaultTilesPerCall) {
+  } else if (GivenFlag("tiles_per_call")) {
     return Fail(
         "--tiles_per_call: only `scatter tiles` against a server takes it; a "
         "--local run serves every tile in one go");
@@ -1000,23 +1033,6 @@ int Tiles(const std::string& job_path) {
   return 0;
 }
 
-// Whether the command line names flag `name` (--name, -name, --name=...,
-// or --noname for a bool), before a "--" that ends the flags. Abseil of
-// this Debian keeps CommandLineFlag::IsSpecifiedOnCommandLine private.
-bool Given(int argc, char** argv, absl::string_view name) {
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i];
-    if (arg == "--") break;
-    if (!absl::ConsumePrefix(&arg, "-")) continue;
-    absl::ConsumePrefix(&arg, "-");
-    arg = arg.substr(0, arg.find('='));
-    if (arg == name || (absl::ConsumePrefix(&arg, "no") && arg == name)) {
-      return true;
-    }
-  }
-  return false;
-}
-
 int Health(int argc, char** argv) {
   // Flags of `scatter run` and `scatter tiles`: taken silently, a health
   // check with --local asked the server anyway, and one with --out wrote
@@ -1067,6 +1083,8 @@ int main(int argc, char** argv) {
       "      [--tls_server_name=NAME]\n"
       "  --out defaults to -, stdout, which `scatter tiles` refuses: it needs\n"
       "  a directory. --tiles defaults to the job's own tiles or rect.");
+  scatter::client::g_argc = argc;
+  scatter::client::g_argv = argv;
   std::vector<char*> args =
       scatter::server::ParseCommandLine(argc, argv, "client/main.cc");
   if (const int bad = scatter::client::CheckTimeoutFlag(); bad != 0) return bad;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -581,8 +582,13 @@ bool WriteOneFile(const std::string& a, const std::string& b) {
   };
   const Target x = target(a), y = target(b);
   if (x.exists && y.exists) {
-    // A device or a pipe (/dev/null for both) takes both writes.
-    return S_ISREG(x.info.st_mode) && x.info.st_dev == y.info.st_dev &&
+    // /dev/null takes both writes; a file, a pipe or a terminal would hold
+    // them one after the other in one stream (--preview=/dev/stdout into a
+    // pipe gave CSV lines and then a PNG, exit 0; found by a review
+    // helper).
+    const bool null_device =
+        S_ISCHR(x.info.st_mode) && x.info.st_rdev == makedev(1, 3);
+    return !null_device && x.info.st_dev == y.info.st_dev &&
            x.info.st_ino == y.info.st_ino;
   }
   // One or both to be made: the same name, as absolute paths with the

@@ -74,9 +74,9 @@ std::optional<int> OwnDescriptor(const std::string& path);
 std::FILE* OpenForWriting(const std::string& path, bool* stream);
 
 // Whether writing `a` and `b` (paths, "-" for stdout) would write one
-// regular file: through links, descriptors (/dev/stdout, or "-" redirected
-// to the file) and different spellings of one path, and for a file not made
-// yet.
+// file, pipe or terminal (not /dev/null): through links, descriptors
+// (/dev/stdout, or "-" redirected to the file) and different spellings of
+// one path, and for a file not made yet.
 bool WriteOneFile(const std::string& a, const std::string& b);
 
 // Makes the closed file `temp` (from WritePathFor) durable (fsync) and

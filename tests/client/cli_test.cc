@@ -335,7 +335,24 @@ TEST(CliTest, ThePreviewNeverReplacesThePoints) {
   EXPECT_EQ(redirected.exit_code, 1);
   EXPECT_THAT(redirected.err,
               HasSubstr("is the file --out writes the points to"));
-  // Two devices take both, and different files are fine.
+  // Nor one pipe (CSV lines, then a PNG, and exit 0; found by a review
+  // helper), through /dev/stdout or "-".
+  for (const char* stdout_name : {"/dev/stdout", "-"}) {
+    const CommandResult piped = server::testing::RunCommand(
+        {"/bin/bash", "-c",
+         absl::StrCat("'", SCATTER_PATH, "' run '", job,
+                      "' --local --preview=", stdout_name,
+                      " | cat > /dev/null; exit ${PIPESTATUS[0]}")});
+    EXPECT_EQ(piped.exit_code, 1) << stdout_name;
+    EXPECT_THAT(piped.err, HasSubstr("is the file --out writes the points to"));
+  }
+  // "-" is stdout when --out is a file.
+  const CommandResult to_stdout = Scatter(
+      {"run", job, "--local", "--out=" + dir + "/points.csv", "--preview=-"});
+  EXPECT_EQ(to_stdout.exit_code, 0) << to_stdout.err;
+  EXPECT_EQ(to_stdout.out.substr(0, 8), "\x89PNG\r\n\x1a\n");
+  EXPECT_FALSE(std::filesystem::exists("-"));
+  // /dev/null takes both, and different files are fine.
   EXPECT_EQ(
       Scatter({"run", job, "--local", "--out=/dev/null", "--preview=/dev/null"})
           .exit_code,
@@ -1516,6 +1533,8 @@ TEST(CliTest, LocalRunsKeepTheTimeoutAndRefuseServerFlags) {
   };
   const std::vector<Case> cases = {
       {{"run", three, "--local", "--server=10.0.0.1:5"}, "--server"},
+      // Refused as typed, at the default too (it was taken).
+      {{"run", three, "--local", "--server=127.0.0.1:50051"}, "--server"},
       {{"run", three, "--local", "--tls_ca=" + pem}, "--tls_ca"},
       {{"run", three, "--local", "--tls_cert=" + pem}, "--tls_cert"},
       {{"run", three, "--local", "--tls_key=" + pem}, "--tls_key"},
@@ -1532,6 +1551,44 @@ TEST(CliTest, LocalRunsKeepTheTimeoutAndRefuseServerFlags) {
               absl::StrCat("scatter: ", c.message,
                            ": a --local run makes no calls to a server; drop ",
                            c.message, " or --local\n"));
+  }
+}
+
+// Flags refused where they have no use are refused as typed, even at their
+// default values: `--local --tiles_per_call=4096` was taken and 4095
+// refused, and `--tile_cache_bytes=536870912` against a server, which
+// reads as sizing the server's cache, was taken (found by a review helper).
+TEST(CliTest, FlagsWithoutAUseAreRefusedAtTheirDefaultsToo) {
+  const std::string three = kExamples + "/three_layers.json";
+  const std::string world = Temp("defaults_world.json");
+  std::ofstream(world) << R"({"world": {"seed": "1", "tileSize": 64,
+      "layers": [{"id": 1, "spacing": 1}]}})";
+  const std::string out = "--out=" + Temp("defaults_tiles");
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"run", three, "--local", "--tiles_per_call=4096"},
+            "--tiles_per_call: only `scatter tiles` against a server takes it"},
+           {{"run", three, "--local", "--preview_size=1024"},
+            "--preview_size: sizes the --preview picture; give --preview too"},
+           {{"run", three, "--local", "--threads=0"},
+            "--threads: only `scatter tiles --local` takes it"},
+           {{"tiles", world, "--tiles=0,0", "--local", "--tiles_per_call=4096",
+             out},
+            "--tiles_per_call: only `scatter tiles` against a server takes it"},
+           {{"tiles", world, "--tiles=0,0", "--local", "--preview_size=1024",
+             out},
+            "--preview_size: only `scatter run` draws a preview"},
+           {{"tiles", world, "--tiles=0,0", "--server=127.0.0.1:1",
+             "--tile_cache_bytes=536870912", out},
+            "--tile_cache_bytes: only `scatter tiles --local` takes it; "
+            "against a server, scatterd's own --tile_cache_bytes sets that"}}) {
+    SCOPED_TRACE(absl::StrJoin(c.args, " "));
+    const CommandResult result = Scatter(c.args);
+    EXPECT_EQ(result.exit_code, 1);
+    EXPECT_THAT(result.err, ::testing::StartsWith("scatter: " + c.message));
   }
 }
 
@@ -2437,6 +2494,106 @@ TEST(ClientTest, HandlerCanCancelAndDeadlinesApply) {
       ::testing::AnyOf(
           ::testing::Eq("scatterd at " + server.target() + ": deadline passed"),
           ::testing::StartsWith("the call's deadline passed after ")));
+}
+
+// A request over a 2000 x 2000 box at spacing 1: about 4 million points,
+// seconds of batches.
+v1::ScatterRequest ManyPointsRequest() {
+  v1::ScatterRequest request = server::testing::BoxRequest(2000, 1);
+  request.set_seed(1);
+  return request;
+}
+
+// A server killed mid-stream was reached: the call says the connection was
+// lost, not "cannot reach", which sent users after TLS flags (found by a
+// review helper).
+TEST(ClientTest, AServerThatDiesMidStreamLosesTheConnection) {
+  Scatterd scatterd({});
+  ASSERT_GT(scatterd.port(), 0);
+  ClientOptions options;
+  options.address = absl::StrCat("127.0.0.1:", scatterd.port());
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  bool killed = false;
+  const absl::StatusOr<v1::Summary> summary =
+      (*client)->Scatter(ManyPointsRequest(), [&](const v1::PointBatch&) {
+        if (!killed) scatterd.Signal(SIGKILL);
+        killed = true;
+        return true;
+      });
+  ASSERT_TRUE(killed);
+  EXPECT_EQ(summary.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(
+      std::string(summary.status().message()),
+      ::testing::StartsWith(absl::StrCat("lost the connection to scatterd at ",
+                                         options.address, ": ")));
+}
+
+// A server that stops answering (frozen, or its node cut off) ends the call
+// on the client's keepalive pings; it held the call forever (found by a
+// review helper: 92 s until Ctrl-C).
+TEST(ClientTest, AServerThatStopsAnsweringEndsTheCallOnKeepalive) {
+  Scatterd scatterd({});
+  ASSERT_GT(scatterd.port(), 0);
+  ClientOptions options;
+  options.address = absl::StrCat("127.0.0.1:", scatterd.port());
+  options.keepalive_time = absl::Seconds(1);
+  options.keepalive_timeout = absl::Seconds(1);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  bool stopped = false;
+  absl::Time start;
+  const absl::StatusOr<v1::Summary> summary =
+      (*client)->Scatter(ManyPointsRequest(), [&](const v1::PointBatch&) {
+        if (!stopped) {
+          scatterd.Signal(SIGSTOP);
+          start = absl::Now();
+        }
+        stopped = true;
+        return true;
+      });
+  const absl::Duration waited = absl::Now() - start;
+  scatterd.Signal(SIGCONT);
+  ASSERT_TRUE(stopped);
+  EXPECT_EQ(summary.status().code(), absl::StatusCode::kUnavailable)
+      << summary.status();
+  EXPECT_THAT(
+      std::string(summary.status().message()),
+      ::testing::StartsWith(absl::StrCat("lost the connection to scatterd at ",
+                                         options.address, ": ")));
+  // A ping after 1 s without a frame, and 1 s for its answer.
+  EXPECT_LT(waited, absl::Seconds(10));
+}
+
+// CallOptions::cancelled ends a call while the server computes its first
+// answer: it was polled only when a batch arrived, and a cold tile's
+// generators took 13 s (found by a review helper).
+TEST(ClientTest, CancellingEndsACallThatWaitsForItsFirstAnswer) {
+  server::testing::LoopbackServer server;
+  Client client(server.TcpChannel(), server.target());
+  // One cold tile of a world at spacing 1: seconds before its first part.
+  v1::ScatterTilesRequest request;
+  request.set_seed(1);
+  request.set_tile_size(400);
+  request.add_layers()->set_spacing(1);
+  request.add_tiles();
+  std::atomic<bool> cancel{false};
+  CallOptions call;
+  call.cancelled = [&] { return cancel.load(); };
+  std::thread canceller([&] {
+    absl::SleepFor(absl::Milliseconds(200));
+    cancel = true;
+  });
+  const absl::Time start = absl::Now();
+  int parts = 0;
+  const absl::StatusOr<v1::TilesSummary> summary = client.ScatterTiles(
+      request, [&](const v1::TileResponse&) { return ++parts > 0; }, call);
+  const absl::Duration took = absl::Now() - start;
+  canceller.join();
+  EXPECT_EQ(summary.status().code(), absl::StatusCode::kCancelled)
+      << summary.status();
+  EXPECT_EQ(parts, 0);
+  EXPECT_LT(took, absl::Seconds(1));
 }
 
 }  // namespace
