@@ -418,7 +418,7 @@ absl::StatusOr<std::shared_ptr<const TileWorld>> TileWorld::Create(
         o.method != Method::kPoissonClassic) {
       return absl::InvalidArgumentError(absl::StrCat(
           "layers[", i,
-          "].method must be poisson_dense or poisson_classic in a tiled "
+          "].method: must be poisson_dense or poisson_classic in a tiled "
           "world, got ",
           MethodName(o.method)));
     }
@@ -475,8 +475,8 @@ absl::StatusOr<std::shared_ptr<const TileWorld>> TileWorld::Create(
   // within 2^63 (times T) finite.
   if (!std::isfinite(t) || !(t >= kMinTile * r) || !(t <= kMaxTile)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "tile_size must be finite and in [", kMinTile, " * r_max, ",
-        kMaxTile, "] = [", kMinTile * r, ", ", kMaxTile, "] (r_max = ", r,
+        "tile_size: must be finite and in [", kMinTile, " * r_max, ", kMaxTile,
+        "] = [", kMinTile * r, ", ", kMaxTile, "] (r_max = ", r,
         ", the largest spacing, footprint sum or clearance), got ", t,
         world->spec_.tile_size == 0 ? " (the default, 64 r_max)" : ""));
   }

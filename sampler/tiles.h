@@ -265,7 +265,7 @@ class TileWorld {
   // LayeredSampler says it, "layers[i]: ..."), a non-Poisson method or
   // fill_gaps off ("layers[i].method ...", "layers[i].fill_gaps ..."), a 3D
   // world without a region, a tile_size that is not finite or outside
-  // [10 R, 1e150] ("tile_size must be finite and in [10 * r_max, 1e+150]
+  // [10 R, 1e150] ("tile_size: must be finite and in [10 * r_max, 1e+150]
   // = ...") or a max_planned_points below 0 or NaN.
   static absl::StatusOr<std::shared_ptr<const TileWorld>> Create(
       WorldSpec spec);

@@ -355,7 +355,7 @@ TEST(TilesCliTest, ErrorsAreOneLineAndNonZero) {
       {{"tiles", world, "--tiles=1:0,0:1", "--local", out},
        "--tiles: x1 must be > x0 (half-open), got x0 = 1, x1 = 0"},
       {{"tiles", small_tile, "--tiles=0:1,0:1", "--local", out},
-       "INVALID_ARGUMENT: tile_size must be finite and in [10 * r_max, "
+       "INVALID_ARGUMENT: tile_size: must be finite and in [10 * r_max, "
        "1e+150] = [10, 1e+150]"},
       {{"tiles", kExamples + "/three_layers.json", "--tiles=0:1,0:1", "--local",
         out},

@@ -190,7 +190,7 @@ TEST(TileWorldTest, DefaultTileIs64RAndSmallTilesAreRefused) {
   ASSERT_FALSE(small.ok());
   EXPECT_EQ(small.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(small.status().message().find(
-                "tile_size must be finite and in [10 * r_max, 1e+150]"),
+                "tile_size: must be finite and in [10 * r_max, 1e+150]"),
             std::string::npos)
       << small.status();
   EXPECT_FALSE(TileWorld::Create(OneLayer(1, NAN, 1)).ok());

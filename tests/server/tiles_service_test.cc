@@ -515,7 +515,7 @@ TEST(TilesServiceTest, ErrorsHaveTheirCodesAndNameTheField) {
     v1::ScatterTilesRequest r = Rect(World(), 0, 1, 0, 1);
     r.set_tile_size(5);
     cases.push_back({"small tile", r, grpc::StatusCode::INVALID_ARGUMENT,
-                     "tile_size must be finite and in [10 * r_max, 1e+150] = "
+                     "tile_size: must be finite and in [10 * r_max, 1e+150] = "
                      "[10, 1e+150]"});
     r.set_tile_size(-1);
     cases.push_back({"negative tile", r, grpc::StatusCode::INVALID_ARGUMENT,
@@ -526,7 +526,7 @@ TEST(TilesServiceTest, ErrorsHaveTheirCodesAndNameTheField) {
     huge.set_tile_size(1e300);
     huge.add_tiles()->set_x(2147483647);
     cases.push_back({"huge tile", huge, grpc::StatusCode::INVALID_ARGUMENT,
-                     "tile_size must be finite and in [10 * r_max, 1e+150]"});
+                     "tile_size: must be finite and in [10 * r_max, 1e+150]"});
   }
   cases.push_back(
       {"too many tiles", Rect(World(), 0, 4, 0, 4),
@@ -601,7 +601,7 @@ TEST(TilesServiceTest, ErrorsHaveTheirCodesAndNameTheField) {
     r.mutable_layers(1)->set_count(10);
     cases.push_back(
         {"uniform layer", r, grpc::StatusCode::INVALID_ARGUMENT,
-         "layers[1].method must be poisson_dense or poisson_classic"});
+         "layers[1].method: must be poisson_dense or poisson_classic"});
   }
   {
     // Spacing 0.001 in tiles of 16: 296 M points a tile at most.
