@@ -2496,11 +2496,15 @@ TEST(ClientTest, HandlerCanCancelAndDeadlinesApply) {
           ::testing::StartsWith("the call's deadline passed after ")));
 }
 
-// A request over a 2000 x 2000 box at spacing 1: about 4 million points,
-// seconds of batches.
+// 50 million uniform points: the first batch at once (no grid to fill, so
+// no pause in which keepalive pings count against the client), then far
+// more batches than the connection's windows hold.
 v1::ScatterRequest ManyPointsRequest() {
-  v1::ScatterRequest request = server::testing::BoxRequest(2000, 1);
+  v1::ScatterRequest request = server::testing::BoxRequest(1000, 1);
   request.set_seed(1);
+  v1::Layer* layer = request.mutable_layers(0);
+  layer->set_method(v1::METHOD_UNIFORM);
+  layer->set_count(50'000'000);
   return request;
 }
 

@@ -519,7 +519,7 @@ TEST(TilesServiceTest, ErrorsHaveTheirCodesAndNameTheField) {
                      "[10, 1e+150]"});
     r.set_tile_size(-1);
     cases.push_back({"negative tile", r, grpc::StatusCode::INVALID_ARGUMENT,
-                     "tile_size must be"});
+                     "tile_size: must be"});
     // Its corners would overflow far from the origin: refused, where it
     // once aborted the server.
     v1::ScatterTilesRequest huge = World();
