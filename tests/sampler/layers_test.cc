@@ -119,6 +119,35 @@ TEST(LayersTest, TreesRocksAndGrassKeepTheirClearances) {
   EXPECT_EQ(again.coords, out.coords);
 }
 
+// Layers are placed by decreasing spacing, a density layer by its
+// radius_max (the widest it spaces its points): a forest whose trees run
+// from 1 to 8 m goes before 4 m rocks, and uniform points, which have no
+// spacing, last. Before this test, ordering a density layer by radius_min
+// placed it after the rocks and changed no test's outcome.
+TEST(LayersTest, ADensityLayerIsPlacedByItsWidestSpacing) {
+  const Region square = *Region::Polygons({test::Square(0, 0, 60, 60)});
+  LayerSpec forest = Layer(1, 0, 0);
+  forest.options.radius = 0;
+  forest.options.radius_min = 1;
+  forest.options.radius_max = 8;
+  forest.options.density = std::make_shared<const Raster>(*Raster::FromRaw(
+      RasterFormat::kU8, 2, 1, std::vector<std::uint8_t>{0, 255},
+      {0, 0, 60, 60}, 1 << 20));
+  LayerSpec grid = Layer(3, 0, 0);
+  grid.options.method = Method::kJitteredGrid;
+  grid.options.cell_size = 2;
+  LayerSpec scatter = Layer(4, 0, 0);
+  scatter.options.method = Method::kUniform;
+  scatter.options.count = 10;
+  EXPECT_EQ(PlacementSpacing(forest.options), 8);
+  EXPECT_EQ(PlacementSpacing(grid.options), 2);
+  EXPECT_EQ(PlacementSpacing(scatter.options), 0);
+  absl::StatusOr<LayeredSampler> sampler = LayeredSampler::Create(
+      square, {scatter, grid, Layer(2, 4, 1), forest}, SamplerOptions());
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  EXPECT_EQ(sampler->Order(), (std::vector<std::uint32_t>{1, 2, 3, 4}));
+}
+
 TEST(LayersTest, AnOverrideReplacesTheFootprintSum) {
   const Region square = *Region::Polygons({test::Square(0, 0, 40, 40)});
   SamplerOptions shared;

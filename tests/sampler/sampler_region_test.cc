@@ -787,6 +787,81 @@ TEST(MaskTest, NothingToFillEndsBeforeAnyGrid) {
   EXPECT_GT(points.size(), 100u);
 }
 
+// A 4 x 4 u8 mask of one value over the unit square.
+std::shared_ptr<const Raster> FlatMask(std::uint8_t value) {
+  const std::vector<std::uint8_t> bytes(4 * 4, value);
+  return std::make_shared<const Raster>(
+      *Raster::FromRaw(RasterFormat::kU8, 4, 4, bytes, {0, 0, 1, 1}, 1 << 20));
+}
+
+// The points of a jittered grid of cell 0.02 over `region`.
+PointSet JitteredPoints(const Region& region) {
+  SamplerOptions options;
+  options.method = Method::kJitteredGrid;
+  options.cell_size = 0.02;
+  return Collect(*Sampler::Create(region, options));
+}
+
+// The rules at the mask's ends, which the mutation review found no test
+// held: a place counts when the mask's value there is >= the threshold
+// (so threshold 0 keeps a black mask's whole rectangle, and a pixel at
+// the threshold, as the float the mask holds, is kept), threshold 1 is
+// allowed and keeps only white, and nothing outside the mask's rectangle
+// is kept, whatever its edge pixels say.
+TEST(MaskTest, ThresholdEndsAndTheRectangleBound) {
+  const Box unit = *Box::Create(2, {0, 0, 0}, {1, 1, 0});
+  const Region square = Region::FromBox(unit);
+  const PointSet all = JitteredPoints(square);
+  ASSERT_TRUE(all.status.ok());
+  ASSERT_EQ(all.size(), 2500u);
+  {
+    SCOPED_TRACE("black mask, threshold 0");
+    const PointSet kept = JitteredPoints(*square.Masked(FlatMask(0), 0));
+    ASSERT_TRUE(kept.status.ok());
+    EXPECT_EQ(kept.coords, all.coords);
+  }
+  {
+    SCOPED_TRACE("white mask, threshold 1");
+    const absl::StatusOr<Region> white = square.Masked(FlatMask(255), 1);
+    ASSERT_TRUE(white.ok()) << white.status();
+    const PointSet kept = JitteredPoints(*white);
+    ASSERT_TRUE(kept.status.ok());
+    EXPECT_EQ(kept.coords, all.coords);
+    const PointSet none = JitteredPoints(*square.Masked(FlatMask(254), 1));
+    ASSERT_TRUE(none.status.ok());
+    EXPECT_EQ(none.size(), 0u);
+  }
+  {
+    SCOPED_TRACE("a pixel at the threshold");
+    const double held = static_cast<double>(static_cast<float>(128 / 255.0));
+    const PointSet at = JitteredPoints(*square.Masked(FlatMask(128), held));
+    ASSERT_TRUE(at.status.ok());
+    EXPECT_EQ(at.coords, all.coords);
+    const PointSet above = JitteredPoints(
+        *square.Masked(FlatMask(128), std::nextafter(held, 1.0)));
+    ASSERT_TRUE(above.status.ok());
+    EXPECT_EQ(above.size(), 0u);
+  }
+  {
+    SCOPED_TRACE("a white mask over the left half of a 2 x 1 box");
+    const Region wide = *Region::FromBox(*Box::Create(2, {0, 0, 0}, {2, 1, 0}))
+                             .Masked(FlatMask(255), 0.5);
+    const PointSet jittered = JitteredPoints(wide);
+    ASSERT_TRUE(jittered.status.ok());
+    EXPECT_EQ(jittered.size(), 2500u);
+    SamplerOptions options;
+    options.radius = 0.02;
+    const PointSet dense = Collect(*Sampler::Create(wide, options));
+    ASSERT_TRUE(dense.status.ok());
+    ASSERT_GT(dense.size(), 1000u);
+    for (const PointSet* points : {&jittered, &dense}) {
+      for (std::size_t i = 0; i < points->size(); ++i) {
+        ASSERT_LE(points->coords[2 * i], 1.0);
+      }
+    }
+  }
+}
+
 TEST(MaskTest, BadMaskIsInvalidArgument) {
   const Region box = Region::FromBox(*Box::Create(2, {0, 0, 0}, {1, 1, 0}));
   EXPECT_EQ(box.Masked(HalfMask(), 1.5).status().code(),
