@@ -1,5 +1,6 @@
 // The Scatter service end to end: in-process and over loopback TCP.
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -229,6 +230,10 @@ TEST(ServiceTest, FieldsOmitExactlyTheArraysAsked) {
     ASSERT_GE(all.scale[i], 0.5);
     ASSERT_LE(all.scale[i], 2);
   }
+  // Spread over the range, not one end of it (a server that sent
+  // scale_min as both ends passed the bounds above).
+  EXPECT_LT(*std::min_element(all.scale.begin(), all.scale.end()), 0.6);
+  EXPECT_GT(*std::max_element(all.scale.begin(), all.scale.end()), 1.9);
   for (int omit = 0; omit < 5; ++omit) {
     SCOPED_TRACE(absl::StrCat("omitting field ", omit));
     v1::ScatterRequest r = request;
@@ -1428,6 +1433,120 @@ TEST(ServiceTest, AConsumerStoppingEarlyJoinsTheProducerAndTheServerServesOn) {
   EXPECT_EQ(counts->started.load(), 8);
   WaitIdle(server.server(), absl::Seconds(5));
   EXPECT_EQ(counts->returned.load(), 8);
+}
+
+// How request fields reach the sampler, which the mutation review found no
+// test held: a fixed scale (scale_min == scale_max, as the rule <= allows),
+// a 3D obstacle's z, the default spline tolerance, a run that makes
+// exactly max_points points, and the clamp on batch_size.
+TEST(ServiceTest, AFixedScaleIsEveryPointsScale) {
+  LoopbackServer server;
+  v1::ScatterRequest request = BoxRequest(20, 1);
+  request.mutable_layers(0)->set_scale_min(2);
+  request.mutable_layers(0)->set_scale_max(2);
+  const Received got = Collect(*server.TcpStub(), request);
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  ASSERT_GT(got.size(), 200u);
+  ASSERT_EQ(got.scale.size(), got.size());
+  for (double scale : got.scale) ASSERT_EQ(scale, 2);
+}
+
+TEST(ServiceTest, A3dObstacleKeepsItsHeight) {
+  LoopbackServer server;
+  v1::ScatterRequest request;
+  request.set_seed(4);
+  v1::Box* box = request.mutable_region()->mutable_box();
+  for (int a = 0; a < 3; ++a) {
+    box->add_min(0);
+    box->add_max(10);
+  }
+  request.add_layers()->set_spacing(1);  // Footprint 0.5.
+  v1::Obstacle* obstacle = request.add_obstacles();
+  obstacle->set_x(5);
+  obstacle->set_y(5);
+  obstacle->set_z(9);
+  obstacle->set_radius(2);
+  const Received got = Collect(*server.TcpStub(), request);
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  ASSERT_EQ(got.dims, 3);
+  ASSERT_GT(got.size(), 500u);
+  double nearest = 1e300;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double dx = got.coords[3 * i] - 5;
+    const double dy = got.coords[3 * i + 1] - 5;
+    const double dz = got.coords[3 * i + 2] - 9;
+    nearest = std::min(nearest, std::sqrt(dx * dx + dy * dy + dz * dz));
+  }
+  // Clear of the obstacle, and filled up to it: maximal around it.
+  EXPECT_GE(nearest, 2.5);
+  EXPECT_LT(nearest, 3.5);
+}
+
+TEST(ServiceTest, SplinesAreFlattenedToAHundredthOfTheSpacingByDefault) {
+  LoopbackServer server;
+  v1::ScatterRequest request;
+  request.set_seed(5);
+  v1::Spline* spline =
+      request.mutable_region()->mutable_polygons()->add_splines();
+  for (double v : {0.0, 0.0, 40.0, 0.0, 40.0, 40.0, 0.0, 40.0}) {
+    spline->add_xy(v);
+  }
+  request.add_layers()->set_spacing(1);
+  const Received by_default = Collect(*server.TcpStub(), request);
+  ASSERT_TRUE(by_default.status.ok()) << by_default.status.error_message();
+  ASSERT_GT(by_default.size(), 500u);
+  for (double tolerance : {0.01, 0.1}) {
+    v1::ScatterRequest given = request;
+    given.mutable_region()->mutable_polygons()->set_spline_tolerance(tolerance);
+    const Received got = Collect(*server.TcpStub(), given);
+    ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+    if (tolerance == 0.01) {
+      EXPECT_EQ(got.coords, by_default.coords);
+    } else {
+      EXPECT_NE(got.coords, by_default.coords);
+    }
+  }
+}
+
+TEST(ServiceTest, ARunOfExactlyMaxPointsEndsWithItsSummary) {
+  LoopbackServer server;
+  v1::ScatterRequest request = BoxRequest(20, 1);
+  request.mutable_layers(0)->set_method(v1::METHOD_UNIFORM);
+  request.mutable_layers(0)->set_count(100);
+  request.set_max_points(100);
+  const Received all = Collect(*server.TcpStub(), request);
+  ASSERT_TRUE(all.status.ok()) << all.status.error_message();
+  EXPECT_EQ(all.size(), 100u);
+  EXPECT_TRUE(all.has_summary);
+  request.set_max_points(99);
+  const Received capped = Collect(*server.TcpStub(), request);
+  EXPECT_EQ(capped.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(capped.size(), 99u);
+}
+
+TEST(ServiceTest, AHugeBatchSizeIsClampedUnderAMebibyte) {
+  LoopbackServer server;
+  v1::ScatterRequest request;
+  request.set_seed(6);
+  v1::Box* box = request.mutable_region()->mutable_box();
+  for (int a = 0; a < 3; ++a) {
+    box->add_min(0);
+    box->add_max(40);
+  }
+  request.add_layers()->set_spacing(1);
+  request.set_batch_size(1'000'000);
+  grpc::ClientContext context;
+  auto reader = server.TcpStub()->Scatter(&context, request);
+  v1::ScatterResponse response;
+  std::size_t points = 0, largest = 0;
+  while (reader->Read(&response)) {
+    largest = std::max(largest, response.ByteSizeLong());
+    points += static_cast<std::size_t>(response.points().id_size());
+  }
+  const grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_GT(points, 40'000u);
+  EXPECT_LE(largest, std::size_t{1} << 20);
 }
 
 }  // namespace
