@@ -786,6 +786,42 @@ TEST(CliTest, PreviewDrawsAHugeObstacleWhereItCrossesThePicture) {
   EXPECT_EQ(red_rows, 200);
 }
 
+// North is up: the points of the box's upper half (an obstacle covers
+// the lower) are drawn in the picture's upper rows (a picture drawn
+// upside down passed every test; found by the mutation review).
+TEST(CliTest, PreviewPutsTheRegionsTopAtTheTop) {
+  const std::string job = Temp("upper_half.json");
+  std::ofstream(job) << R"({"request": {
+      "region": {"box": {"min": [0, 0], "max": [100, 100]}},
+      "obstacles": [{"x": 50, "y": -10000, "radius": 10050}],
+      "layers": [{"spacing": 4}]}})";
+  const std::string png = Temp("upper_half.png");
+  const CommandResult run = Scatter({"run", job, "--local", "--out=/dev/null",
+                                     "--preview=" + png, "--preview_size=200"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::FILE* file = std::fopen(png.c_str(), "rb");
+  ASSERT_NE(file, nullptr);
+  png_structp reader =
+      png_create_read_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
+  png_infop info = png_create_info_struct(reader);
+  ASSERT_EQ(setjmp(png_jmpbuf(reader)), 0) << "not a valid PNG";
+  png_init_io(reader, file);
+  png_read_png(reader, info, PNG_TRANSFORM_IDENTITY, nullptr);
+  png_bytepp rows = png_get_rows(reader, info);
+  // Pixels in the first layer's colour (27, 94, 32), by half.
+  int upper = 0, lower = 0;
+  for (int y = 0; y < 200; ++y) {
+    for (int x = 0; x < 200; ++x) {
+      const png_bytep p = rows[y] + 3 * x;
+      if (p[0] == 27 && p[1] == 94 && p[2] == 32) ++(y < 100 ? upper : lower);
+    }
+  }
+  png_destroy_read_struct(&reader, &info, nullptr);
+  std::fclose(file);
+  EXPECT_GT(upper, 100);
+  EXPECT_EQ(lower, 0);
+}
+
 TEST(CliTest, ReportStatesTheMeasures) {
   CommandResult run = Scatter({"run", kExamples + "/three_layers.json", "--local",
                                "--out=/dev/null", "--report"});
@@ -1552,6 +1588,30 @@ TEST(CliTest, LocalRunsKeepTheTimeoutAndRefuseServerFlags) {
                            ": a --local run makes no calls to a server; drop ",
                            c.message, " or --local\n"));
   }
+}
+
+// --seed replaces the job's seed (it was dropped silently and no test
+// noticed; found by the mutation review).
+TEST(CliTest, TheSeedFlagReplacesTheJobsSeed) {
+  auto job = [](const char* seed) {
+    const std::string path = Temp(absl::StrCat("seed_job_", seed, ".json"));
+    std::ofstream(path) << R"({"request": {"seed": ")" << seed << R"(",
+        "region": {"box": {"min": [0, 0], "max": [20, 20]}},
+        "layers": [{"id": 0, "spacing": 1}]}})";
+    return path;
+  };
+  auto run = [](const std::string& path, const std::vector<std::string>& more) {
+    std::vector<std::string> args = {"run", path, "--local"};
+    args.insert(args.end(), more.begin(), more.end());
+    const CommandResult result = Scatter(args);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return result.out;
+  };
+  const std::string seven = run(job("7"), {});
+  const std::string eight = run(job("8"), {});
+  ASSERT_GT(std::count(seven.begin(), seven.end(), '\n'), 100);
+  EXPECT_NE(seven, eight);
+  EXPECT_EQ(run(job("7"), {"--seed=8"}), eight);
 }
 
 // Flags refused where they have no use are refused as typed, even at their

@@ -119,6 +119,34 @@ TEST(TilesCliTest, BlockHasEveryTileOnceAndOnlyThem) {
   }
 }
 
+// --seed replaces the world's seed (it was dropped silently and no test
+// noticed; found by the mutation review).
+TEST(TilesCliTest, TheSeedFlagReplacesTheWorldsSeed) {
+  auto world = [](const char* seed) {
+    const std::string path = Temp(absl::StrCat("seed_world_", seed, ".json"));
+    std::ofstream(path) << R"({"world": {"seed": ")" << seed
+                        << R"(", "tileSize": 16,
+        "layers": [{"id": 1, "spacing": 1}]}})";
+    return path;
+  };
+  auto tiles = [](const std::string& job, const std::string& name,
+                  const std::vector<std::string>& more) {
+    const std::string dir = Temp(name);
+    std::vector<std::string> args = {"tiles", job, "--local", "--tiles=0:2,0:1",
+                                     "--out=" + dir};
+    args.insert(args.end(), more.begin(), more.end());
+    const auto result = Scatter(args);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return Files(dir);
+  };
+  const auto seven = tiles(world("7"), "seed_7", {});
+  const auto eight = tiles(world("8"), "seed_8", {});
+  const auto seven_as_eight = tiles(world("7"), "seed_7_as_8", {"--seed=8"});
+  ASSERT_EQ(seven.size(), 2u);
+  EXPECT_NE(seven, eight);
+  EXPECT_EQ(seven_as_eight, eight);
+}
+
 TEST(TilesCliTest, TileAloneEqualsTheTileInABlockInRowOrderAndShuffled) {
   const auto& block = Block();
   // The block again as a shuffled list of its 64 tiles.
