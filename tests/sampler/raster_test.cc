@@ -227,6 +227,39 @@ TEST(RasterTest, GreatestHoldsEverySampleOfTheBoxFromAbove) {
   }
 }
 
+// Over a raster of noise, boxes narrower than a pixel at every offset
+// within one: Bounds and Greatest hold every sample of the box. A column
+// or row missed at the box's edge (PixelsUnder without the half-pixel
+// offset of the centres) passed the single-pixel test above; here every
+// neighbour differs.
+TEST(RasterTest, BoundsHoldEverySampleOfBoxesSmallerThanAPixel) {
+  constexpr std::uint32_t kW = 40, kH = 30;
+  CounterRng rng(11);
+  std::vector<std::uint8_t> bytes(kW * kH);
+  for (std::uint8_t& b : bytes) {
+    b = static_cast<std::uint8_t>(rng.Uniform01() * 256);
+  }
+  absl::StatusOr<Raster> r =
+      Raster::FromRaw(RasterFormat::kU8, kW, kH, bytes, {0, 0, 40, 30}, kLimit);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (int k = 0; k < 4000; ++k) {
+    const double x0 = rng.Uniform01() * 39, y0 = rng.Uniform01() * 29;
+    const double x1 = x0 + rng.Uniform01() * 0.9;
+    const double y1 = y0 + rng.Uniform01() * 0.9;
+    double lo = 0, hi = 0;
+    ASSERT_TRUE(r->Bounds(x0, y0, x1, y1, &lo, &hi));
+    const double greatest = r->Greatest(x0, y0, x1, y1);
+    for (int s = 0; s < 16; ++s) {
+      const double x = x0 + (s % 4) / 3.0 * (x1 - x0);
+      const double y = y0 + (s / 4) / 3.0 * (y1 - y0);
+      const double v = r->Sample(x, y);
+      ASSERT_GE(v, lo) << x << " " << y;
+      ASSERT_LE(v, hi) << x << " " << y;
+      ASSERT_LE(v, greatest) << x << " " << y;
+    }
+  }
+}
+
 TEST(RasterTest, PatchBoundsHoldEverySampleOfTheBoxAndAreTight) {
   // Random pixels with sharp jumps, over a rectangle that does not start at
   // the origin, and boxes from a thousandth of a pixel to three pixels
