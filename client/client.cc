@@ -379,7 +379,7 @@ absl::StatusOr<Summary> Client::Stream(Request request, Open open, Handle handle
       }
     }
     const grpc::Status status = reader->Finish();
-    // A call that ended as the watch cancelled it keeps its own status.
+    // A call that had ended OK when the watch fired keeps its result.
     if (stopped || (watch.Stop() && !status.ok())) {
       return absl::CancelledError("cancelled by the caller");
     }
