@@ -224,13 +224,14 @@ CallOptions CallFromFlags() {
   return call;
 }
 
-// A call that --timeout ended, which the library says as "scatterd at
-// ADDR: deadline passed", said as a --local run says it: the timeout
-// (`timeout`, "--timeout=500ms"), the server and how far the run got
-// (`done`, " after 12 points"). A connection lost mid-call says how far
-// the run got too. Other statuses are returned as they are.
-absl::Status NameTimeout(const absl::Status& status, const Client& client,
-                         const std::string& timeout, const std::string& done) {
+// A call's failure with how far the run got (`done`, " after 12 points"),
+// where that helps: a connection lost mid-call, and a call that --timeout
+// ended, which the library says as "scatterd at ADDR: deadline passed"
+// and which is said as a --local run says it, naming the timeout
+// (`timeout`, "--timeout=500ms") and the server. Other statuses are
+// returned as they are.
+absl::Status WithProgress(const absl::Status& status, const Client& client,
+                          const std::string& timeout, const std::string& done) {
   if (status.code() == absl::StatusCode::kUnavailable &&
       absl::StartsWith(status.message(), "lost the connection to scatterd")) {
     return absl::UnavailableError(absl::StrCat(status.message(), done));
@@ -431,10 +432,10 @@ int Run(const std::string& job_path) {
   if (!local) {
     uploaded = UploadRasters(*inline_request, **client, CallFromFlags());
     if (!uploaded.ok()) {
-      return Fail(
-          NameRasterFile(*job, base_dir,
-                         NameTimeout(uploaded.status(), **client, TimeoutFlag(),
-                                     " while uploading the job's rasters")));
+      return Fail(NameRasterFile(
+          *job, base_dir,
+          WithProgress(uploaded.status(), **client, TimeoutFlag(),
+                       " while uploading the job's rasters")));
     }
     request = &*uploaded;
   }
@@ -493,8 +494,8 @@ int Run(const std::string& job_path) {
     return Fail(NameRasterFile(
         *job, base_dir,
         local ? summary.status()
-              : NameTimeout(summary.status(), **client, TimeoutFlag(),
-                            absl::StrCat(" after ", points, " points"))));
+              : WithProgress(summary.status(), **client, TimeoutFlag(),
+                             absl::StrCat(" after ", points, " points"))));
   }
   const absl::Status finished = (*writer)->Finish();
   if (!finished.ok()) return Fail(finished);
@@ -928,10 +929,10 @@ int Tiles(const std::string& job_path) {
     absl::StatusOr<v1::ScatterTilesRequest> uploaded =
         UploadRasters(*request, **client, CallFromFlags());
     if (!uploaded.ok()) {
-      return Fail(
-          NameRasterFile(*job, JobDir(job_path),
-                         NameTimeout(uploaded.status(), **client, TimeoutFlag(),
-                                     " while uploading the job's rasters")));
+      return Fail(NameRasterFile(
+          *job, JobDir(job_path),
+          WithProgress(uploaded.status(), **client, TimeoutFlag(),
+                       " while uploading the job's rasters")));
     }
     request = *std::move(uploaded);
   }
@@ -1020,7 +1021,7 @@ int Tiles(const std::string& job_path) {
   }
   if (!write_status.ok()) return fail(write_status);
   if (!local) {
-    status = NameTimeout(
+    status = WithProgress(
         status, **client, TimeoutFlag(),
         absl::StrCat(" after ", (*files)->tiles_written(), " tiles"));
   }
@@ -1054,11 +1055,11 @@ int Health(int argc, char** argv) {
                                   ? (*client)->Health(timeout)
                                   : (*client)->Health();
   if (!status.ok()) {
-    return Fail(NameTimeout(status, **client,
-                            timeout > absl::ZeroDuration()
-                                ? TimeoutFlag()
-                                : "5s (health's default --timeout)",
-                            ""));
+    return Fail(WithProgress(status, **client,
+                             timeout > absl::ZeroDuration()
+                                 ? TimeoutFlag()
+                                 : "5s (health's default --timeout)",
+                             ""));
   }
   std::printf("SERVING\n");
   return 0;

@@ -72,6 +72,48 @@ v1::ScatterRequest InlineRequest(const std::string& example) {
   return *request;
 }
 
+// A preview PNG as 8-bit RGB (libpng's simplified reader): its size,
+// whether the file itself is 8-bit RGB, and its pixels row by row, top
+// row first. `error` is empty when the file decoded.
+struct Picture {
+  int width = 0;
+  int height = 0;
+  bool rgb8 = false;
+  std::vector<unsigned char> pixels;
+  std::string error;
+
+  const unsigned char* At(int x, int y) const {
+    return &pixels[(static_cast<std::size_t>(y) * width + x) * 3];
+  }
+  bool Is(int x, int y, int r, int g, int b) const {
+    const unsigned char* p = At(x, y);
+    return p[0] == r && p[1] == g && p[2] == b;
+  }
+};
+
+Picture ReadPreview(const std::string& path) {
+  Picture picture;
+  png_image image;
+  std::memset(&image, 0, sizeof image);
+  image.version = PNG_IMAGE_VERSION;
+  if (!png_image_begin_read_from_file(&image, path.c_str())) {
+    picture.error = image.message;
+    return picture;
+  }
+  picture.width = static_cast<int>(image.width);
+  picture.height = static_cast<int>(image.height);
+  picture.rgb8 = image.format == PNG_FORMAT_RGB;
+  image.format = PNG_FORMAT_RGB;
+  picture.pixels.resize(PNG_IMAGE_SIZE(image));
+  if (!png_image_finish_read(&image, nullptr, picture.pixels.data(), 0,
+                             nullptr)) {
+    picture.error = image.message;
+    picture.pixels.clear();
+  }
+  png_image_free(&image);
+  return picture;
+}
+
 class ExampleTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ExampleTest, ServerAndLocalAgreeAndThePointsAreRight) {
@@ -729,19 +771,11 @@ TEST(CliTest, PreviewIsAPngOfTheAskedSize) {
   struct stat null_info;
   ASSERT_EQ(stat("/dev/null", &null_info), 0);
   EXPECT_TRUE(S_ISCHR(null_info.st_mode));
-  std::FILE* file = std::fopen(png.c_str(), "rb");
-  ASSERT_NE(file, nullptr);
-  png_structp reader = png_create_read_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr,
-                                              nullptr);
-  png_infop info = png_create_info_struct(reader);
-  ASSERT_EQ(setjmp(png_jmpbuf(reader)), 0) << "not a valid PNG";
-  png_init_io(reader, file);
-  png_read_png(reader, info, PNG_TRANSFORM_IDENTITY, nullptr);
-  EXPECT_EQ(png_get_image_width(reader, info), 300u);
-  EXPECT_EQ(png_get_image_height(reader, info), 300u);
-  EXPECT_EQ(png_get_color_type(reader, info), PNG_COLOR_TYPE_RGB);
-  png_destroy_read_struct(&reader, &info, nullptr);
-  std::fclose(file);
+  const Picture picture = ReadPreview(png);
+  ASSERT_EQ(picture.error, "");
+  EXPECT_EQ(picture.width, 300);
+  EXPECT_EQ(picture.height, 300);
+  EXPECT_TRUE(picture.rgb8);
 }
 
 // An obstacle far larger than the picture, whose edge crosses it, is
@@ -760,29 +794,21 @@ TEST(CliTest, PreviewDrawsAHugeObstacleWhereItCrossesThePicture) {
        "--preview=" + png, "--preview_size=200"},
       absl::Seconds(60));
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  std::FILE* file = std::fopen(png.c_str(), "rb");
-  ASSERT_NE(file, nullptr);
-  png_structp reader =
-      png_create_read_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png_create_info_struct(reader);
-  ASSERT_EQ(setjmp(png_jmpbuf(reader)), 0) << "not a valid PNG";
-  png_init_io(reader, file);
-  png_read_png(reader, info, PNG_TRANSFORM_IDENTITY, nullptr);
-  png_bytepp rows = png_get_rows(reader, info);
+  const Picture picture = ReadPreview(png);
+  ASSERT_EQ(picture.error, "");
+  ASSERT_EQ(picture.width, 200);
+  ASSERT_EQ(picture.height, 200);
   // The edge is the line x = 30 of the box: pixel column 60 of 200, in
   // the obstacles' red (200, 40, 40), in every row.
   int red_rows = 0;
   for (int y = 0; y < 200; ++y) {
     for (int x = 58; x <= 61; ++x) {
-      const png_bytep p = rows[y] + 3 * x;
-      if (p[0] == 200 && p[1] == 40 && p[2] == 40) {
+      if (picture.Is(x, y, 200, 40, 40)) {
         ++red_rows;
         break;
       }
     }
   }
-  png_destroy_read_struct(&reader, &info, nullptr);
-  std::fclose(file);
   EXPECT_EQ(red_rows, 200);
 }
 
@@ -799,25 +825,17 @@ TEST(CliTest, PreviewPutsTheRegionsTopAtTheTop) {
   const CommandResult run = Scatter({"run", job, "--local", "--out=/dev/null",
                                      "--preview=" + png, "--preview_size=200"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  std::FILE* file = std::fopen(png.c_str(), "rb");
-  ASSERT_NE(file, nullptr);
-  png_structp reader =
-      png_create_read_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
-  png_infop info = png_create_info_struct(reader);
-  ASSERT_EQ(setjmp(png_jmpbuf(reader)), 0) << "not a valid PNG";
-  png_init_io(reader, file);
-  png_read_png(reader, info, PNG_TRANSFORM_IDENTITY, nullptr);
-  png_bytepp rows = png_get_rows(reader, info);
+  const Picture picture = ReadPreview(png);
+  ASSERT_EQ(picture.error, "");
+  ASSERT_EQ(picture.width, 200);
+  ASSERT_EQ(picture.height, 200);
   // Pixels in the first layer's colour (27, 94, 32), by half.
   int upper = 0, lower = 0;
   for (int y = 0; y < 200; ++y) {
     for (int x = 0; x < 200; ++x) {
-      const png_bytep p = rows[y] + 3 * x;
-      if (p[0] == 27 && p[1] == 94 && p[2] == 32) ++(y < 100 ? upper : lower);
+      if (picture.Is(x, y, 27, 94, 32)) ++(y < 100 ? upper : lower);
     }
   }
-  png_destroy_read_struct(&reader, &info, nullptr);
-  std::fclose(file);
   EXPECT_GT(upper, 100);
   EXPECT_EQ(lower, 0);
 }
