@@ -146,6 +146,41 @@ for (const hpa of objects.filter((o) => o.kind === "HorizontalPodAutoscaler")) {
                 `HorizontalPodAutoscaler ${hpa.metadata?.name} sets them`);
   }
 }
+// A Deployment's replicas spread over nodes: a topology spread constraint
+// on kubernetes.io/hostname whose selector picks its own pods (a selector
+// that matched none spread nothing). Its pods tell a Prometheus that
+// discovers pods by annotation the port of a containerPort of theirs.
+for (const deployment of objects.filter((o) => o.kind === "Deployment")) {
+  const name = `Deployment ${deployment.metadata?.name}`;
+  const template = deployment.spec?.template ?? {};
+  const podLabels = template.metadata?.labels ?? {};
+  const selects = (selector) => {
+    const match = selector?.matchLabels ?? {};
+    return Object.keys(match).length > 0 &&
+           Object.entries(match).every(([k, v]) => podLabels[k] === v);
+  };
+  const spread = (template.spec?.topologySpreadConstraints ?? []).find(
+    (c) => c.topologyKey === "kubernetes.io/hostname" && selects(c.labelSelector));
+  if (spread === undefined) {
+    console.error(`FAIL ${name}: no topology spread over kubernetes.io/hostname ` +
+                  `that selects its pods (labels ${JSON.stringify(podLabels)})`);
+    failures++;
+  } else {
+    console.log(`ok   ${name}: spread over nodes, maxSkew ${spread.maxSkew}`);
+  }
+  const annotations = template.metadata?.annotations ?? {};
+  const ports = (template.spec?.containers ?? [])
+    .flatMap((c) => c.ports ?? []).map((p) => String(p.containerPort));
+  if (annotations["prometheus.io/scrape"] !== "true" ||
+      !ports.includes(annotations["prometheus.io/port"])) {
+    console.error(`FAIL ${name}: prometheus.io/scrape is not "true" or ` +
+                  `prometheus.io/port (${annotations["prometheus.io/port"]}) ` +
+                  `is none of its containerPorts (${ports.join(", ")})`);
+    failures++;
+  } else {
+    console.log(`ok   ${name}: scraped on port ${annotations["prometheus.io/port"]}`);
+  }
+}
 // A Job's pods carry its labels, which `kubectl logs -l` finds them by
 // (deploy/README.md, "Batch export"); without them it found none.
 for (const job of objects.filter((o) => o.kind === "Job")) {
