@@ -79,6 +79,10 @@ ABSL_FLAG(absl::Duration, max_call_duration, absl::Minutes(30),
           "calls still running after this end with DEADLINE_EXCEEDED");
 ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(10),
           "on SIGTERM, how long in-flight calls may finish");
+ABSL_FLAG(absl::Duration, drain_notice, absl::Seconds(1),
+          "on SIGTERM, how long connections stay open, health NOT_SERVING "
+          "and new calls refused, before clients are told to go (GOAWAY) "
+          "and reconnect elsewhere; in-flight calls run on");
 ABSL_FLAG(absl::Duration, max_connection_age, absl::Minutes(10),
           "close connections this long after they open (after their calls "
           "finish), so clients re-resolve and reach new replicas");
@@ -219,6 +223,7 @@ int main(int argc, char** argv) {
   options.service.max_call_duration = absl::GetFlag(FLAGS_max_call_duration);
   options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.grace_period = absl::GetFlag(FLAGS_grace_period);
+  options.drain_notice = absl::GetFlag(FLAGS_drain_notice);
   options.tls_reload_interval = absl::GetFlag(FLAGS_tls_reload_interval);
   options.max_connection_age = absl::GetFlag(FLAGS_max_connection_age);
   options.keepalive_time = absl::GetFlag(FLAGS_keepalive_time);

@@ -32,6 +32,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "civetweb.h"
+#include "grpc/grpc.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
@@ -491,6 +492,7 @@ absl::Status CheckOptions(const ServerOptions& options) {
                    "of pixels and their header)"),
            Positive("max_call_duration", service.max_call_duration),
            NotNegative("grace_period", options.grace_period),
+           NotNegative("drain_notice", options.drain_notice),
            WholeMillis("keepalive_time", options.keepalive_time),
            WholeMillis("keepalive_timeout", options.keepalive_timeout),
            WholeMillis("max_connection_age", options.max_connection_age),
@@ -827,9 +829,26 @@ void ScatterServer::Shutdown() {
   shut_down_ = true;
   server_->GetHealthCheckService()->SetServingStatus(false);
   service_->StartDraining();
-  const absl::Time until = absl::Now() + options_.grace_period;
+  const absl::Time start = absl::Now();
+  const absl::Time until = start + options_.grace_period;
+  const absl::Time notice_ends = start + options_.drain_notice;
+  // The drain notice's end: gRPC core's shutdown sends GOAWAY on every
+  // connection and closes the listeners, and lets the calls in flight run
+  // (grpc::Server::Shutdown would block until they end). It is idempotent:
+  // the Shutdown below adds its own notification and the deadline.
+  grpc_completion_queue* goaway_queue = nullptr;
+  int goaway_tag = 0;
   while (service_->stats().in_flight.load() > 0 && absl::Now() < until &&
          !grace_ended_.load()) {
+    if (goaway_queue == nullptr && absl::Now() >= notice_ends) {
+      goaway_queue = grpc_completion_queue_create_for_next(nullptr);
+      grpc_server_shutdown_and_notify(server_->c_server(), goaway_queue,
+                                      &goaway_tag);
+      options_.logger->info(
+          "scatterd: drain notice over: clients told to go (GOAWAY), no "
+          "new connections; {} calls run on",
+          service_->stats().in_flight.load());
+    }
     absl::SleepFor(absl::Milliseconds(5));
   }
   // Past the grace period running samplers stop and their streams end with
@@ -839,6 +858,15 @@ void ScatterServer::Shutdown() {
   service_->StopInFlight();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   server_->Wait();
+  if (goaway_queue != nullptr) {
+    // Its notification came with the Shutdown's: every call has ended.
+    grpc_completion_queue_shutdown(goaway_queue);
+    while (grpc_completion_queue_next(
+               goaway_queue, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr)
+               .type != GRPC_QUEUE_SHUTDOWN) {
+    }
+    grpc_completion_queue_destroy(goaway_queue);
+  }
   service_->FlushRefusalLog();
 }
 

@@ -75,6 +75,14 @@ struct ServerOptions {
   // Shutdown: how long in-flight calls may finish before they are stopped
   // with UNAVAILABLE.
   absl::Duration grace_period = absl::Seconds(10);
+  // Shutdown: how long a drain keeps its connections open, health saying
+  // NOT_SERVING and new calls refused with UNAVAILABLE, before it tells
+  // clients to go (HTTP/2 GOAWAY) and stops listening, while the calls in
+  // flight run on to the end of grace_period. Clients that watch health
+  // leave at once; the others (pick_first, one address, a ClusterIP
+  // Service) were refused for the whole grace period, and now reconnect
+  // elsewhere after this notice.
+  absl::Duration drain_notice = absl::Seconds(1);
   std::shared_ptr<spdlog::logger> logger;  // nullptr: spdlog's default.
 };
 
@@ -150,8 +158,9 @@ class ScatterServer {
   std::shared_ptr<grpc::Channel> InProcessChannel();
 
   // Graceful shutdown, as on SIGTERM: health NOT_SERVING and new calls
-  // UNAVAILABLE; in-flight calls get grace_period to finish, then their
-  // samplers stop and their streams end with UNAVAILABLE. Idempotent.
+  // UNAVAILABLE; after drain_notice, GOAWAY and no listening; in-flight
+  // calls get grace_period to finish, then their samplers stop and their
+  // streams end with UNAVAILABLE. Idempotent.
   void Shutdown();
   // Ends a Shutdown's grace period now (a second SIGTERM): its in-flight
   // calls stop as when the period runs out. Any thread may call it.

@@ -606,8 +606,12 @@ TEST(CliTest, AFailedWriteNamesTheFileAskedFor) {
 // over it and another sent it every other new call (here the first of
 // each process: every one failed, "server shutting down"). Now the client
 // watches each server's health and sends calls only to those serving.
+// (A drain notice as long as the grace period keeps the draining server
+// listening, so that what it says can be asked; after the notice it
+// stops listening, see
+// ScatterdTest.AfterTheDrainNoticeClientsReconnectElsewhere.)
 TEST(CliTest, ARoundRobinClientSendsNoNewCallToADrainingServer) {
-  Scatterd draining({"--grace_period=60s"});
+  Scatterd draining({"--grace_period=60s", "--drain_notice=60s"});
   Scatterd other({"--grace_period=60s"});
   ASSERT_GT(draining.port(), 0);
   ASSERT_GT(other.port(), 0);

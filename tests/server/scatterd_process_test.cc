@@ -158,6 +158,64 @@ TEST(ScatterdTest, SigtermEndsAStreamInFlightWithAStatus) {
   EXPECT_THAT(ReadAll(draining.log), HasSubstr("Scatter peer=ipv4:127.0.0.1:"));
 }
 
+// A client that does not watch health (gRPC's default pick_first, here
+// over two addresses) stays on its connection: while a stream kept the
+// first server draining, every new call of that client was refused for
+// the whole grace period. After --drain_notice the draining server sends
+// GOAWAY and stops listening, so the client's next call reconnects and
+// reaches the second server, while the stream in flight runs on.
+TEST(ScatterdTest, AfterTheDrainNoticeClientsReconnectElsewhere) {
+  const std::string log =
+      absl::StrCat(::testing::TempDir(), "/scatterd_notice_", getpid());
+  Scatterd draining({"--grace_period=60s", "--drain_notice=300ms"}, log);
+  Scatterd other({}, log + "_other");
+  ASSERT_GT(draining.port(), 0);
+  ASSERT_GT(other.port(), 0);
+  // pick_first takes the first address that connects: the draining one.
+  auto channel =
+      grpc::CreateChannel(absl::StrCat("ipv4:127.0.0.1:", draining.port(),
+                                       ",127.0.0.1:", other.port()),
+                          grpc::InsecureChannelCredentials());
+  auto stub = v1::ScatterService::NewStub(channel);
+  grpc::ClientContext context;
+  auto reader = stub->Scatter(&context, LongRequest());
+  v1::ScatterResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  draining.Signal(SIGTERM);
+  absl::SleepFor(absl::Milliseconds(100));
+  // Within the notice: refused, as before.
+  const Received early = Collect(*stub, BoxRequest(10, 1));
+  EXPECT_EQ(early.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(early.status.error_message(), HasSubstr("server shutting down"));
+  // After it: served by the other server (a call may race the GOAWAY
+  // and be refused; the next one reconnects).
+  absl::SleepFor(absl::Milliseconds(500));
+  Received late;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    late = Collect(*stub, BoxRequest(10, 1));
+    if (late.status.ok()) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_TRUE(late.status.ok()) << late.status.error_message();
+  EXPECT_GT(late.size(), 10u);
+  // The stream in flight on the draining server still runs.
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(reader->Read(&response)) << i;
+  // No new connection reaches the draining server.
+  const Received direct = Collect(*draining.Stub(), BoxRequest(10, 1));
+  EXPECT_EQ(direct.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(ReadAll(log),
+              HasSubstr("drain notice over: clients told to go (GOAWAY)"));
+  // A second signal ends the grace period; the stream ends with a status.
+  draining.Signal(SIGTERM);
+  while (reader->Read(&response)) {
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("server shutting down after"));
+  const int exit = draining.Wait();
+  EXPECT_TRUE(WIFEXITED(exit) && WEXITSTATUS(exit) == 0) << exit;
+}
+
 // scatterd with `flags` on 127.0.0.1:0; one that starts anyway is killed
 // after a few seconds.
 CommandResult RunScatterd(std::vector<std::string> flags) {
@@ -344,6 +402,7 @@ TEST(ScatterdTest, OutOfRangeLimitFlagsAreRefusedNamingTheFlag) {
                      "uploads come in messages of up to 256 KiB of pixels "
                      "and their header), got 524287"},
            std::pair{"--grace_period=-1s", "--grace_period must be >= 0"},
+           std::pair{"--drain_notice=-2s", "--drain_notice must be >= 0"},
            std::pair{"--max_tiles_per_request=0",
                      "--max_tiles_per_request must be >= 1"},
            std::pair{"--threads=-1", "--threads must be in [0, 1024]"},
