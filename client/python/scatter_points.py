@@ -56,6 +56,15 @@ def shortest(v):
     """v as the scatter CLI writes a coordinate (std::to_chars): the fewest
     digits that read back as v, in fixed or scientific notation, whichever
     is shorter, fixed on a tie: 5 (not Python's 5.0), 1e+05, 1e-04, 0.001."""
+    # repr's digits are the shortest; it is already to_chars' text unless
+    # it is scientific, nan or inf ("e", "n"), ends in ".0" (to_chars
+    # writes 5, and 1e+05 for 100000), or has three zeros or more after
+    # the point (where scientific can be as short or shorter). Printing
+    # millions of points, the long way below was 75 % of the client's time.
+    text = repr(v)
+    if ("e" not in text and "n" not in text and not text.endswith(".0") and
+            not text.lstrip("-").startswith("0.000")):
+        return text
     if v != v:
         return "-nan" if math.copysign(1, v) < 0 else "nan"
     if v in (float("inf"), float("-inf")):
@@ -117,11 +126,25 @@ def load_stubs(proto_root=PROTO_ROOT):
         ])
         if status != 0:
             raise RuntimeError("protoc failed on scatter.proto")
+        # Regular packages, so that a "scatter" package of the caller's
+        # anywhere on sys.path cannot shadow them (a directory without
+        # __init__.py loses to one with it, wherever it is); and the
+        # caller's modules of that name are set aside while these load.
+        for package in ("scatter", os.path.join("scatter", "v1")):
+            open(os.path.join(out, package, "__init__.py"), "w").close()
+        theirs = {name: module for name, module in sys.modules.items()
+                  if name == "scatter" or name.startswith("scatter.")}
+        for name in theirs:
+            del sys.modules[name]
         sys.path.insert(0, out)
         try:
             from scatter.v1 import scatter_pb2, scatter_pb2_grpc
         finally:
             sys.path.remove(out)
+            for name in [n for n in sys.modules
+                         if n == "scatter" or n.startswith("scatter.")]:
+                del sys.modules[name]
+            sys.modules.update(theirs)
     return scatter_pb2, scatter_pb2_grpc
 
 
@@ -245,19 +268,39 @@ def name_flag(details):
 
 class Points:
     """Iterates over (dims, coords, layers, ids) per batch of one Scatter
-    call; `summary` holds the call's summary once the stream has ended."""
+    call; `summary` holds the call's summary once the stream has ended (it
+    stays None when the stream ended without one). Leaving the loop early
+    (break, an exception), cancel() or the end of a `with` block cancels
+    the call, so the server stops sampling at once and frees its slot."""
 
     def __init__(self, stub, request, timeout):
         self._responses = stub.Scatter(request, timeout=timeout)
         self.summary = None
 
     def __iter__(self):
-        for response in self._responses:
-            if response.HasField("points"):
-                p = response.points
-                yield p.dims, list(p.coords), list(p.layer), list(p.id)
-            else:
-                self.summary = response.summary
+        done = False
+        try:
+            for response in self._responses:
+                if response.HasField("points"):
+                    p = response.points
+                    yield p.dims, list(p.coords), list(p.layer), list(p.id)
+                else:
+                    self.summary = response.summary
+            done = True
+        finally:
+            if not done:
+                self.cancel()
+
+    def cancel(self):
+        """Cancels the call; nothing when it has ended."""
+        self._responses.cancel()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cancel()
+        return False
 
 
 def main():
@@ -288,9 +331,10 @@ def main():
     parser.add_argument("--count", type=int, default=1000,
                         help="points for --method uniform (default "
                         "%(default)s)")
-    parser.add_argument("--timeout", type=float, default=60.0,
-                        help="seconds the whole call may take (default "
-                        "%(default)s)")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds the whole call may take (default: no "
+                        "limit, as the scatter CLI; keepalive still ends a "
+                        "call to a server that froze)")
     parser.add_argument("--tls_ca", metavar="FILE",
                         help="TLS: the CA (PEM) that signed the server's "
                         "certificate; without it the call is plaintext")
@@ -321,7 +365,7 @@ def main():
         parser.error("--max_points must be in [0, 2^64)")
     # gRPC's deadline is a time since the epoch in 64-bit nanoseconds: one
     # past about 2^63 ns (292 years) wraps, and fails the call at once.
-    if not 0 < args.timeout <= 1e9:
+    if args.timeout is not None and not 0 < args.timeout <= 1e9:
         parser.error("--timeout must be > 0 s and at most 1e9 s (31 years), "
                      "got %r" % args.timeout)
     # gRPC reads an IPv6 address without brackets ("::1") as a host with no
@@ -350,13 +394,19 @@ def main():
         parser.error("--address must be host:port with a port in [0, 65535] "
                      "or unix:PATH, got %r%s" %
                      (args.address, ", which gRPC dials on port 0" if args.address else ""))
-    # gRPC reads a port past 65535 modulo 2^16: 99999 would dial 34463.
-    port = "" if args.address.endswith("]") else args.address.rpartition(":")[2]
-    if (not args.address.startswith(("unix:", "unix-abstract:")) and port and
-            all(c in "0123456789" for c in port) and
-            (len(port) > 5 or int(port) > 65535)):
-        parser.error("--address must be host:port with a port in [0, 65535] "
-                     "or unix:PATH, got %r" % args.address)
+    # gRPC reads a port past 65535 modulo 2^16 (99999 would dial 34463) and
+    # an empty one as 0; each address of an "ipv4:A:P,B:P" list has its own.
+    if not args.address.startswith(("unix:", "unix-abstract:")):
+        for entry in host.split(",") if args.address.startswith("ipv4:") else [host]:
+            _, colon, port = entry.rpartition(":")
+            if not colon or entry.endswith("]"):
+                continue  # No port: refused above, or a name (gRPC: 443).
+            if port == "" or (all(c in "0123456789" for c in port) and
+                              (len(port) > 5 or int(port) > 65535)):
+                parser.error("--address must be host:port with a port in "
+                             "[0, 65535] or unix:PATH, got %r%s" %
+                             (args.address, ", with no port after the colon"
+                              if port == "" else ""))
     request = pb.ScatterRequest(seed=args.seed, max_points=args.max_points)
     request.region.box.min.extend(values[:dims])
     request.region.box.max.extend(values[dims:])
@@ -364,6 +414,10 @@ def main():
               "jittered": pb.METHOD_JITTERED_GRID, "uniform": pb.METHOD_UNIFORM}[args.method]
     request.layers.add(id=0, method=method, spacing=args.spacing,
                        cell_size=args.spacing, count=args.count)
+    # Only what is printed travels: radius, yaw and scale were half the bytes.
+    request.fields.omit_radius = True
+    request.fields.omit_yaw = True
+    request.fields.omit_scale = True
 
     tls = read_tls(parser, args)
     with open_channel(args.address, tls) as channel:
@@ -401,13 +455,27 @@ def main():
             if (e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and
                     details == "Deadline Exceeded"):
                 # gRPC's own words: the client's deadline, not the server's
-                # max_call_duration, which says so itself.
-                details = ("--timeout=%g s passed after %d points (give a "
-                           "larger --timeout)" % (args.timeout, written))
+                # max_call_duration, which says so itself. With no point
+                # yet, a larger --timeout may not help: the server may be
+                # stuck.
+                details = ("--timeout=%g s passed waiting for scatterd at %s "
+                           "after %d points%s" %
+                           (args.timeout, args.address, written,
+                            " (give a larger --timeout)" if written else ""))
+            elif e.code() == grpc.StatusCode.UNAVAILABLE and written > 0:
+                # Points had come: the connection went (the server died,
+                # froze past keepalive, or drained), not the address.
+                details = ("lost the connection to scatterd at %s: %s after "
+                           "%d points" % (args.address, details, written))
             print("scatter: %s: %s%s" % (e.code().name, details, hint),
                   file=sys.stderr)
             return 1
         s = points.summary
+        if s is None:
+            print("scatter: the stream ended without its summary after %d "
+                  "points (a proxy between, or not a scatterd?)" % written,
+                  file=sys.stderr)
+            return 1
         print("summary: %d points, %.3f s, algorithm_version %d" %
               (s.total_points, s.elapsed_seconds, s.algorithm_version), file=sys.stderr)
     return 0
@@ -419,6 +487,9 @@ def run():
     # SIGINT), not with a KeyboardInterrupt traceback from wherever the
     # loop was.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # gRPC's own log lines (a failed TLS handshake, an unreachable backend)
+    # repeat the one-line error below in its own words: off, unless asked.
+    os.environ.setdefault("GRPC_VERBOSITY", "NONE")
     # Python sets sys.stdout to None when descriptor 1 is closed (`>&-`).
     if sys.stdout is None:
         print("scatter: cannot write the points: stdout is closed",

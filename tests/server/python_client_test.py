@@ -101,8 +101,25 @@ def check_points_script(port):
                             (1.5e-07, "1.5e-07"), (12345.678, "12345.678"),
                             (123456789012345680.0, "123456789012345680"),
                             (8.248849854254471e+20, "824884985425447092224"),
-                            (1e+21, "1e+21"), (5e-324, "5e-324")):
+                            (1e+21, "1e+21"), (5e-324, "5e-324"),
+                            # Where repr is used as it is, and where not.
+                            (0.00012, "0.00012"), (-0.0001234, "-0.0001234"),
+                            (0.0002, "2e-04"), (0.0012, "0.0012"),
+                            (1e16, "1e+16"), (123456789012345.6, "123456789012345.6")):
             assert points_module.shortest(value) == text, (value, text)
+        # Leaving a Points loop early cancels the call (it ran on, holding
+        # a stream slot, until the channel closed: 8.5 s in a review).
+        pb, pb_grpc = points_module.load_stubs()
+        big = pb.ScatterRequest(seed=1)
+        big.region.box.min.extend([0, 0])
+        big.region.box.max.extend([2000, 2000])
+        big.layers.add(spacing=1.0)
+        with points_module.open_channel("127.0.0.1:%d" % port) as channel:
+            points = points_module.Points(pb_grpc.ScatterServiceStub(channel), big, 60)
+            for _ in points:
+                break
+            assert points._responses.code() == grpc.StatusCode.CANCELLED, \
+                points._responses.code()
         # A reader that stops early (`| head -1`), millions of points before
         # the end: a quiet exit with SIGPIPE's status, no traceback.
         early = subprocess.Popen(
@@ -164,6 +181,14 @@ def check_points_script(port):
                                (["--address=127.0.0.1"],
                                 "--address must be host:port with a port in [0, 65535] "
                                 "or unix:PATH, got '127.0.0.1', which gRPC dials on port 0"),
+                               # An empty port: gRPC dialled port 0.
+                               (["--address=127.0.0.1:"],
+                                "got '127.0.0.1:', with no port after the colon"),
+                               (["--address=[::1]:"],
+                                "got '[::1]:', with no port after the colon"),
+                               # Each address of a list: only the last was checked.
+                               (["--address=ipv4:127.0.0.1:99999,127.0.0.1:50051"],
+                                "--address must be host:port with a port in [0, 65535]"),
                                (["--address="],
                                 "--address must be host:port with a port in [0, 65535] "
                                 "or unix:PATH, got ''"),
@@ -252,6 +277,33 @@ def check_round_robin(pb, pb_grpc):
                 server.stdout.close()
 
 
+def check_no_summary(pb, pb_grpc):
+    """A stream that ends OK without its summary (a proxy between, or a
+    server that is not scatterd): scatter_points.py says so in one line
+    and exits 1 (it raised AttributeError, a traceback)."""
+    from concurrent import futures
+
+    class OneBatch(pb_grpc.ScatterServiceServicer):
+        def Scatter(self, request, context):
+            yield pb.ScatterResponse(points=pb.PointBatch(dims=2, coords=[1, 2],
+                                                          layer=[0], id=[7]))
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    pb_grpc.add_ScatterServiceServicer_to_server(OneBatch(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        script = os.path.join(sys.argv[2], "..", "client", "python", "scatter_points.py")
+        run = subprocess.run(["/usr/bin/python3", script, "--address=127.0.0.1:%d" % port],
+                             capture_output=True, text=True, timeout=60)
+        assert run.returncode == 1, (run.returncode, run.stderr)
+        assert run.stdout == "1,2,0,7\n", run.stdout
+        assert run.stderr == ("scatter: the stream ended without its summary after 1 "
+                              "points (a proxy between, or not a scatterd?)\n"), run.stderr
+    finally:
+        server.stop(None)
+
+
 def check_tls():
     """scatter_points.py against a scatterd that serves TLS (production's
     overlay serves nothing else): with --tls_ca the call succeeds; without,
@@ -286,6 +338,19 @@ def check_tls():
             assert named.returncode == 0, named.stderr
             plain = subprocess.run(common, capture_output=True, text=True, timeout=60)
             assert plain.returncode == 1, plain.stderr
+            # A CA that did not sign the server's certificate: one line, the
+            # client's, without gRPC's own log line of the handshake before it.
+            other, other_key = os.path.join(tmp, "other.pem"), os.path.join(tmp, "other.key")
+            subprocess.run(
+                ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                 "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj",
+                 "/CN=other", "-keyout", other_key, "-out", other],
+                check=True, capture_output=True, timeout=60)
+            wrong = subprocess.run(common + ["--tls_ca=" + other],
+                                   capture_output=True, text=True, timeout=60)
+            assert wrong.returncode == 1, wrong.stderr
+            assert (wrong.stderr.startswith("scatter: UNAVAILABLE: ") and
+                    wrong.stderr.count("\n") == 1), wrong.stderr
             assert "UNAVAILABLE" in plain.stderr, plain.stderr
             assert "(if scatterd serves TLS, give --tls_ca)" in plain.stderr, plain.stderr
             # A server that asks for a client certificate: without one the
@@ -317,8 +382,8 @@ def check_tls():
                               "--tls_ca=" + cert],
                 capture_output=True, text=True, timeout=60)
             assert late.returncode == 1, late.stderr
-            assert "scatter: DEADLINE_EXCEEDED: --timeout=0.3 s passed after " in late.stderr, \
-                late.stderr
+            assert ("scatter: DEADLINE_EXCEEDED: --timeout=0.3 s passed waiting for "
+                    "scatterd at 127.0.0.1:%d after " % port) in late.stderr, late.stderr
             half = subprocess.run(common + ["--tls_ca=" + cert, "--tls_cert=" + cert],
                                   capture_output=True, text=True, timeout=60)
             assert half.returncode == 2, half.stderr
@@ -459,6 +524,7 @@ def main():
             check_no_reflection_by_default(sys.argv[1], reflection_pb2, reflection_pb2_grpc)
             check_points_script(port)
             check_round_robin(pb, pb_grpc)
+            check_no_summary(pb, pb_grpc)
             check_tls()
             print("python client: %d points, min distance holds, health SERVING, "
                   "reflection lists %s; scatter_points.py works, TLS too" % (n, ", ".join(sorted(names))))
