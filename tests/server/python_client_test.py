@@ -107,6 +107,23 @@ def check_points_script(port):
                             (0.0002, "2e-04"), (0.0012, "0.0012"),
                             (1e16, "1e+16"), (123456789012345.6, "123456789012345.6")):
             assert points_module.shortest(value) == text, (value, text)
+        # A caller with a "scatter" package of its own, imported or not:
+        # the stubs still load, and the caller's package stays its own
+        # (a directory of stubs without __init__.py lost to it).
+        project = os.path.join(tmp, "project")
+        os.makedirs(os.path.join(project, "scatter"))
+        with open(os.path.join(project, "scatter", "__init__.py"), "w") as f:
+            f.write("MINE = True\n")
+        for preload in ("", "import scatter; "):
+            user = subprocess.run(
+                ["/usr/bin/python3", "-c",
+                 "import sys; sys.path[:0] = [%r, %r]; %simport scatter_points; "
+                 "pb, _ = scatter_points.load_stubs(); import scatter; "
+                 "print(pb.ScatterRequest.DESCRIPTOR.full_name, scatter.MINE)"
+                 % (project, os.path.dirname(script), preload)],
+                env=env, capture_output=True, text=True, timeout=60)
+            assert user.stdout == "scatter.v1.ScatterRequest True\n", (preload, user.stdout,
+                                                                        user.stderr)
         # Leaving a Points loop early cancels the call (it ran on, holding
         # a stream slot, until the channel closed: 8.5 s in a review).
         pb, pb_grpc = points_module.load_stubs()
