@@ -134,6 +134,16 @@ struct DrainingStream {
   std::unique_ptr<grpc::ClientReader<v1::ScatterResponse>> reader;
 };
 
+// Reads a stream to its end: the drain stopped it, and said so.
+void ExpectStoppedByTheDrain(grpc::ClientReader<v1::ScatterResponse>& reader) {
+  v1::ScatterResponse response;
+  while (reader.Read(&response)) {
+  }
+  const grpc::Status status = reader.Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(status.error_message(), HasSubstr("server shutting down after"));
+}
+
 TEST(ScatterdTest, SigtermEndsAStreamInFlightWithAStatus) {
   DrainingStream draining("sigterm", {"--grace_period=300ms"});
   Scatterd& scatterd = draining.scatterd;
@@ -207,11 +217,7 @@ TEST(ScatterdTest, AfterTheDrainNoticeClientsReconnectElsewhere) {
               HasSubstr("drain notice over: clients told to go (GOAWAY)"));
   // A second signal ends the grace period; the stream ends with a status.
   draining.Signal(SIGTERM);
-  while (reader->Read(&response)) {
-  }
-  const grpc::Status status = reader->Finish();
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
-  EXPECT_THAT(status.error_message(), HasSubstr("server shutting down after"));
+  ExpectStoppedByTheDrain(*reader);
   const int exit = draining.Wait();
   EXPECT_TRUE(WIFEXITED(exit) && WEXITSTATUS(exit) == 0) << exit;
 }
@@ -240,15 +246,10 @@ TEST(ScatterdTest, ASecondSignalEndsTheGracePeriod) {
   DrainingStream draining("second_signal", {"--grace_period=inf"});
   Scatterd& scatterd = draining.scatterd;
   auto& reader = draining.reader;
-  v1::ScatterResponse response;
   absl::SleepFor(absl::Milliseconds(300));
   scatterd.Signal(SIGINT);
   const absl::Time second = absl::Now();
-  while (reader->Read(&response)) {
-  }
-  const grpc::Status status = reader->Finish();
-  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
-  EXPECT_THAT(status.error_message(), HasSubstr("server shutting down after"));
+  ExpectStoppedByTheDrain(*reader);
   const int exit = scatterd.Wait();
   EXPECT_TRUE(WIFEXITED(exit) && WEXITSTATUS(exit) == 0) << exit;
   EXPECT_LT(absl::Now() - second, absl::Seconds(3)) << "slow to exit";
