@@ -94,15 +94,22 @@ def shortest(v):
                                     else scientific)
 
 
-def negative_values_joined(argv, options=("--box",)):
-    """argv with "--box -50,0,50,100" written as "--box=-50,0,50,100":
-    argparse reads a value that starts with "-" and is not one number as
-    an option, and would say "expected one argument"."""
+# The flags that take a value which may start with "-".
+VALUE_FLAGS = ("--box", "--spacing", "--seed", "--count", "--max_points",
+               "--max-points", "--timeout")
+
+
+def negative_values_joined(argv, options=VALUE_FLAGS):
+    """argv with "--box -50,0,50,100" written as "--box=-50,0,50,100" (and
+    "--spacing -1e-3", "--box -inf,..."): argparse reads a value that
+    starts with "-" and is not one plain number as an option, and would say
+    "expected one argument" instead of what is wrong with the value."""
     out = []
     i = 0
     while i < len(argv):
         if (argv[i] in options and i + 1 < len(argv) and
-                argv[i + 1][:2] in ["-" + c for c in "0123456789."]):
+                (argv[i + 1][:2] in ["-" + c for c in "0123456789."] or
+                 argv[i + 1][:4].lower() in ("-inf", "-nan"))):
             out.append(argv[i] + "=" + argv[i + 1])
             i += 2
             continue
@@ -304,7 +311,9 @@ class Points:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__,
+    # No abbreviations, as the scatter CLI: "--max" was "ambiguous" between
+    # the two spellings of --max_points.
+    parser = argparse.ArgumentParser(description=__doc__, allow_abbrev=False,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--address", default="127.0.0.1:50051",
                         help="scatterd's host:port, unix:PATH, or a gRPC "

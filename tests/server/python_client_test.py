@@ -185,6 +185,9 @@ def check_points_script(port):
                                (["--seed=-1"], "--seed must be in [0, 2^64)"),
                                (["--box=0,0,a,1"], "--box needs 4 or 6 numbers"),
                                (["--timeout=inf"], "--timeout must be > 0 s and at most 1e9 s"),
+                               # No abbreviations: "ambiguous option" between
+                               # the two spellings of --max_points.
+                               (["--max=5"], "unrecognized arguments: --max=5"),
                                # Past about 2^63 ns since the epoch gRPC's
                                # deadline wrapped: DEADLINE_EXCEEDED at once.
                                (["--timeout=1e10"], "--timeout must be > 0 s and at most 1e9 s"),
@@ -232,6 +235,10 @@ def check_points_script(port):
                 (["--method=jittered", "--spacing=0"],
                  "--spacing (layers[0].cell_size): must be > 0"),
                 (["--spacing=-1"], "--spacing (layers[0].spacing): must be finite and > 0"),
+                # A value after a space that starts with "-": argparse said
+                # "expected one argument".
+                (["--spacing", "-1e-3"], "--spacing (layers[0].spacing): must be finite and > 0"),
+                (["--box", "-inf,0,10,10"], "--box (region.box): "),
                 (["--box=0,0,0,10"], "--box (region.box): ")):
             bad = subprocess.run(["/usr/bin/python3", script, "--address=127.0.0.1:%d" % port,
                                   "--timeout=20"] + flags, env=env,
