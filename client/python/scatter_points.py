@@ -355,10 +355,19 @@ def main():
     parser.add_argument("--tls_server_name", metavar="NAME",
                         help="TLS: the name to check the server's certificate "
                         "against, when the address's host is not it")
+    parser.add_argument("--proto_root", metavar="DIR", default=PROTO_ROOT,
+                        help="the directory holding scatter/v1/scatter.proto, "
+                        "for a copy of this script outside the repository "
+                        "(default: the repository's proto/, %(default)s)")
     args = parser.parse_args(negative_values_joined(sys.argv[1:]))
 
     import grpc  # Debian: python3-grpcio
-    pb, pb_grpc = load_stubs()
+    proto = os.path.join(args.proto_root, "scatter", "v1", "scatter.proto")
+    if not os.path.isfile(proto):
+        parser.error("--proto_root: %s not found (a copy of this script "
+                     "outside the repository needs --proto_root=REPO/proto)"
+                     % proto)
+    pb, pb_grpc = load_stubs(args.proto_root)
     try:
         values = [float(v) for v in args.box.split(",")]
     except ValueError:

@@ -188,6 +188,11 @@ def check_points_script(port):
                                # No abbreviations: "ambiguous option" between
                                # the two spellings of --max_points.
                                (["--max=5"], "unrecognized arguments: --max=5"),
+                               # A copy outside the repository: a protoc
+                               # error and a traceback.
+                               (["--proto_root=/nonexistent"],
+                                "--proto_root: /nonexistent/scatter/v1/scatter.proto "
+                                "not found"),
                                # Past about 2^63 ns since the epoch gRPC's
                                # deadline wrapped: DEADLINE_EXCEEDED at once.
                                (["--timeout=1e10"], "--timeout must be > 0 s and at most 1e9 s"),
