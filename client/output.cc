@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 
 namespace scatter::client {
 namespace {
@@ -436,7 +438,7 @@ extern "C" void RemoveTemporariesAndDie(int signal_number) {
 }
 
 // A FileWriter on a hidden temporary file beside `path` (unique to this
-// process), renamed over `path` by Finish after an fsync: `path` holds the
+// writer), renamed over `path` by Finish after an fsync: `path` holds the
 // old file or the whole new one, never a part of it, even across a crash.
 // Destroyed unfinished (the run failed), it removes the temporary file.
 class ReplacingWriter final : public PointWriter {
@@ -633,8 +635,19 @@ absl::StatusOr<std::string> WritePathFor(const std::string& given) {
     return absl::InvalidArgumentError(
         absl::StrCat("\"", given, "\" names a directory, not a file"));
   }
-  std::string temp = absl::StrCat(dir, slash == std::string::npos ? "/" : "",
-                                  ".", name, ".", getpid(), ".tmp");
+  // Unique to this call, not only to this process: in containers every
+  // export is process 1, and two pods of one Job index on a shared volume
+  // (a retry beside a pod still running) truncated and renamed each
+  // other's file, leaving a tile of the right size with a run of zeros
+  // in it (found by a review helper). 64 random bits besides the pid.
+  std::uint64_t nonce = 0;
+  if (getrandom(&nonce, sizeof nonce, 0) != sizeof nonce) {
+    nonce = static_cast<std::uint64_t>(absl::ToUnixNanos(absl::Now())) ^
+            reinterpret_cast<std::uintptr_t>(&nonce);
+  }
+  std::string temp =
+      absl::StrCat(dir, slash == std::string::npos ? "/" : "", ".", name, ".",
+                   getpid(), "-", absl::Hex(nonce, absl::kZeroPad16), ".tmp");
   RegisterTemporary(temp);
   return temp;
 }
@@ -660,13 +673,14 @@ absl::Status CommitTemporary(const std::string& temp,
   const std::string path = FollowLinks(given);
   absl::Status done;
   // The data reaches the disk before the name does.
+  // Errors name the file asked for, not its hidden stand-in.
   const int fd = open(temp.c_str(), O_RDONLY);
-  if (fd < 0 || fsync(fd) != 0) done = IoError(temp);
+  if (fd < 0 || fsync(fd) != 0) done = IoError(given);
   // A file replaced keeps its permissions (a new one gets the umask's).
   struct stat old;
   if (done.ok() && stat(path.c_str(), &old) == 0 &&
       fchmod(fd, old.st_mode & 07777) != 0) {
-    done = IoError(temp);
+    done = IoError(given);
   }
   if (fd >= 0) close(fd);
   if (done.ok() && std::rename(temp.c_str(), path.c_str()) != 0) {

@@ -56,7 +56,8 @@ absl::StatusOr<std::unique_ptr<PointWriter>> OpenWriter(Format format,
                                                         int dims);
 
 // Where to write a file that must replace `path` whole or not at all: a
-// hidden temporary file beside it, unique to this process, for
+// hidden temporary file beside it, unique to this call (pid and 64 random
+// bits: two processes 1 in two containers never share one), for
 // CommitTemporary to rename over `path`; or `path` itself when it exists
 // and is not a regular file (/dev/null, a FIFO: written in place). When
 // `path` is a symlink, "beside it" and "over it" mean the file it names:

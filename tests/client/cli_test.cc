@@ -584,6 +584,55 @@ TEST(CliTest, AsProcessOneSigtermStillEndsTheRun) {
             (std::vector<std::string>{".", "..", "big.json", "points.csv"}));
 }
 
+// Two writers of one file at once each have their own temporary file, and
+// the file ends whole, as the last one to finish wrote it. The temporary
+// name was the pid's: in containers every export is process 1, and two
+// pods of one Job index on a shared volume truncated and renamed each
+// other's file (a tile of the right size with zeros in it; found by a
+// review helper). Within one process the same happened.
+TEST(CliTest, TwoWritersOfOneFileEachHaveTheirOwnTemporaryFile) {
+  const std::string dir = FreshDir("two_writers");
+  const std::string path = dir + "/tile_0_0.csv";
+  auto batch = [](double offset) {
+    v1::PointBatch points;
+    points.set_dims(2);
+    for (int i = 0; i < 5000; ++i) {
+      points.add_coords(offset + i);
+      points.add_coords(offset - i);
+      points.add_radius(1);
+      points.add_layer(0);
+      points.add_id(static_cast<std::uint64_t>(i));
+      points.add_yaw(0);
+      points.add_scale(1);
+    }
+    return points;
+  };
+  const v1::PointBatch a = batch(0.5), b = batch(1e6);
+  absl::StatusOr<std::unique_ptr<PointWriter>> first =
+      OpenWriter(Format::kCsv, path, 2);
+  absl::StatusOr<std::unique_ptr<PointWriter>> second =
+      OpenWriter(Format::kCsv, path, 2);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  // Two hidden files, one each.
+  EXPECT_EQ(ListDir(dir).size(), 4u);
+  ASSERT_TRUE((*first)->Write(a).ok());
+  ASSERT_TRUE((*second)->Write(b).ok());
+  ASSERT_TRUE((*first)->Write(a).ok());
+  EXPECT_TRUE((*first)->Finish().ok());
+  EXPECT_TRUE((*second)->Finish().ok());
+  // What the second alone writes.
+  const std::string alone = dir + "/alone.csv";
+  absl::StatusOr<std::unique_ptr<PointWriter>> reference =
+      OpenWriter(Format::kCsv, alone, 2);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  ASSERT_TRUE((*reference)->Write(b).ok());
+  ASSERT_TRUE((*reference)->Finish().ok());
+  EXPECT_EQ(Slurp(path), Slurp(alone));
+  EXPECT_EQ(ListDir(dir),
+            (std::vector<std::string>{".", "..", "alone.csv", "tile_0_0.csv"}));
+}
+
 // A write that fails (here past the file size limit, as on a full disk)
 // names the file asked for, not the hidden temporary file that stands in
 // for it ("cannot write .points.csv.8048.tmp: ..."), and leaves neither.
