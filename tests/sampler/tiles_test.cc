@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -203,6 +204,21 @@ TEST(TileWorldTest, DefaultTileIs64RAndSmallTilesAreRefused) {
   absl::StatusOr<std::shared_ptr<const TileWorld>> w = TileWorld::Create(wide);
   ASSERT_FALSE(w.ok());
   EXPECT_NE(w.status().message().find("= [30, 1e+150]"), std::string::npos) << w.status();
+  // An override past every spacing sets r_max, and so the default tile
+  // (no test had one: the mutation review dropped it from r_max unseen).
+  WorldSpec overridden = OneLayer(1, 0, 1);
+  LayerSpec rocks;
+  rocks.layer = 2;
+  rocks.options.radius = 0.5;
+  overridden.layers.push_back(rocks);
+  overridden.overrides.push_back({1, 2, 3});
+  std::shared_ptr<const TileWorld> by_override = MakeWorld(overridden);
+  ASSERT_NE(by_override, nullptr);
+  EXPECT_EQ(by_override->r_max(), 3);
+  EXPECT_EQ(by_override->tile_size(), 192);
+  overridden.tile_size = 20;
+  EXPECT_EQ(TileWorld::Create(overridden).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // max_planned_points: 0 is no limit; a negative or NaN one was taken as
@@ -288,6 +304,30 @@ TEST(TileWorldTest, ServeRefusesTileIndicesPast2To31NamingTheTile) {
   EXPECT_EQ(status.message(),
             "tiles[1] = (2147483648, 0): tile indices must be in [-2^31, 2^31)");
   EXPECT_EQ(served, 0);
+  // Both axes, both ends (the mutation review dropped the bound on y, and
+  // made -2^31 exclusive, and no test saw it): -2^31 is a tile, and one
+  // past either end on either axis is refused before any work.
+  constexpr std::int64_t k = std::int64_t{1} << 31;
+  const Served lowest = ServeFresh(OneLayer(0.5, 10, 1), {{-k, -k}});
+  ASSERT_EQ(lowest.size(), 1u);
+  EXPECT_GT(lowest.begin()->second.size(), 100u);
+  for (const TileCoord past :
+       {TileCoord{0, k}, TileCoord{0, -k - 1}, TileCoord{-k - 1, 0}}) {
+    served = 0;
+    const absl::Status refused = world->Serve(
+        {past}, &cache, &pool,
+        [&](const TilePoints&) {
+          ++served;
+          return true;
+        },
+        [] { return false; });
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument)
+        << past.x << ", " << past.y;
+    EXPECT_NE(refused.message().find("tile indices must be in [-2^31, 2^31)"),
+              std::string::npos)
+        << refused;
+    EXPECT_EQ(served, 0);
+  }
 }
 
 // Far from the origin doubles are too coarse for a fine spacing, and a
@@ -477,6 +517,53 @@ std::shared_ptr<const Raster> Gradient(const RasterRect& rect) {
 // Guarantee 5 (variable radius): a density raster spanning 6 x 6 tiles;
 // order independence, minimum distance max(r_a, r_b) and maximality by
 // max(r(p), r_s) hold across borders.
+// A tile's points come in the documented order: by generator colour, then
+// x, then y, each generator's in the order it made them (only the golden
+// digests saw the order swapped to y then x). Rebuilt here from the
+// cached generators of each tile of a 4 x 4 block.
+TEST(TilesGuaranteeTest, PointsComeByGeneratorColourThenXThenY) {
+  std::shared_ptr<const TileWorld> world = MakeWorld(OneLayer(1, 10, 3));
+  GeneratorCache cache(std::size_t{1} << 30);
+  ThreadPool pool(1);
+  const Served served = ServeWith(*world, Block(0, 0, 4, 4), &cache, &pool);
+  ASSERT_EQ(served.size(), 16u);
+  int tiles_with_two_diagonals = 0;
+  for (const auto& [tile, points] : served) {
+    std::vector<TileCoord> generators;
+    for (std::int64_t dy = -1; dy <= 1; ++dy) {
+      for (std::int64_t dx = -1; dx <= 1; ++dx) {
+        generators.push_back({tile.x + dx, tile.y + dy});
+      }
+    }
+    std::sort(generators.begin(), generators.end(),
+              [](TileCoord a, TileCoord b) {
+                return std::make_tuple(TileColour(a), a.x, a.y) <
+                       std::make_tuple(TileColour(b), b.x, b.y);
+              });
+    std::vector<double> expected;
+    int diagonals = 0;
+    for (const TileCoord g : generators) {
+      const std::shared_ptr<const GeneratedPoints> made =
+          cache.Find(world->layer_cache_key(0), g);
+      ASSERT_NE(made, nullptr);
+      std::size_t inside = 0;
+      for (std::size_t k = 0; k < made->size(); ++k) {
+        const double x = made->coords[2 * k], y = made->coords[2 * k + 1];
+        if (world->TileOf(x, y) != tile) continue;
+        expected.push_back(x);
+        expected.push_back(y);
+        ++inside;
+      }
+      diagonals += inside > 0 && g.x != tile.x && g.y != tile.y;
+    }
+    // The four diagonal generators share a colour: where two of them put
+    // points in the tile, their x-then-y order is seen.
+    tiles_with_two_diagonals += diagonals >= 2;
+    EXPECT_EQ(points.coords, expected) << tile.x << ", " << tile.y;
+  }
+  EXPECT_GT(tiles_with_two_diagonals, 0);
+}
+
 TEST(TilesGuaranteeTest, VariableRadiusAcrossManyTiles) {
   const double t = 20;  // 10 r_max.
   WorldSpec spec = OneLayer(1, t, 11);
@@ -1124,6 +1211,30 @@ TEST(TilesTest, FarObstaclesChangeNoTile) {
 // neighbouring tiles and earlier layers that a generator keeps clear of:
 // a three-layer world that one untiled run served was refused for "1399142
 // obstacles ... over the limit max_obstacles = 1048576".
+// An obstacle centred two tiles away, as wide as a tile, reaches into the
+// tiles asked for: their generators must see it (kObstacleTiles; at one
+// tile, 6 points fell inside it, and no test saw it).
+TEST(TilesTest, AnObstacleTwoTilesAwayIsKeptClearOf) {
+  WorldSpec spec = OneLayer(1, 32, 5);
+  Obstacle obstacle;
+  obstacle.center = {64.5, 16, 0};  // In tile (2, 0); radius <= T.
+  obstacle.radius = 31;
+  spec.shared.obstacles = {obstacle};
+  const Served served = ServeFresh(spec, {{0, 0}, {1, 0}});
+  std::size_t points = 0;
+  double least = INFINITY;
+  for (const auto& [tile, p] : served) {
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      least = std::min(
+          least, std::hypot(p.coords[2 * i] - 64.5, p.coords[2 * i + 1] - 16));
+      ++points;
+    }
+  }
+  EXPECT_GT(points, 300u);
+  // The obstacle's radius and the point's footprint (spacing / 2).
+  EXPECT_GE(least, 31.5);
+}
+
 TEST(TilesTest, MaxObstaclesCountsOnlyTheWorldsOwn) {
   WorldSpec spec = OneLayer(1, 12, 7);
   LayerSpec small;
@@ -1163,6 +1274,26 @@ TEST(GeneratorCacheTest, TheBudgetCountsTheKeys) {
   EXPECT_LE(stats.bytes, budget);
   EXPECT_NE(cache.Find(world, {999, 0}), nullptr);
   EXPECT_EQ(cache.Find(world, {0, 0}), nullptr);
+}
+
+// A hit makes an entry the most recently used: with room for two, the
+// third insert evicts the one not found since (the mutation review made
+// Find leave the order alone, and no test saw it).
+TEST(GeneratorCacheTest, AHitKeepsAnEntryLongest) {
+  auto empty = std::make_shared<const GeneratedPoints>();
+  const std::string world = "w";
+  GeneratorCache probe(std::size_t{1} << 30);
+  probe.Insert(world, {0, 0}, empty);
+  const std::size_t one = probe.stats().bytes;
+  GeneratorCache cache(2 * one + one / 2);
+  cache.Insert(world, {0, 0}, empty);
+  cache.Insert(world, {1, 0}, empty);
+  EXPECT_NE(cache.Find(world, {0, 0}), nullptr);
+  cache.Insert(world, {2, 0}, empty);
+  EXPECT_EQ(cache.stats().evictions, 1u);
+  EXPECT_NE(cache.Find(world, {0, 0}), nullptr);
+  EXPECT_EQ(cache.Find(world, {1, 0}), nullptr);
+  EXPECT_NE(cache.Find(world, {2, 0}), nullptr);
 }
 
 TEST(TilesTest, EachTileIsSentAsSoonAsItsGeneratorsAreDone) {
@@ -1724,6 +1855,13 @@ TEST(ShardTilesTest, ContiguousBandsCoverTheAreaOnce) {
   EXPECT_FALSE(ShardTiles(0, 8, 0, 8, -1, 4).ok());
   EXPECT_FALSE(ShardTiles(0, 8, 0, 8, 0, 0).ok());
   EXPECT_FALSE(ShardTiles(INT64_MIN, INT64_MAX, 0, 2, 0, 1).ok());
+  // More than 2^31 tiles in all, each side under it; exactly 2^31 is fine.
+  constexpr std::int64_t side = std::int64_t{1} << 16;
+  EXPECT_FALSE(ShardTiles(0, side, 0, side, 0, 1 << 20).ok());
+  absl::StatusOr<std::vector<TileCoord>> most =
+      ShardTiles(0, side, 0, side / 2, 0, 1 << 20);
+  ASSERT_TRUE(most.ok()) << most.status();
+  EXPECT_EQ(most->size(), 2048u);
 }
 
 TEST(ThreadPoolTest, EveryIndexRunsOnceWithSeveralCallers) {
