@@ -63,6 +63,10 @@ constexpr int kDefaultTilesPerCall = 4096;
 ABSL_FLAG(int, tiles_per_call, kDefaultTilesPerCall,
           "tiles against a server: tiles asked for per call at most");
 ABSL_FLAG(std::string, seed, "", "override the job's seed (a uint64)");
+ABSL_FLAG(absl::Duration, log_every, absl::Minutes(1),
+          "scatter tiles with stderr not a terminal (a batch Job's log): a "
+          "progress line this often (tiles of the total, points, seconds); "
+          "0 for none");
 ABSL_FLAG(
     bool, report, false,
     "run: print points per layer, smallest distance over the allowed one, "
@@ -352,6 +356,9 @@ int Run(const std::string& job_path) {
     return Fail(
         "--tiles_per_call: only `scatter tiles` against a server takes it; "
         "`scatter run` makes one call");
+  }
+  if (GivenFlag("log_every")) {
+    return Fail("--log_every: only `scatter tiles` takes it");
   }
   if (absl::GetFlag(FLAGS_preview).empty() && GivenFlag("preview_size")) {
     return Fail(
@@ -896,6 +903,13 @@ int Tiles(const std::string& job_path) {
   if (per_call < 1) {
     return Fail(absl::StrCat("--tiles_per_call: must be >= 1, got ", per_call));
   }
+  const absl::Duration log_every = absl::GetFlag(FLAGS_log_every);
+  if (log_every < absl::ZeroDuration()) {
+    return Fail(
+        absl::StrCat("--log_every: must be >= 0 (0 for no progress "
+                     "lines), got ",
+                     absl::FormatDuration(log_every)));
+  }
   // As scatterd's --threads: tens of thousands are more than a process can
   // start, and std::thread would throw.
   constexpr int kMostThreads = 1024;
@@ -953,10 +967,20 @@ int Tiles(const std::string& job_path) {
   };
 
   const bool progress = isatty(STDERR_FILENO) == 1;
+  // Not on a terminal (a Job's log, a file), a whole line every
+  // --log_every: `kubectl logs` of an export said nothing for hours.
+  const bool log_progress = !progress && log_every > absl::ZeroDuration();
+  const std::uint64_t total_tiles =
+      request->has_rect() ? static_cast<std::uint64_t>(request->rect().x1() -
+                                                       request->rect().x0()) *
+                                static_cast<std::uint64_t>(
+                                    request->rect().y1() - request->rect().y0())
+                          : static_cast<std::uint64_t>(request->tiles_size());
   std::uint64_t points = 0, generated = 0;
   absl::Status write_status;
   const absl::Time start = absl::Now();
   absl::Time shown = start;
+  absl::Time logged = start;
   bool on_screen = false;  // A progress line is on the terminal.
   auto draw = [&] {
     shown = absl::Now();
@@ -971,6 +995,14 @@ int Tiles(const std::string& job_path) {
     if (!write_status.ok()) return false;
     points += static_cast<std::uint64_t>(part.points().id_size());
     if (progress && absl::Now() - shown > absl::Milliseconds(250)) draw();
+    if (log_progress && absl::Now() - logged >= log_every) {
+      logged = absl::Now();
+      std::fprintf(stderr, "scatter: %llu of %llu tiles, %llu points, %.0f s\n",
+                   static_cast<unsigned long long>((*files)->tiles_written()),
+                   static_cast<unsigned long long>(total_tiles),
+                   static_cast<unsigned long long>(points),
+                   absl::ToDoubleSeconds(logged - start));
+    }
     return true;
   };
   absl::Status status;
@@ -1038,9 +1070,10 @@ int Health(int argc, char** argv) {
   // Flags of `scatter run` and `scatter tiles`: taken silently, a health
   // check with --local asked the server anyway, and one with --out wrote
   // nothing there. Given at all, even at their defaults (--format=csv).
-  for (const char* flag : {"local", "format", "out", "tiles", "shard",
-                           "threads", "tile_cache_bytes", "tiles_per_call",
-                           "seed", "report", "preview", "preview_size"}) {
+  for (const char* flag :
+       {"local", "format", "out", "tiles", "shard", "threads",
+        "tile_cache_bytes", "tiles_per_call", "seed", "report", "preview",
+        "preview_size", "log_every"}) {
     if (Given(argc, argv, flag)) {
       return Fail(absl::StrCat(
           "--", flag,

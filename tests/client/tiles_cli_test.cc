@@ -121,6 +121,34 @@ TEST(TilesCliTest, BlockHasEveryTileOnceAndOnlyThem) {
 
 // --seed replaces the world's seed (it was dropped silently and no test
 // noticed; found by the mutation review).
+// Not on a terminal (a batch Job's log), progress comes as whole lines
+// every --log_every; the log of an export said nothing until its end,
+// hours later (found by a review helper).
+TEST(TilesCliTest, ALogGetsAProgressLineEveryLogEvery) {
+  CommandResult run =
+      Scatter({"tiles", WorldJob(), "--tiles=-4:4,-4:4", "--local",
+               "--log_every=1ns", "--out=" + Temp("logged")});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, HasSubstr("scatter: 1 of 64 tiles, "));
+  EXPECT_THAT(run.err, HasSubstr("scatter: 64 of 64 tiles, "));
+  // At the default, a minute, a run of seconds logs only its summary.
+  run = Scatter({"tiles", WorldJob(), "--tiles=-4:4,-4:4", "--local",
+                 "--out=" + Temp("logged_default")});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_THAT(run.err, Not(HasSubstr(" of 64 tiles")));
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  run = Scatter({"tiles", WorldJob(), "--tiles=0:1,0:1", "--local",
+                 "--log_every=-1s", "--out=" + Temp("logged_negative")});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(run.err,
+            "scatter: --log_every: must be >= 0 (0 for no progress lines), got "
+            "-1s\n");
+  run = Scatter(
+      {"run", WorldJob(), "--local", "--log_every=1s", "--out=/dev/null"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err, HasSubstr("--log_every: only `scatter tiles` takes it"));
+}
+
 TEST(TilesCliTest, TheSeedFlagReplacesTheWorldsSeed) {
   auto world = [](const char* seed) {
     const std::string path = Temp(absl::StrCat("seed_world_", seed, ".json"));
