@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <new>
@@ -19,6 +20,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -32,8 +34,12 @@
 #include "client/output.h"
 #include "client/preview.h"
 #include "client/report.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "grpc/support/log.h"
+#include "sampler/rng.h"
 #include "sampler/tiles.h"
+#include "sampler/version.h"
 #include "server/command_line.h"
 #include "server/server.h"
 
@@ -779,6 +785,84 @@ absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(
   return request;
 }
 
+// The file in an export directory that says which world its tiles are of:
+// a directory that held another world's tiles took a new export over them
+// silently, and mixed the two (tiles of two seeds side by side, points an
+// eighth of the spacing apart across their border; found by a review
+// helper).
+constexpr char kManifestName[] = "scatter-export.json";
+
+// What decides a tile's bytes: the world (layers, region, obstacles,
+// rasters, seed, tile size: the request without its tiles and rect),
+// serialized deterministically and hashed (a 64-bit digest, to tell
+// worlds apart, not against an adversary).
+std::string WorldDigest(const v1::ScatterTilesRequest& request) {
+  v1::ScatterTilesRequest world = request;
+  world.clear_tiles();
+  world.clear_rect();
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream raw(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&raw);
+    coded.SetSerializationDeterministic(true);
+    world.SerializeToCodedStream(&coded);
+  }
+  std::uint64_t h = sampler::Combine(0x5ca77e0e3790f7ULL, bytes.size());
+  for (std::size_t at = 0; at < bytes.size(); at += 8) {
+    std::uint64_t chunk = 0;
+    std::memcpy(&chunk, bytes.data() + at,
+                std::min<std::size_t>(8, bytes.size() - at));
+    h = sampler::Combine(h, chunk);
+  }
+  return absl::StrCat(absl::Hex(h, absl::kZeroPad16));
+}
+
+std::string ManifestText(const v1::ScatterTilesRequest& request) {
+  return absl::StrCat("{\"world\": \"", WorldDigest(request),
+                      "\", \"seed\": \"", request.seed(),
+                      "\", \"algorithmVersion\": ", sampler::kAlgorithmVersion,
+                      "}\n");
+}
+
+// OK when `dir` holds no manifest or one of this export's world;
+// FailedPrecondition naming both worlds otherwise.
+absl::Status CheckManifest(const std::string& dir, const std::string& text) {
+  const std::string path = absl::StrCat(dir, "/", kManifestName);
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return absl::OkStatus();
+  std::string held;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;) {
+    held.append(buffer, n);
+    if (held.size() > 65536) break;
+  }
+  std::fclose(file);
+  if (held == text) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "--out: ", dir, " holds the tiles of another world (", path, ": ",
+      absl::StripAsciiWhitespace(held),
+      "; this export: ", absl::StripAsciiWhitespace(text),
+      "): export into another directory, or empty this one first"));
+}
+
+// Writes the manifest whole (a temporary file renamed over it).
+absl::Status WriteManifest(const std::string& dir, const std::string& text) {
+  const std::string path = absl::StrCat(dir, "/", kManifestName);
+  absl::StatusOr<std::string> temp = WritePathFor(path);
+  if (!temp.ok()) return temp.status();
+  std::FILE* file = std::fopen(temp->c_str(), "wb");
+  bool written = file != nullptr &&
+                 std::fwrite(text.data(), 1, text.size(), file) == text.size();
+  if (file != nullptr) written = std::fclose(file) == 0 && written;
+  if (!written) {
+    const int error = errno;
+    DiscardTemporary(*temp, path);
+    return absl::UnavailableError(
+        absl::StrCat("cannot write ", path, ": ", std::strerror(error)));
+  }
+  return CommitTemporary(*temp, path);
+}
+
 // The directories `dir` and its parents that do not exist yet, outermost
 // first: those TileFiles::Open will make.
 std::vector<std::string> MissingDirectories(const std::string& dir) {
@@ -937,6 +1021,14 @@ int Tiles(const std::string& job_path) {
     const absl::Status no_server = CheckNoServerFlags();
     if (!no_server.ok()) return Fail(std::string(no_server.message()));
   }
+  // Another world's tiles in --out: refused before any is replaced. The
+  // manifest is of the world with its rasters inline (as --local and a
+  // server make the same tiles), and is written with the first tile (a
+  // run refused before it leaves the directory as it was).
+  const std::string manifest = ManifestText(*request);
+  const absl::Status same_world = CheckManifest(out, manifest);
+  if (!same_world.ok()) return Fail(std::string(same_world.message()));
+  bool manifest_written = false;
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectUnlessLocal(local);
   if (!client.ok()) return FailConnect(client.status());
   if (!local) {
@@ -993,6 +1085,11 @@ int Tiles(const std::string& job_path) {
   auto handler = [&](const v1::TileResponse& part) {
     write_status = (*files)->Write(part);
     if (!write_status.ok()) return false;
+    if (!manifest_written && (*files)->tiles_written() > 0) {
+      write_status = WriteManifest(out, manifest);
+      if (!write_status.ok()) return false;
+      manifest_written = true;
+    }
     points += static_cast<std::uint64_t>(part.points().id_size());
     if (progress && absl::Now() - shown > absl::Milliseconds(250)) draw();
     if (log_progress && absl::Now() - logged >= log_every) {

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -65,13 +66,15 @@ std::string WorldJob() {
 
 // File name -> contents, for every file in `dir` (hidden ones too: a
 // leftover temporary file is a failure).
+// The tile files in `dir` by name (not the export's manifest,
+// scatter-export.json: ManifestTest checks it).
 std::map<std::string, std::string> Files(const std::string& dir) {
   std::map<std::string, std::string> out;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return out;
   while (dirent* e = readdir(d)) {
     const std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
+    if (name == "." || name == ".." || name == "scatter-export.json") continue;
     out[name] = Slurp(dir + "/" + name);
   }
   closedir(d);
@@ -147,6 +150,54 @@ TEST(TilesCliTest, ALogGetsAProgressLineEveryLogEvery) {
       {"run", WorldJob(), "--local", "--log_every=1s", "--out=/dev/null"});
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.err, HasSubstr("--log_every: only `scatter tiles` takes it"));
+}
+
+// An export directory says which world its tiles are of
+// (scatter-export.json). Another world's export into it is refused before
+// any tile is replaced: tiles of two seeds ended side by side, their
+// points an eighth of the spacing apart across a border (found by a
+// review helper). The same world may come back: other tiles, another
+// shard, --local or a server alike.
+TEST(TilesCliTest, AnExportDirectoryHoldsTheTilesOfOneWorld) {
+  Scatterd scatterd({});
+  ASSERT_GT(scatterd.port(), 0);
+  const std::string dir = Temp("one_world");
+  CommandResult run = Scatter(
+      {"tiles", WorldJob(), "--tiles=0:2,0:2", "--local", "--out=" + dir});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string manifest = Slurp(dir + "/scatter-export.json");
+  EXPECT_THAT(manifest,
+              ::testing::MatchesRegex(
+                  "\\{\"world\": \"[0-9a-f]{16}\", \"seed\": \"[0-9]+\", "
+                  "\"algorithmVersion\": [0-9]+\\}\n"));
+  run = Scatter({"tiles", WorldJob(), "--tiles=2:3,0:2",
+                 absl::StrCat("--server=127.0.0.1:", scatterd.port()),
+                 "--out=" + dir});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(Slurp(dir + "/scatter-export.json"), manifest);
+  const auto before = Files(dir);
+  EXPECT_EQ(before.size(), 6u);
+  run = Scatter({"tiles", WorldJob(), "--tiles=0:3,0:3", "--local", "--seed=12",
+                 "--out=" + dir});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.err,
+              HasSubstr(absl::StrCat("scatter: --out: ", dir,
+                                     " holds the tiles of another world (")));
+  EXPECT_THAT(
+      run.err,
+      HasSubstr("export into another directory, or empty this one first"));
+  EXPECT_EQ(Files(dir), before);
+  EXPECT_EQ(Slurp(dir + "/scatter-export.json"), manifest);
+  // A run refused before its first tile (here its plan is too big)
+  // writes no manifest, and leaves no directory.
+  const std::string huge = Temp("one_world_huge.json");
+  std::ofstream(huge) << R"({"world": {"seed": "1", "tileSize": 1e10,
+      "layers": [{"id": 1, "spacing": 1}], "tiles": [{"x": "0", "y": "0"}]}})";
+  const std::string refused = Temp("one_world_refused");
+  run = Scatter({"tiles", huge, "--local", "--out=" + refused});
+  EXPECT_EQ(run.exit_code, 1);
+  struct stat info;
+  EXPECT_NE(stat(refused.c_str(), &info), 0);
 }
 
 TEST(TilesCliTest, TheSeedFlagReplacesTheWorldsSeed) {
