@@ -69,6 +69,10 @@ constexpr int kDefaultTilesPerCall = 4096;
 ABSL_FLAG(int, tiles_per_call, kDefaultTilesPerCall,
           "tiles against a server: tiles asked for per call at most");
 ABSL_FLAG(std::string, seed, "", "override the job's seed (a uint64)");
+ABSL_FLAG(bool, skip_existing, false,
+          "scatter tiles: leave out the tiles whose files --out holds already "
+          "(of the same world: its scatter-export.json says so); a retried "
+          "shard resumes where it stopped");
 ABSL_FLAG(absl::Duration, log_every, absl::Minutes(1),
           "scatter tiles with stderr not a terminal (a batch Job's log): a "
           "progress line this often (tiles of the total, points, seconds); "
@@ -365,6 +369,9 @@ int Run(const std::string& job_path) {
   }
   if (GivenFlag("log_every")) {
     return Fail("--log_every: only `scatter tiles` takes it");
+  }
+  if (GivenFlag("skip_existing")) {
+    return Fail("--skip_existing: only `scatter tiles` takes it");
   }
   if (absl::GetFlag(FLAGS_preview).empty() && GivenFlag("preview_size")) {
     return Fail(
@@ -863,6 +870,37 @@ absl::Status WriteManifest(const std::string& dir, const std::string& text) {
   return CommitTemporary(*temp, path);
 }
 
+// --skip_existing: drops from `request` the tiles whose files `dir` holds
+// (a rectangle becomes its list of tiles, row by row), and returns how
+// many. Only over a manifest of this world (CheckManifest passed, and one
+// exists): files without one may be another world's. A tile file is whole
+// or absent (each is renamed into place when whole), so one that exists
+// is the tile.
+absl::StatusOr<std::uint64_t> SkipExisting(const std::string& dir,
+                                           Format format,
+                                           v1::ScatterTilesRequest* request) {
+  struct stat info;
+  if (stat(absl::StrCat(dir, "/", kManifestName).c_str(), &info) != 0) return 0;
+  if (request->has_rect()) {
+    const absl::Status listed = ApplyShard("0/1", request);
+    if (!listed.ok()) return listed;
+  }
+  v1::ScatterTilesRequest kept = *request;
+  kept.clear_tiles();
+  std::uint64_t skipped = 0;
+  for (const v1::TileCoord& t : request->tiles()) {
+    const std::string file =
+        absl::StrCat(dir, "/", TileFileName(t.x(), t.y(), format));
+    if (stat(file.c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
+      ++skipped;
+    } else {
+      *kept.add_tiles() = t;
+    }
+  }
+  *request = std::move(kept);
+  return skipped;
+}
+
 // The directories `dir` and its parents that do not exist yet, outermost
 // first: those TileFiles::Open will make.
 std::vector<std::string> MissingDirectories(const std::string& dir) {
@@ -1029,6 +1067,13 @@ int Tiles(const std::string& job_path) {
   const absl::Status same_world = CheckManifest(out, manifest);
   if (!same_world.ok()) return Fail(std::string(same_world.message()));
   bool manifest_written = false;
+  std::uint64_t skipped = 0;
+  if (absl::GetFlag(FLAGS_skip_existing)) {
+    absl::StatusOr<std::uint64_t> left_out =
+        SkipExisting(out, *format, &*request);
+    if (!left_out.ok()) return Fail(std::string(left_out.status().message()));
+    skipped = *left_out;
+  }
   absl::StatusOr<std::unique_ptr<Client>> client = ConnectUnlessLocal(local);
   if (!client.ok()) return FailConnect(client.status());
   if (!local) {
@@ -1155,11 +1200,18 @@ int Tiles(const std::string& job_path) {
         absl::StrCat(" after ", (*files)->tiles_written(), " tiles"));
   }
   if (!status.ok()) return fail(NameRasterFile(*job, JobDir(job_path), status));
-  std::fprintf(stderr, "scatter: %llu tiles, %llu points in %s in %.2f s (%llu generators computed)\n",
-               static_cast<unsigned long long>((*files)->tiles_written()),
-               static_cast<unsigned long long>(points), out.c_str(),
-               absl::ToDoubleSeconds(absl::Now() - start),
-               static_cast<unsigned long long>(generated));
+  const std::string left_out =
+      skipped > 0
+          ? absl::StrCat("; ", skipped, " tiles there already, left out")
+          : "";
+  std::fprintf(
+      stderr,
+      "scatter: %llu tiles, %llu points in %s in %.2f s (%llu generators "
+      "computed)%s\n",
+      static_cast<unsigned long long>((*files)->tiles_written()),
+      static_cast<unsigned long long>(points), out.c_str(),
+      absl::ToDoubleSeconds(absl::Now() - start),
+      static_cast<unsigned long long>(generated), left_out.c_str());
   return 0;
 }
 
@@ -1170,7 +1222,7 @@ int Health(int argc, char** argv) {
   for (const char* flag :
        {"local", "format", "out", "tiles", "shard", "threads",
         "tile_cache_bytes", "tiles_per_call", "seed", "report", "preview",
-        "preview_size", "log_every"}) {
+        "preview_size", "log_every", "skip_existing"}) {
     if (Given(argc, argv, flag)) {
       return Fail(absl::StrCat(
           "--", flag,
