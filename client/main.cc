@@ -617,6 +617,12 @@ std::uint64_t RectTiles(const v1::TileRange& r) {
              : w * h;
 }
 
+// The tiles a request asks for: its rectangle's or its list's.
+std::uint64_t RequestTiles(const v1::ScatterTilesRequest& request) {
+  return request.has_rect() ? RectTiles(request.rect())
+                            : static_cast<std::uint64_t>(request.tiles_size());
+}
+
 // InvalidArgument naming `what` (the flag, or the job's field) when the
 // half-open rectangle holds no tile. Checked before the output directory
 // is made; the server would name the request's rect.x1 or rect.y1.
@@ -835,15 +841,8 @@ std::string ManifestText(const v1::ScatterTilesRequest& request) {
 // FailedPrecondition naming both worlds otherwise.
 absl::Status CheckManifest(const std::string& dir, const std::string& text) {
   const std::string path = absl::StrCat(dir, "/", kManifestName);
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) return absl::OkStatus();
   std::string held;
-  char buffer[4096];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, file)) > 0;) {
-    held.append(buffer, n);
-    if (held.size() > 65536) break;
-  }
-  std::fclose(file);
+  if (server::ReadWholeFile(path, &held) != nullptr) return absl::OkStatus();
   if (held == text) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
       "--out: ", dir, " holds the tiles of another world (", path, ": ",
@@ -943,9 +942,7 @@ std::vector<v1::ScatterTilesRequest> SplitCalls(v1::ScatterTilesRequest request,
 // (one tile a call cannot be).
 absl::Status HintTilesPerCall(const absl::Status& status,
                               const v1::ScatterTilesRequest& call) {
-  const std::uint64_t tiles =
-      call.has_rect() ? RectTiles(call.rect())
-                      : static_cast<std::uint64_t>(call.tiles_size());
+  const std::uint64_t tiles = RequestTiles(call);
   if (status.code() != absl::StatusCode::kResourceExhausted || tiles <= 1) {
     return status;
   }
@@ -1107,12 +1104,7 @@ int Tiles(const std::string& job_path) {
   // Not on a terminal (a Job's log, a file), a whole line every
   // --log_every: `kubectl logs` of an export said nothing for hours.
   const bool log_progress = !progress && log_every > absl::ZeroDuration();
-  const std::uint64_t total_tiles =
-      request->has_rect() ? static_cast<std::uint64_t>(request->rect().x1() -
-                                                       request->rect().x0()) *
-                                static_cast<std::uint64_t>(
-                                    request->rect().y1() - request->rect().y0())
-                          : static_cast<std::uint64_t>(request->tiles_size());
+  const std::uint64_t total_tiles = RequestTiles(*request);
   std::uint64_t points = 0, generated = 0;
   absl::Status write_status;
   const absl::Time start = absl::Now();

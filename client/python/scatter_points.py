@@ -285,7 +285,6 @@ class Points:
         self.summary = None
 
     def __iter__(self):
-        done = False
         try:
             for response in self._responses:
                 if response.HasField("points"):
@@ -293,10 +292,8 @@ class Points:
                     yield p.dims, list(p.coords), list(p.layer), list(p.id)
                 else:
                     self.summary = response.summary
-            done = True
         finally:
-            if not done:
-                self.cancel()
+            self.cancel()  # Nothing once the call has ended.
 
     def cancel(self):
         """Cancels the call; nothing when it has ended."""
