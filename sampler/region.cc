@@ -695,7 +695,14 @@ Region::Overlap Region::Classify(const double* lo, const double* hi) const {
       lo[0] >= r.x0 && hi[0] <= r.x1 && lo[1] >= r.y0 && hi[1] <= r.y1;
   double least = 0, most = 0;
   if (!mask_->Bounds(lo[0], lo[1], hi[0], hi[1], &least, &most)) {
-    return Overlap::kPartial;
+    // Over more pixels than Bounds reads, the block levels still bound the
+    // greatest: a box where the mask is dark throughout is outside. (Said
+    // partial, every cell of the server's estimate over a mask finer than
+    // 64 pixels a cell counted as if unmasked: a request masked down to a
+    // hundredth was refused as too large, found by a review helper.)
+    return mask_->Greatest(lo[0], lo[1], hi[0], hi[1]) < mask_threshold_
+               ? Overlap::kOutside
+               : Overlap::kPartial;
   }
   if (most < mask_threshold_) return Overlap::kOutside;
   if (within && least >= mask_threshold_) return shape;

@@ -336,6 +336,47 @@ TEST(SamplerRegionTest, UniformAndJitteredStayInside) {
   }
 }
 
+// The jittered grid leaves out blocks of cells that miss the region, and
+// makes the points it made visiting every cell: those of a run over the
+// region's bounds that the region holds, in the same order. Over the bounds
+// of two islands 10 000 apart (2.5e11 cells of 0.02) it visited them all,
+// hours of work; now the stop predicate, asked every 4 096 cells or
+// blocks, is asked a few hundred times.
+TEST(SamplerRegionTest, AJitteredGridSkipsTheCellsThatMissTheRegion) {
+  auto islands = [](double apart) {
+    return *Region::Polygons(
+        {{{0, 0}, {1, 0}, {0, 1}},
+         {{apart, apart}, {apart - 1, apart}, {apart, apart - 1}}});
+  };
+  SamplerOptions options;
+  options.method = Method::kJitteredGrid;
+  options.cell_size = 0.02;
+  const Region near = islands(20);
+  const PointSet sparse = RunIn(near, options);
+  const PointSet all = RunIn(Region::FromBox(near.bounds()), options);
+  ASSERT_EQ(all.size(), 1000u * 1000u);
+  std::vector<double> kept;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (near.Contains(&all.coords[2 * i])) {
+      kept.insert(kept.end(), &all.coords[2 * i], &all.coords[2 * i + 2]);
+    }
+  }
+  // Two triangles of area 1/2 in cells of 0.0004: about 2 500 points.
+  EXPECT_GT(sparse.size(), 2300u);
+  EXPECT_EQ(sparse.coords, kept);
+
+  // (Past the bounds' 2.5e11 cells, as the server allows: it judges the
+  // region's own.)
+  options.max_points = std::uint64_t{1} << 40;
+  absl::StatusOr<Sampler> far = Sampler::Create(islands(10000), options);
+  ASSERT_TRUE(far.ok()) << far.status();
+  int polls = 0;
+  const PointSet far_points = Collect(*far, [&] { return ++polls > 100000; });
+  ASSERT_TRUE(far_points.status.ok()) << far_points.status;
+  EXPECT_LT(polls, 1000);
+  EXPECT_NEAR(static_cast<double>(far_points.size()), 2500, 200);
+}
+
 TEST(SamplerRegionTest, ABoxRegionGivesTheBoxRunsPoints) {
   const Box box = *Box::Create(2, {0, 0, 0}, {1, 1, 0});
   SamplerOptions options;
@@ -728,6 +769,47 @@ TEST(MaskTest, SmallBoxesAcrossASharpMaskAreClassifiedByTheInterpolation) {
   }
   // All but the boxes that x = 50 crosses (about 1 %).
   EXPECT_GT(certain, 1800);
+}
+
+// A box over more pixels than Raster::Bounds reads (64) is outside where the
+// mask is dark throughout it, as the block levels tell; it was partial,
+// and the server's point estimate counted every such cell as unmasked.
+// Certain as ever: no probe of an outside box is in the region.
+TEST(MaskTest, ABoxOverManyDarkPixelsIsOutside) {
+  std::vector<std::uint8_t> bytes(1000 * 1000, 0);
+  for (int j = 400; j < 600; ++j) {
+    std::fill_n(bytes.begin() + j * 1000 + 400, 200, std::uint8_t{255});
+  }
+  const auto mask = std::make_shared<const Raster>(*Raster::FromRaw(
+      RasterFormat::kU8, 1000, 1000, bytes, {0, 0, 1, 1}, 1 << 23));
+  const Region region =
+      *Region::FromBox(*Box::Create(2, {0, 0, 0}, {1, 1, 0})).Masked(mask, 0.5);
+  auto classify = [&](double x0, double y0, double x1, double y1) {
+    const double lo[2] = {x0, y0}, hi[2] = {x1, y1};
+    return region.Classify(lo, hi);
+  };
+  // 21 x 21 and 101 x 101 pixels (Greatest reads blocks up to twice as
+  // wide, so a box must keep that far from the bright square).
+  EXPECT_EQ(classify(0.05, 0.05, 0.07, 0.07), Region::Overlap::kOutside);
+  EXPECT_EQ(classify(0.8, 0.1, 0.9, 0.2), Region::Overlap::kOutside);
+  EXPECT_EQ(classify(0.35, 0.35, 0.45, 0.45), Region::Overlap::kPartial);
+  CounterRng rng(0xda2c);
+  int outside = 0;
+  for (int k = 0; k < 500; ++k) {
+    const double x0 = rng.Uniform01() * 0.9, y0 = rng.Uniform01() * 0.9;
+    const double w = 0.02 + rng.Uniform01() * 0.08;
+    if (classify(x0, y0, x0 + w, y0 + w) != Region::Overlap::kOutside) {
+      continue;
+    }
+    ++outside;
+    for (int i = 0; i < 200; ++i) {
+      const double p[2] = {x0 + rng.Uniform01() * w, y0 + rng.Uniform01() * w};
+      ASSERT_FALSE(region.Contains(p))
+          << "box (" << x0 << ", " << y0 << ") + " << w;
+    }
+  }
+  // Away from the bright square and its blocks: a third or so.
+  EXPECT_GT(outside, 100);
 }
 
 // Nothing to fill: a region whose mask is dark over all of its bounds, or
