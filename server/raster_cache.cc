@@ -78,6 +78,23 @@ absl::Status KnownFormat(absl::string_view field, v1::RasterFormat format) {
   }
 }
 
+absl::Status CheckDecodedSize(absl::string_view field, v1::RasterFormat format,
+                              std::uint32_t width, std::uint32_t height,
+                              absl::string_view bytes, std::size_t max_bytes) {
+  // The limit is on decoded pixels, 4 bytes each, whatever the format.
+  if (format == v1::RASTER_FORMAT_PNG && !PngSize(bytes, &width, &height)) {
+    return absl::OkStatus();
+  }
+  if (static_cast<std::uint64_t>(width) * height > max_bytes / 4) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": ", width, " x ", height,
+        " pixels decode to more bytes (4 per pixel) than the limit "
+        "max_raster_bytes = ",
+        max_bytes));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<sampler::Raster> DecodeRaster(
     absl::string_view field, v1::RasterFormat format, std::uint32_t width,
     std::uint32_t height, absl::string_view pixels, std::size_t max_bytes) {
@@ -88,18 +105,9 @@ absl::StatusOr<sampler::Raster> DecodeRaster(
   // shrink, not to name its format.
   absl::Status known = KnownFormat(field, format);
   if (!known.ok()) return known;
-  // The limit is on decoded pixels, 4 bytes each, whatever the format; a
-  // PNG's size is in its header.
-  if (format == v1::RASTER_FORMAT_PNG && !PngSize(pixels, &width, &height)) {
-    width = height = 0;  // Not a PNG: FromPng says so.
-  }
-  if (static_cast<std::uint64_t>(width) * height > max_bytes / 4) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        field, ": ", width, " x ", height,
-        " pixels decode to more bytes (4 per pixel) than the limit "
-        "max_raster_bytes = ",
-        max_bytes));
-  }
+  const absl::Status fits =
+      CheckDecodedSize(field, format, width, height, pixels, max_bytes);
+  if (!fits.ok()) return fits;
   absl::StatusOr<sampler::Raster> raster;
   switch (format) {
     case v1::RASTER_FORMAT_U8:

@@ -42,6 +42,14 @@ std::string RasterDigest(v1::RasterFormat format, std::uint32_t width,
 // (U8, U16, F32 or PNG).
 absl::Status KnownFormat(absl::string_view field, v1::RasterFormat format);
 
+// ResourceExhausted naming `field` when a raster of `format` decodes to more
+// than max_bytes (4 bytes a pixel): width x height, or a PNG's size in the
+// header `bytes` starts with. OK for a PNG whose header is not (yet) there:
+// decoding says what is wrong with one that has none.
+absl::Status CheckDecodedSize(absl::string_view field, v1::RasterFormat format,
+                              std::uint32_t width, std::uint32_t height,
+                              absl::string_view bytes, std::size_t max_bytes);
+
 // Decodes raster content; the rectangle is the unit square (callers lay it
 // over their own with Raster::WithRect). InvalidArgument naming `field` and
 // the rule; ResourceExhausted past max_bytes of decoded pixels.

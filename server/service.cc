@@ -1193,6 +1193,7 @@ grpc::Status ScatterServiceImpl::Upload(
   v1::RasterFormat format = v1::RASTER_FORMAT_UNSPECIFIED;
   std::uint32_t width = 0, height = 0;
   bool first = true;
+  bool size_checked = false;
   std::size_t index = 0;
   bool read_ended = false;
   while (status.ok() && !control.ShouldStop()) {
@@ -1228,6 +1229,24 @@ grpc::Status ScatterServiceImpl::Upload(
                        v1::RasterFormat_Name(chunk.format()), " ",
                        chunk.width(), " x ", chunk.height(), ")"));
       break;
+    }
+    if (!size_checked) {
+      // The decoded size before the bytes: a raw raster's is in the first
+      // chunk, a PNG's in its header (its first 24 bytes). It was checked
+      // once all had come, so a raster far too large for the server was
+      // received and held whole first (found by a review helper).
+      std::string head = pixels.substr(0, 24);
+      head.append(chunk.pixels(), 0, 24 - head.size());
+      if (format != v1::RASTER_FORMAT_PNG || head.size() == 24) {
+        size_checked = true;
+        const absl::Status fits =
+            CheckDecodedSize(absl::StrCat("chunks[", index, "]"), format, width,
+                             height, head, options_.limits.max_raster_bytes);
+        if (!fits.ok()) {
+          status = ToGrpc(fits);
+          break;
+        }
+      }
     }
     if (pixels.size() + chunk.pixels().size() > options_.max_upload_bytes) {
       // scatterd sets the upload limit from --max_raster_bytes.

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -258,6 +259,47 @@ TEST(RasterTest, AChunkOverMaxRequestBytesIsLoggedAsAnUploadCutShort) {
   EXPECT_EQ(log.find("code=INVALID_ARGUMENT"), std::string::npos) << log;
 }
 
+// A size past max_raster_bytes is refused at the chunk that says it, before
+// the bytes come: the first for raw pixels, the one that completes a PNG's
+// header. It was refused once the whole upload had come and been held
+// (found by a review helper).
+TEST(RasterTest, AnUploadTooLargeToDecodeIsRefusedAtItsSize) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.limits.max_raster_bytes = 4 * 100 * 100;
+  LoopbackServer server(options);
+  auto stub = server.InProcessStub();
+  // PNG's signature, IHDR's length and name, then 4000 x 4000 big-endian.
+  std::string png = std::string("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR", 16);
+  for (const std::uint32_t side : {4000u, 4000u}) {
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      png.push_back(static_cast<char>((side >> shift) & 0xff));
+    }
+  }
+  for (const bool raw : {true, false}) {
+    SCOPED_TRACE(raw ? "U8" : "PNG");
+    grpc::ClientContext context;
+    v1::RasterRef ref;
+    auto writer = stub->PutRaster(&context, &ref);
+    v1::RasterChunk chunk;
+    chunk.set_format(raw ? v1::RASTER_FORMAT_U8 : v1::RASTER_FORMAT_PNG);
+    chunk.set_width(raw ? 4000 : 0);
+    chunk.set_height(raw ? 4000 : 0);
+    chunk.set_pixels(raw ? std::string(1000, 'x') : png.substr(0, 20));
+    ASSERT_TRUE(writer->Write(chunk));
+    chunk.Clear();
+    chunk.set_pixels(raw ? std::string(1000, 'x') : png.substr(20));
+    writer->Write(chunk);  // Refused already, or by this one (PNG).
+    writer->WritesDone();
+    const grpc::Status status = writer->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(status.error_message(),
+                HasSubstr(absl::StrCat(raw ? "chunks[0]" : "chunks[1]",
+                                       ": 4000 x 4000 pixels decode to more "
+                                       "bytes (4 per pixel) than the limit "
+                                       "max_raster_bytes = 40000")));
+  }
+}
+
 // The bytes an upload may send are capped as it comes (scatterd sets that
 // cap from --max_raster_bytes): the error names the chunk and the flag.
 TEST(RasterTest, AnUploadPastTheByteLimitNamesTheChunkAndTheFlag) {
@@ -477,6 +519,42 @@ TEST(LimitsTest, GridLimitErrorsNameTheFlag) {
               HasSubstr("over the limit max_grid_bytes = 100000"));
   EXPECT_THAT(got.status.error_message(),
               ::testing::Not(HasSubstr("max_memory_bytes")));
+}
+
+// The estimate leaves out the cells a mask darkens throughout, however fine
+// the mask: over 1000 x 1000 pixels (about 250 a cell of the estimate's
+// 64 x 64) it counted every cell, as if unmasked, and refused this request
+// (128 300 points could fit the box, 50 000 allowed) where a 100 x 100 mask
+// of the same picture passed (found by a review helper).
+TEST(LimitsTest, AFineMaskCountsInThePointEstimate) {
+  ServerOptions options = LoopbackServer::DefaultOptions();
+  options.service.limits.max_points = 50'000;
+  LoopbackServer server(options);
+  v1::ScatterRequest request = BoxRequest(1, 0.003);
+  std::string pixels(1000 * 1000, '\0');
+  for (int j = 400; j < 600; ++j) {
+    std::fill_n(pixels.begin() + j * 1000 + 400, 200, '\xff');
+  }
+  v1::RasterInput* mask = request.mutable_region()->mutable_mask();
+  mask->mutable_data()->set_format(v1::RASTER_FORMAT_U8);
+  mask->mutable_data()->set_width(1000);
+  mask->mutable_data()->set_height(1000);
+  mask->mutable_data()->set_pixels(pixels);
+  mask->set_x1(1);
+  mask->set_y1(1);
+  request.mutable_region()->set_mask_threshold(0.5);
+  const Received got = Collect(*server.TcpStub(), request);
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  // The bright 0.2 x 0.2 square holds 2 / (sqrt(3) r^2) * 0.04 = 5 132 at
+  // most; dense packing makes about 0.7 of that.
+  EXPECT_GT(got.size(), 3000u);
+  EXPECT_LT(got.size(), 5200u);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    for (int a = 0; a < 2; ++a) {
+      ASSERT_GT(got.coords[2 * i + a], 0.399) << "point " << i;
+      ASSERT_LT(got.coords[2 * i + a], 0.601) << "point " << i;
+    }
+  }
 }
 
 TEST(LimitsTest, OversizedRequestMessageIsRefused) {
