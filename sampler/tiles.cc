@@ -469,16 +469,27 @@ absl::StatusOr<std::shared_ptr<const TileWorld>> TileWorld::Create(
     r = std::max(r, o.clearance);
   }
   world->r_max_ = r;
-  const double t = world->spec_.tile_size == 0 ? kDefaultTile * r
-                                               : world->spec_.tile_size;
   // The largest tile keeps a tile's area and every corner of a tile index
-  // within 2^63 (times T) finite.
+  // within 2^63 (times T) finite. So no tile holds a world whose r_max is
+  // past kMaxTile / kMinTile, and the default stops at kMaxTile (64 r_max
+  // past it refused spacings a tile_size of 1e150 served, found by a review
+  // helper).
+  if (!(kMinTile * r <= kMaxTile)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "r_max (the largest spacing, footprint sum or clearance): must be at "
+        "most ",
+        kMaxTile / kMinTile, " in a tiled world (tile_size is at least ",
+        kMinTile, " r_max and at most ", kMaxTile, "), got ", r));
+  }
+  const double t = world->spec_.tile_size == 0
+                       ? std::min(kDefaultTile * r, kMaxTile)
+                       : world->spec_.tile_size;
   if (!std::isfinite(t) || !(t >= kMinTile * r) || !(t <= kMaxTile)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "tile_size: must be finite and in [", kMinTile, " * r_max, ", kMaxTile,
         "] = [", kMinTile * r, ", ", kMaxTile, "] (r_max = ", r,
         ", the largest spacing, footprint sum or clearance), got ", t,
-        world->spec_.tile_size == 0 ? " (the default, 64 r_max)" : ""));
+        world->spec_.tile_size == 0 ? " (the default, 64 r_max at most)" : ""));
   }
   world->tile_ = t;
   if (dims == 3) {

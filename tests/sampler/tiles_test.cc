@@ -198,6 +198,20 @@ TEST(TileWorldTest, DefaultTileIs64RAndSmallTilesAreRefused) {
   EXPECT_EQ(TileWorld::Create(OneLayer(1, 1e151, 1)).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(TileWorld::Create(OneLayer(1, 1e150, 1)).ok());
+  // The default stops at the largest tile: 64 r_max past it refused a
+  // spacing that tile serves. An r_max no tile can hold says so, not the
+  // tile_size it was not given (which read "in [1e+151, 1e+150]").
+  EXPECT_EQ(MakeWorld(OneLayer(2e148, 0, 1))->tile_size(), 1e150);
+  EXPECT_EQ(MakeWorld(OneLayer(1e149, 0, 1))->tile_size(), 1e150);
+  absl::StatusOr<std::shared_ptr<const TileWorld>> huge =
+      TileWorld::Create(OneLayer(2e149, 0, 1));
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(huge.status().message().find("r_max (the largest spacing, "
+                                         "footprint sum or clearance): must "
+                                         "be at most 1e+149 in a tiled world"),
+            std::string::npos)
+      << huge.status();
   // r_max counts footprint sums and overrides too.
   WorldSpec wide = OneLayer(1, 20, 1);
   wide.layers[0].options.footprint = 1.5;  // Sum 3: T must be >= 30.
