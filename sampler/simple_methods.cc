@@ -2,8 +2,12 @@
 // jittered grid. Neither keeps a minimum distance.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "sampler/methods.h"
@@ -20,6 +24,66 @@ absl::Status Stopped(const char* who) {
   return absl::CancelledError(std::string("sampling stopped by the ") + who);
 }
 
+// Cells of one size that hold every place of a region that is not a box:
+// its bounds halved along every axis, level by level, keeping the cells
+// that Classify does not put outside, until there are kUniformCells of
+// them (or the cells are 2^-kMaxUniformLevel of the bounds a side). A
+// uniform point is a draw in a cell picked uniformly, kept when the region
+// holds it. Draws over the whole bounds missed as often as the region is
+// small in them: two triangles 316 apart took 450 points a second, and
+// under about 6e-8 of the bounds no point was found at all (found by a
+// review helper).
+constexpr std::size_t kUniformCells = 4096;
+constexpr int kMaxUniformLevel = 40;
+
+struct UniformCells {
+  int level = 0;
+  std::vector<std::array<std::uint64_t, 3>> index;  // Per axis.
+};
+
+// Cell `index` of `level` over `box`, into lo and hi.
+void CellBounds(const Box& box, int level,
+                const std::array<std::uint64_t, 3>& index, double* lo,
+                double* hi) {
+  for (int a = 0; a < box.dims(); ++a) {
+    const auto i = static_cast<std::size_t>(a);
+    lo[a] = box.min(a) +
+            box.extent(a) * std::ldexp(static_cast<double>(index[i]), -level);
+    hi[a] =
+        box.min(a) +
+        box.extent(a) * std::ldexp(static_cast<double>(index[i] + 1), -level);
+  }
+}
+
+UniformCells MeetingUniformCells(const Region& region) {
+  const Box& box = region.bounds();
+  const int dims = box.dims();
+  UniformCells cells;
+  cells.index.push_back({0, 0, 0});
+  while (cells.index.size() < kUniformCells && cells.level < kMaxUniformLevel) {
+    std::vector<std::array<std::uint64_t, 3>> finer;
+    for (const auto& parent : cells.index) {
+      for (unsigned child = 0; child < (1u << dims); ++child) {
+        std::array<std::uint64_t, 3> index = {0, 0, 0};
+        for (int a = 0; a < dims; ++a) {
+          const auto i = static_cast<std::size_t>(a);
+          index[i] = 2 * parent[i] + ((child >> a) & 1);
+        }
+        double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+        CellBounds(box, cells.level + 1, index, lo, hi);
+        if (region.Classify(lo, hi) != Region::Overlap::kOutside) {
+          finer.push_back(index);
+        }
+      }
+    }
+    // None left: nothing of the region has room (the draws will say so).
+    if (finer.empty()) break;
+    cells.index = std::move(finer);
+    ++cells.level;
+  }
+  return cells;
+}
+
 }  // namespace
 
 absl::Status RunUniform(const Region& region, const ObstacleIndex& obstacles,
@@ -29,12 +93,16 @@ absl::Status RunUniform(const Region& region, const ObstacleIndex& obstacles,
       StreamKey::Of(options.seed, options.layer, Purpose::kUniform);
   const Box& box = region.bounds();
   const int dims = box.dims();
+  const UniformCells cells =
+      region.IsBox() ? UniformCells() : MeetingUniformCells(region);
   double p[3] = {0, 0, 0};
   std::uint64_t since_poll = 0;
   for (std::uint64_t i = 0; i < options.count; ++i) {
     // Point i has its own stream, so any prefix of the output is the same
     // whatever the count. It is the first draw of that stream that lands in
-    // the region (in a box region, the first draw).
+    // the region (in a box region, the first draw). A draw is a place in
+    // the box, or in a region that is not one, a cell of `cells` and a
+    // place in it.
     CounterRng rng(Combine(root, i));
     std::uint64_t draws = 0;
     do {
@@ -56,9 +124,22 @@ absl::Status RunUniform(const Region& region, const ObstacleIndex& obstacles,
         since_poll = 0;
         if (stop()) return Stopped("caller");
       }
-      for (int a = 0; a < dims; ++a) {
-        p[a] = box.min(a) + rng.Uniform01() * box.extent(a);
-        if (!(p[a] < box.max(a))) p[a] = box.min(a);
+      if (region.IsBox()) {
+        for (int a = 0; a < dims; ++a) {
+          p[a] = box.min(a) + rng.Uniform01() * box.extent(a);
+          if (!(p[a] < box.max(a))) p[a] = box.min(a);
+        }
+      } else {
+        const std::size_t n = cells.index.size();
+        const std::size_t k = std::min(
+            n - 1,
+            static_cast<std::size_t>(rng.Uniform01() * static_cast<double>(n)));
+        double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+        CellBounds(box, cells.level, cells.index[k], lo, hi);
+        for (int a = 0; a < dims; ++a) {
+          p[a] = lo[a] + rng.Uniform01() * (hi[a] - lo[a]);
+          if (!(p[a] < hi[a])) p[a] = lo[a];
+        }
       }
     } while ((!region.IsBox() && !region.Contains(p)) || obstacles.TooClose(p));
     if (!out->Add(p, 0)) return out->StopStatus();

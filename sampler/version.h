@@ -77,7 +77,13 @@ namespace scatter::sampler {
 //     variable-radius runs over sharp or steep fields changed (candidates
 //     past the tighter bound are dropped); classic runs, smooth fields and
 //     every golden run give the points of 7.
-inline constexpr std::uint32_t kAlgorithmVersion = 8;
+//  9: uniform points in a region that is not a box are drawn in cells of
+//     one size that meet the region (its bounds halved, level by level,
+//     until 4 096 cells of a level meet it), not over its whole bounds,
+//     which missed as often as the region was small in them (two triangles
+//     316 apart: 450 points a second; under 6e-8 of the bounds none found).
+//     Uniform runs in such regions changed; all others give the points of 8.
+inline constexpr std::uint32_t kAlgorithmVersion = 9;
 
 }  // namespace scatter::sampler
 

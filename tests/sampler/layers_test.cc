@@ -386,8 +386,9 @@ void ExpectDigests(const GoldenCase (&expected)[N],
   }
 }
 
-// Golden digests for algorithm_version 8 (the same as 7; all but the lake
-// taken for 7, the lake the same as 1) beyond
+// Golden digests for algorithm_version 9 (the same as 7 and 8; all but the
+// lake taken for 7, the lake the same as 1; the uniform and jittered lakes
+// taken for 9) beyond
 // the box: a polygon with a lake, islands with obstacles, a ball, and three
 // layers. Like the box goldens in sampler_test.cc they change only with a
 // version bump; a mismatch prints the actual values.
@@ -397,6 +398,8 @@ TEST(GoldenTest, RegionsObstaclesAndLayersArePinned) {
       {"classic islands with obstacles", 0x17b043f38d9a574bULL},
       {"dense ball", 0xb2485e522e4e5ce3ULL},
       {"three layers", 0x15e00027efc06254ULL},
+      {"uniform lake", 0x13e4c63534cfa52bULL},
+      {"jittered lake", 0x335260db9a038619ULL},
   };
   // Every compiled SIMD path gives the same digests.
   for (SimdLevel level : SupportedSimdLevels()) {
@@ -438,6 +441,18 @@ TEST(GoldenTest, RegionsObstaclesAndLayersArePinned) {
                     })
                     .ok());
     actual.push_back(test::Digest(all));
+    // The comparison methods in a region that is not a box (uniform drawn
+    // over its meeting cells since algorithm_version 9).
+    const Region lake = *Region::Polygons(
+        {test::Square(0, 0, 1, 1), test::Circle(0.5, 0.5, 0.3, 64)});
+    SamplerOptions uniform = dense;
+    uniform.method = Method::kUniform;
+    uniform.count = 500;
+    actual.push_back(test::Digest(run(lake, uniform)));
+    SamplerOptions jittered = dense;
+    jittered.method = Method::kJitteredGrid;
+    jittered.cell_size = 0.05;
+    actual.push_back(test::Digest(run(lake, jittered)));
     ExpectDigests(expected, actual, level);
   }
 }

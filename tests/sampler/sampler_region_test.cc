@@ -377,6 +377,31 @@ TEST(SamplerRegionTest, AJitteredGridSkipsTheCellsThatMissTheRegion) {
   EXPECT_NEAR(static_cast<double>(far_points.size()), 2500, 200);
 }
 
+// Uniform points in a region small in its bounds are drawn in the cells
+// that meet it: two squares 10 000 apart (2e-8 of the bounds, where every
+// point gave up after 2^24 draws, "no place found") get 5 000 points at
+// once, spread as the areas are, 4 to 1 (a binomial's sigma here is 0.0057
+// of the count).
+TEST(SamplerRegionTest, UniformPointsInASmallPartOfTheBoundsComeAtOnce) {
+  const Region squares =
+      *Region::Polygons({Square(0, 0, 1, 1), Square(9998, 9998, 10000, 10000)});
+  SamplerOptions options;
+  options.method = Method::kUniform;
+  options.count = 5000;
+  absl::StatusOr<Sampler> sampler = Sampler::Create(squares, options);
+  ASSERT_TRUE(sampler.ok()) << sampler.status();
+  int polls = 0;
+  const PointSet points = Collect(*sampler, [&] { return ++polls > 1000; });
+  ASSERT_TRUE(points.status.ok()) << points.status;
+  ASSERT_EQ(points.size(), 5000u);
+  std::size_t in_large = 0;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    ASSERT_TRUE(squares.Contains(&points.coords[2 * i])) << "point " << i;
+    in_large += points.coords[2 * i] > 5000;
+  }
+  EXPECT_NEAR(static_cast<double>(in_large) / 5000, 0.8, 0.02);
+}
+
 TEST(SamplerRegionTest, ABoxRegionGivesTheBoxRunsPoints) {
   const Box box = *Box::Create(2, {0, 0, 0}, {1, 1, 0});
   SamplerOptions options;
