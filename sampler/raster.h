@@ -155,7 +155,8 @@ class Raster {
   // The least and greatest pixel of each block of 2^k x 2^k pixels, for
   // k = 1, 2, ... up to the level of one block (element k - 1; level 0 is
   // the pixels themselves): what the variable-radius sampler bounds the
-  // density over a box with. Built on the first call (thread-safe) in
+  // density over a box with, and Region::Classify a mask over a box of
+  // more than 64 pixels. Built on the first call (thread-safe) in
   // O(pixels), then kept with the pixels, shared by every copy and WithRect
   // view, so runs, tiles and requests over one raster build it once. The
   // memory (BlockLevelsBytes) stays with the pixels for their lifetime.
