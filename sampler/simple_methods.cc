@@ -24,6 +24,11 @@ absl::Status Stopped(const char* who) {
   return absl::CancelledError(std::string("sampling stopped by the ") + who);
 }
 
+// A jittered grid's cells along `axis` of `box`: at least one.
+double JitteredCellsAlong(const Box& box, int axis, double cell_size) {
+  return std::max(1.0, std::ceil(box.extent(axis) / cell_size));
+}
+
 // Cells of one size that hold every place of a region that is not a box:
 // its bounds halved along every axis, level by level, keeping the cells
 // that Classify does not put outside, until there are kUniformCells of
@@ -150,7 +155,7 @@ absl::Status RunUniform(const Region& region, const ObstacleIndex& obstacles,
 double JitteredCellCount(const Box& box, double cell_size) {
   double cells = 1;
   for (int a = 0; a < box.dims(); ++a) {
-    cells *= std::max(1.0, std::ceil(box.extent(a) / cell_size));
+    cells *= JitteredCellsAlong(box, a, cell_size);
   }
   return cells;
 }
@@ -177,8 +182,7 @@ class JitteredGrid {
         dims_(box_.dims()),
         s_(options.cell_size) {
     for (int a = 0; a < dims_; ++a) {
-      n_[a] = static_cast<std::uint64_t>(
-          std::max(1.0, std::ceil(box_.extent(a) / s_)));
+      n_[a] = static_cast<std::uint64_t>(JitteredCellsAlong(box_, a, s_));
     }
   }
 
