@@ -226,22 +226,15 @@ class FileWriter : public PointWriter {
         }
       } else {
         if (std::fwrite(header.data(), 1, header.size(), file_) !=
-                header.size() ||
-            std::fseek(body_file_, 0, SEEK_SET) != 0) {
+            header.size()) {
           return IoError(path_);
         }
-        std::vector<char> block(std::size_t{1} << 20);
-        for (;;) {
-          const std::size_t n =
-              std::fread(block.data(), 1, block.size(), body_file_);
-          if (n > 0 && std::fwrite(block.data(), 1, n, file_) != n) {
-            return IoError(path_);
-          }
-          if (n < block.size()) break;
-        }
-        if (std::ferror(body_file_)) {
-          return absl::UnavailableError(
-              "cannot read back the PLY points kept in a temporary file");
+        // No temporary file when no point came (Flush makes it for the
+        // first): the header is the whole file. (Read from none, every such
+        // run to a pipe crashed.)
+        if (body_file_ != nullptr) {
+          absl::Status copied = CopyBody();
+          if (!copied.ok()) return copied;
         }
       }
     }
@@ -258,6 +251,23 @@ class FileWriter : public PointWriter {
   }
 
  private:
+  // Appends the PLY points kept in the temporary file to the file.
+  absl::Status CopyBody() {
+    const absl::Status unreadable = absl::UnavailableError(
+        "cannot read back the PLY points kept in a temporary file");
+    if (std::fseek(body_file_, 0, SEEK_SET) != 0) return unreadable;
+    std::vector<char> block(std::size_t{1} << 20);
+    for (;;) {
+      const std::size_t n =
+          std::fread(block.data(), 1, block.size(), body_file_);
+      if (n > 0 && std::fwrite(block.data(), 1, n, file_) != n) {
+        return IoError(path_);
+      }
+      if (n < block.size()) break;
+    }
+    return std::ferror(body_file_) ? unreadable : absl::OkStatus();
+  }
+
   // The header a format opens with; PLY's counts no point yet, and is
   // rewritten by Finish (or, not in place, written there).
   void Start(int dims) {

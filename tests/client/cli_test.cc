@@ -706,7 +706,7 @@ TEST(CliTest, ARoundRobinClientSendsNoNewCallToADrainingServer) {
 }
 
 // A run that makes no point still writes a whole file of its dimensions:
-// the CSV header, raw's magic and dims, PLY's header.
+// the CSV header, raw's magic and dims, PLY's header; to a file or a pipe.
 TEST(CliTest, ARunWithoutPointsWritesAWholeFile) {
   const std::string job = Temp("empty.json");
   {
@@ -731,8 +731,15 @@ TEST(CliTest, ARunWithoutPointsWritesAWholeFile) {
     if (format == Format::kCsv || format == Format::kRaw) {
       EXPECT_EQ(back->dims(), 3u);
     }
+    // The same bytes through a pipe, where PLY keeps its points aside
+    // until the header's count is known (none here: it crashed).
+    const CommandResult piped =
+        Scatter({"run", job, "--local", absl::StrCat("--format=", name)});
+    ASSERT_EQ(piped.exit_code, 0) << piped.err;
+    EXPECT_EQ(piped.out, Slurp(path));
   }
   EXPECT_EQ(Slurp(Temp("empty.csv")), "x,y,z,layer,radius,id,yaw,scale\n");
+  EXPECT_THAT(Slurp(Temp("empty.ply")), HasSubstr("\nelement vertex 0\n"));
 }
 
 // A job that would make about 2 000 points, capped at 100 by its own
