@@ -806,13 +806,21 @@ absl::StatusOr<v1::ScatterTilesRequest> TilesRequest(
 constexpr char kManifestName[] = "scatter-export.json";
 
 // What decides a tile's bytes: the world (layers, region, obstacles,
-// rasters, seed, tile size: the request without its tiles and rect),
-// serialized deterministically and hashed (a 64-bit digest, to tell
-// worlds apart, not against an adversary).
+// rasters, seed, tile size, algorithm version: the request without its
+// tiles and rect, and without batch_size, which changes only the
+// delivery), serialized deterministically and hashed (a 64-bit digest, to
+// tell worlds apart, not against an adversary). algorithm_version 0 is the
+// current one, so a job that names it makes the same world as one that
+// leaves it out. (Both, and a batch_size added to resume an export, were
+// refused as "another world", found by a review helper.)
 std::string WorldDigest(const v1::ScatterTilesRequest& request) {
   v1::ScatterTilesRequest world = request;
   world.clear_tiles();
   world.clear_rect();
+  world.clear_batch_size();
+  if (world.algorithm_version() == sampler::kAlgorithmVersion) {
+    world.clear_algorithm_version();
+  }
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream raw(&bytes);

@@ -23,9 +23,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "client/output.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sampler/version.h"
 #include "tests/client/cli_test_util.h"
 #include "tests/server/scatterd_process.h"
 
@@ -175,8 +177,21 @@ TEST(TilesCliTest, AnExportDirectoryHoldsTheTilesOfOneWorld) {
                  "--out=" + dir});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(Slurp(dir + "/scatter-export.json"), manifest);
+  // The same world with a batch size (delivery only) and its algorithm
+  // version named (the current one, as 0 means) carries on the export.
+  const std::string named = Temp("one_world_named.json");
+  std::ofstream(named) << absl::StrReplaceAll(
+      Slurp(WorldJob()),
+      {{"\"seed\": \"31\",",
+        absl::StrCat("\"seed\": \"31\", \"batchSize\": 100, ",
+                     "\"algorithmVersion\": ", sampler::kAlgorithmVersion,
+                     ",")}});
+  ASSERT_NE(Slurp(named), Slurp(WorldJob()));
+  run = Scatter({"tiles", named, "--tiles=3:4,0:1", "--local", "--out=" + dir});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(Slurp(dir + "/scatter-export.json"), manifest);
   const auto before = Files(dir);
-  EXPECT_EQ(before.size(), 6u);
+  EXPECT_EQ(before.size(), 7u);
   run = Scatter({"tiles", WorldJob(), "--tiles=0:3,0:3", "--local", "--seed=12",
                  "--out=" + dir});
   EXPECT_EQ(run.exit_code, 1);
