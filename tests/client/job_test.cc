@@ -195,6 +195,23 @@ TEST(JobTest, SyntaxErrorsSayTheLineAndColumn) {
                 ": not a scatter job: line 4, column 42: Expected , or } after "
                 "key:value pair.");
 
+  // The bytes the parser shows around the error (20 either side) stand
+  // three times: in a string, around a good "10", and at the error, the
+  // last "10". The place is the first whose prefix fails the same way.
+  const std::string spaces(30, ' ');
+  const std::string around =
+      absl::StrCat(std::string(20, ' '), "10", std::string(18, ' '));
+  const std::string recurring_text = absl::StrCat(
+      R"({"rasterFiles": [{"target": "region.mask", "path": ")", around,
+      R"("}], "request": {"region": {"box": {"min": [0, 0], "max": [10,)",
+      spaces, "10", spaces, "10", spaces, "]}}}}");
+  const std::string recurring = WriteJob("recurring", recurring_text);
+  job = LoadJob(recurring);
+  EXPECT_EQ(job.status().message(),
+            absl::StrCat(recurring, ": not a scatter job: line 1, column ",
+                         recurring_text.rfind("10") + 1,
+                         ": Expected , or ] after array value."));
+
   // A file that ends early: the place is its end.
   const std::string cut = WriteJob("cut", "{\n  \"request\": {");
   job = LoadJob(cut);
