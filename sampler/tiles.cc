@@ -1560,15 +1560,27 @@ absl::StatusOr<std::vector<TileCoord>> ShardTiles(std::int64_t x0,
         "tile rectangle holds ", w, " x ", h, " tiles, over 2^31"));
   }
   const std::uint64_t total = w * h;
-  const std::uint64_t first =
-      static_cast<std::uint64_t>(i) * total / static_cast<std::uint64_t>(n);
-  const std::uint64_t last = (static_cast<std::uint64_t>(i) + 1) * total /
-                             static_cast<std::uint64_t>(n);
+  const auto shards = static_cast<std::uint64_t>(n);
+  const std::uint64_t first = static_cast<std::uint64_t>(i) * total / shards;
+  const std::uint64_t last =
+      (static_cast<std::uint64_t>(i) + 1) * total / shards;
+  // Strips of about the side of a square band; one band is the rectangle
+  // row by row.
+  const double side = std::round(
+      std::sqrt(static_cast<double>(total) / static_cast<double>(shards)));
+  const std::uint64_t strip =
+      n == 1
+          ? w
+          : std::clamp<std::uint64_t>(static_cast<std::uint64_t>(side), 1, w);
   std::vector<TileCoord> out;
   out.reserve(last - first);
   for (std::uint64_t k = first; k < last; ++k) {
-    out.push_back({x0 + static_cast<std::int64_t>(k % w),
-                   y0 + static_cast<std::int64_t>(k / w)});
+    // Every strip before k's is whole: strip x h tiles.
+    const std::uint64_t left = k / (strip * h) * strip;
+    const std::uint64_t width = std::min(strip, w - left);
+    const std::uint64_t in_strip = k - left * h;
+    out.push_back({x0 + static_cast<std::int64_t>(left + in_strip % width),
+                   y0 + static_cast<std::int64_t>(in_strip / width)});
   }
   return out;
 }

@@ -495,12 +495,19 @@ class TileWorld {
   mutable std::atomic<std::size_t> peak_held_{0};
 };
 
-// The i-th of n contiguous bands of the tiles x0 <= x < x1, y0 <= y < y1
-// (0 <= i < n): with the N tiles listed row-major (y, then x), band i holds
-// list entries [floor(i N / n), floor((i + 1) N / n)), so when n divides
-// the rows each band is whole rows. Contiguous, not every n-th tile, so
-// shards share few dependencies. InvalidArgument for an empty rectangle, a
-// rectangle of more than 2^31 tiles, n < 1 or i outside [0, n).
+// The i-th of n compact bands of the tiles x0 <= x < x1, y0 <= y < y1
+// (0 <= i < n). The N tiles are listed column strip by column strip (left
+// to right), each strip `s` tiles wide (the last one narrower) row by row,
+// with s = round(sqrt(N / n)) in [1, x1 - x0] (x1 - x0 for n = 1: the
+// rectangle row-major, y then x); band i holds list entries
+// [floor(i N / n), floor((i + 1) N / n)). So a band is about s x s tiles,
+// as square as its size allows, and a strip of s when one strip holds
+// several. Compact, not every n-th tile nor whole rows, so shards share few
+// dependencies: a tile needs the generators of the tiles around it, and a
+// band of one row of 64 tiles needed about three times as many as one of
+// 8 x 8. Bands are listed row by row within their strip. InvalidArgument
+// for an empty rectangle, a rectangle of more than 2^31 tiles, n < 1 or i
+// outside [0, n).
 absl::StatusOr<std::vector<TileCoord>> ShardTiles(std::int64_t x0,
                                                   std::int64_t x1,
                                                   std::int64_t y0,

@@ -1849,21 +1849,63 @@ TEST(TilesTest, StopAndSinkEndTheWork) {
   EXPECT_EQ(tiles, 2);
 }
 
-TEST(ShardTilesTest, ContiguousBandsCoverTheAreaOnce) {
+// The tiles of a band, sorted (y, then x).
+std::vector<TileCoord> Sorted(std::vector<TileCoord> tiles) {
+  std::sort(tiles.begin(), tiles.end(),
+            [](const TileCoord& a, const TileCoord& b) {
+              return std::tie(a.y, a.x) < std::tie(b.y, b.x);
+            });
+  return tiles;
+}
+
+TEST(ShardTilesTest, CompactBandsCoverTheAreaOnce) {
   for (int n : {1, 3, 4, 7, 100}) {
     std::vector<TileCoord> all;
+    std::size_t fewest = 70, most = 0;
     for (int i = 0; i < n; ++i) {
       absl::StatusOr<std::vector<TileCoord>> shard =
           ShardTiles(-3, 7, -2, 5, i, n);
       ASSERT_TRUE(shard.ok()) << shard.status();
       all.insert(all.end(), shard->begin(), shard->end());
+      fewest = std::min(fewest, shard->size());
+      most = std::max(most, shard->size());
     }
-    EXPECT_EQ(all, Block(-3, -2, 10, 7)) << n << " shards";
+    EXPECT_EQ(Sorted(all), Block(-3, -2, 10, 7)) << n << " shards";
+    EXPECT_LE(most - fewest, 1u) << n << " shards";
   }
-  // Four shards of 8 rows: two whole rows each.
+  // One band is the rectangle row by row (y, then x).
+  EXPECT_EQ(
+      *ShardTiles(0, 3, 0, 2, 0, 1),
+      (std::vector<TileCoord>{{0, 0}, {1, 0}, {2, 0}, {0, 1}, {1, 1}, {2, 1}}));
+  // Four bands of 8 x 8: columns of 4, 4 x 4 tiles each, listed row by row.
   absl::StatusOr<std::vector<TileCoord>> second = ShardTiles(0, 8, 0, 8, 1, 4);
   ASSERT_TRUE(second.ok());
-  EXPECT_EQ(*second, Block(0, 2, 8, 2));
+  EXPECT_EQ(*second, Block(0, 4, 4, 4));
+  EXPECT_EQ(*ShardTiles(0, 8, 0, 8, 2, 4), Block(4, 0, 4, 4));
+  // 64 bands of 64 x 64 are the 8 x 8 blocks (whole rows were 64 x 1).
+  for (int i = 0; i < 64; ++i) {
+    absl::StatusOr<std::vector<TileCoord>> band =
+        ShardTiles(-32, 32, -32, 32, i, 64);
+    ASSERT_TRUE(band.ok());
+    ASSERT_EQ(band->size(), 64u);
+    EXPECT_EQ(*band, Block(band->front().x, band->front().y, 8, 8)) << i;
+  }
+  // Bands larger than a strip run on into the next: the 7 bands of 1000 x
+  // 2 (285 or 286 tiles, strips of 17) each span both rows and about 143
+  // columns, not 286 x 1.
+  for (int i = 0; i < 7; ++i) {
+    absl::StatusOr<std::vector<TileCoord>> band =
+        ShardTiles(0, 1000, 0, 2, i, 7);
+    ASSERT_TRUE(band.ok());
+    std::int64_t x_lo = 1000, x_hi = 0, rows = 0;
+    for (const TileCoord& t : *band) {
+      x_lo = std::min(x_lo, t.x);
+      x_hi = std::max(x_hi, t.x);
+      rows |= std::int64_t{1} << t.y;
+    }
+    EXPECT_EQ(rows, 3) << i;
+    EXPECT_LE(x_hi - x_lo + 1, 143 + 2 * 17) << i;
+  }
   EXPECT_FALSE(ShardTiles(0, 0, 0, 8, 0, 1).ok());
   EXPECT_FALSE(ShardTiles(0, 8, 0, 8, 4, 4).ok());
   EXPECT_FALSE(ShardTiles(0, 8, 0, 8, -1, 4).ok());
