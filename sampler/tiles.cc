@@ -1203,7 +1203,9 @@ absl::StatusOr<TileWorld::RoundResult> TileWorld::ServeRound(
             "3 x 3 tiles, and what those being made read) would reach ",
             next, " bytes in ", generators,
             generators == 1 ? " generator (" : " generators (", done,
-            " made so far), over the tile cache budget of ", budget, " bytes"));
+            " made so far), over the tile cache budget of ", budget,
+            " bytes; use a smaller tile_size",
+            spec_.layers.size() > 1 ? " or fewer layers" : ""));
       } else if (absl::Status allowed = hold(next); !allowed.ok()) {
         refused = absl::Status(
             allowed.code(), absl::StrCat("tile (", round[0].x, ", ", round[0].y,

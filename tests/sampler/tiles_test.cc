@@ -1752,8 +1752,9 @@ TEST(TilesTest, ATileThatCannotFitIsRefusedBeforeItsGeneratorsAreMade) {
                                       "alive at once"),
               std::string::npos)
         << r.status;
-    EXPECT_NE(r.status.message().find(absl::StrCat(
-                  "over the tile cache budget of ", budget, " bytes")),
+    EXPECT_NE(r.status.message().find(
+                  absl::StrCat("over the tile cache budget of ", budget,
+                               " bytes; use a smaller tile_size")),
               std::string::npos)
         << r.status;
     EXPECT_TRUE(r.digests.empty());
