@@ -56,8 +56,8 @@ ABSL_FLAG(std::string, tiles, "",
           "tiles: which tiles, a rectangle x0:x1,y0:y1 (half-open, e.g. -4:4,-4:4) "
           "or a list x,y;x,y;...; empty = the job's tiles or rect");
 ABSL_FLAG(std::string, shard, "",
-          "tiles: i/n exports only band i (0-based) of n contiguous bands of the "
-          "rectangle");
+          "tiles: i/n exports only band i (0-based) of n compact bands of the "
+          "rectangle (blocks about as square as N / n tiles allow)");
 ABSL_FLAG(int, threads, 0,
           "tiles --local: generator threads, 0 to 1024; 0 = one per CPU the process may use");
 constexpr std::uint64_t kDefaultTileCacheBytes = std::uint64_t{512} << 20;
