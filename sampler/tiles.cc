@@ -1577,12 +1577,17 @@ absl::StatusOr<std::vector<TileCoord>> ShardTiles(std::int64_t x0,
   std::vector<TileCoord> out;
   out.reserve(last - first);
   for (std::uint64_t k = first; k < last; ++k) {
-    // Every strip before k's is whole: strip x h tiles.
-    const std::uint64_t left = k / (strip * h) * strip;
+    // Every strip before k's is whole: strip x h tiles. Strips go up and
+    // down in turn, so a band that runs on into the next strip goes on
+    // beside where it left the last.
+    const std::uint64_t index = k / (strip * h);
+    const std::uint64_t left = index * strip;
     const std::uint64_t width = std::min(strip, w - left);
     const std::uint64_t in_strip = k - left * h;
-    out.push_back({x0 + static_cast<std::int64_t>(left + in_strip % width),
-                   y0 + static_cast<std::int64_t>(in_strip / width)});
+    const std::uint64_t row = in_strip / width;
+    out.push_back(
+        {x0 + static_cast<std::int64_t>(left + in_strip % width),
+         y0 + static_cast<std::int64_t>(index % 2 == 0 ? row : h - 1 - row)});
   }
   return out;
 }

@@ -1859,6 +1859,23 @@ std::vector<TileCoord> Sorted(std::vector<TileCoord> tiles) {
   return tiles;
 }
 
+// Whether the tiles are one piece, side to side.
+bool Connected(const std::vector<TileCoord>& tiles) {
+  std::set<std::pair<std::int64_t, std::int64_t>> left;
+  for (const TileCoord& t : tiles) left.insert({t.x, t.y});
+  std::vector<std::pair<std::int64_t, std::int64_t>> todo = {*left.begin()};
+  left.erase(left.begin());
+  while (!todo.empty()) {
+    const auto [x, y] = todo.back();
+    todo.pop_back();
+    for (const auto& next : {std::pair{x - 1, y}, std::pair{x + 1, y},
+                             std::pair{x, y - 1}, std::pair{x, y + 1}}) {
+      if (left.erase(next) != 0) todo.push_back(next);
+    }
+  }
+  return left.empty();
+}
+
 TEST(ShardTilesTest, CompactBandsCoverTheAreaOnce) {
   for (int n : {1, 3, 4, 7, 100}) {
     std::vector<TileCoord> all;
@@ -1882,14 +1899,24 @@ TEST(ShardTilesTest, CompactBandsCoverTheAreaOnce) {
   absl::StatusOr<std::vector<TileCoord>> second = ShardTiles(0, 8, 0, 8, 1, 4);
   ASSERT_TRUE(second.ok());
   EXPECT_EQ(*second, Block(0, 4, 4, 4));
-  EXPECT_EQ(*ShardTiles(0, 8, 0, 8, 2, 4), Block(4, 0, 4, 4));
+  // The next strip goes down, from where the first one ended.
+  EXPECT_EQ(Sorted(*ShardTiles(0, 8, 0, 8, 2, 4)), Block(4, 4, 4, 4));
+  EXPECT_EQ(ShardTiles(0, 8, 0, 8, 2, 4)->front(), (TileCoord{4, 7}));
+  // Each of 8 bands of 64 x 64 (512 tiles, strips of 23) is one piece,
+  // those that run on into the next strip too.
+  for (int i = 0; i < 8; ++i) {
+    absl::StatusOr<std::vector<TileCoord>> band =
+        ShardTiles(0, 64, 0, 64, i, 8);
+    ASSERT_TRUE(band.ok());
+    EXPECT_TRUE(Connected(*band)) << i;
+  }
   // 64 bands of 64 x 64 are the 8 x 8 blocks (whole rows were 64 x 1).
   for (int i = 0; i < 64; ++i) {
     absl::StatusOr<std::vector<TileCoord>> band =
         ShardTiles(-32, 32, -32, 32, i, 64);
     ASSERT_TRUE(band.ok());
-    ASSERT_EQ(band->size(), 64u);
-    EXPECT_EQ(*band, Block(band->front().x, band->front().y, 8, 8)) << i;
+    const std::vector<TileCoord> sorted = Sorted(*band);
+    EXPECT_EQ(sorted, Block(sorted.front().x, sorted.front().y, 8, 8)) << i;
   }
   // Bands larger than a strip run on into the next: the 7 bands of 1000 x
   // 2 (285 or 286 tiles, strips of 17) each span both rows and about 143
