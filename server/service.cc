@@ -691,12 +691,13 @@ absl::Status ScatterServiceImpl::HoldIndex(double bytes, MemoryHold* hold,
 }
 
 bool ScatterServiceImpl::ResizeMemory(double bytes, MemoryHold* hold,
-                                      double* others) {
+                                      double* others, const MemoryHold* own) {
   absl::MutexLock lock(&memory_mu_);
   const double rest = std::max(0.0, memory_held_ - hold->bytes_);
   if (bytes > hold->bytes_ &&
       !(rest + bytes <= static_cast<double>(options_.memory_budget_bytes))) {
-    *others = rest;
+    // Not the call's own request message, which others do not hold.
+    *others = std::max(0.0, rest - (own != nullptr ? own->bytes_ : 0));
     return false;
   }
   memory_held_ = rest + bytes;
@@ -1057,17 +1058,28 @@ grpc::Status ScatterServiceImpl::StreamTiles(
   const grpc::Status held = HoldMemory(sampling, "the tiles", &memory,
                                        "sampling memory", &message_memory);
   if (!held.ok()) return held;
+  // As HoldMemory: past the budget with the call's own request message is
+  // over the limit, not a matter of other calls (that said "other running
+  // calls hold" the call's own message and "retry later" on an idle
+  // server; found by a review helper).
   auto hold_generators = [&](std::size_t generators) {
     const double bytes = sampling + static_cast<double>(generators);
     double others = 0;
-    if (ResizeMemory(bytes, &memory, &others)) return absl::OkStatus();
+    if (ResizeMemory(bytes, &memory, &others, &message_memory)) {
+      return absl::OkStatus();
+    }
     const double budget = static_cast<double>(options_.memory_budget_bytes);
+    const double mine = message_memory.bytes_;
     return absl::ResourceExhaustedError(absl::StrCat(
         "the tiles would hold about ", WholeFigure(bytes), " bytes (",
         WholeFigure(sampling), " of sampling memory and ", generators,
         " of tile generators kept alive)",
-        !(bytes <= budget)
-            ? absl::StrCat(", over the limit memory_budget_bytes = ",
+        !(bytes + mine <= budget)
+            ? absl::StrCat(mine > 0 && bytes <= budget
+                               ? absl::StrCat(" beside the ", WholeFigure(mine),
+                                              " of its request message")
+                               : "",
+                           ", over the limit memory_budget_bytes = ",
                            options_.memory_budget_bytes)
             : absl::StrCat(" and other running calls hold ",
                            WholeFigure(others), " of memory_budget_bytes = ",

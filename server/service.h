@@ -243,8 +243,9 @@ class ScatterServiceImpl final : public v1::ScatterService::Service {
   // Sets *hold, which HoldMemory took, to `bytes`: at once when that is
   // less; when more, only if the budget has room, else returns false with
   // the hold as it was and *others set to what the other running calls
-  // hold.
-  bool ResizeMemory(double bytes, MemoryHold* hold, double* others);
+  // hold (without `own`, the same call's request message, when given).
+  bool ResizeMemory(double bytes, MemoryHold* hold, double* others,
+                    const MemoryHold* own = nullptr);
 
   const ServiceOptions options_;
   std::shared_ptr<spdlog::logger> logger_;

@@ -26,6 +26,7 @@ namespace scatter::server::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr int kSlowdown = SCATTER_TEST_SLOWDOWN;
 constexpr double kTile = 16;
@@ -308,11 +309,38 @@ TEST(TilesServiceTest,
   // the threads finishing in another order): served.
   options.service.memory_budget_bytes =
       static_cast<std::uint64_t>(2 * generator + 2 * held);
+  {
+    LoopbackServer server(options);
+    const TilesReceived got = CollectTiles(*server.TcpStub(), request);
+    ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+    EXPECT_EQ(got.tiles.size(), 4u);
+    EXPECT_THAT(server.log(), HasSubstr(" held_bytes="));
+  }
+  // The same tiles in a request of 10 000 far obstacles, whose message
+  // the call holds too, and a budget with room for the message and the
+  // sampling memory but not the generators as well: over the limit, on a
+  // server running nothing else. (It said "other running calls hold" the
+  // call's own message, and "retry later", which could never pass.)
+  v1::ScatterTilesRequest padded = request;
+  for (int i = 0; i < 10000; ++i) {
+    v1::Obstacle* obstacle = padded.add_obstacles();
+    obstacle->set_x(1e5 + i);
+    obstacle->set_y(1e5);
+    obstacle->set_radius(0.1);
+  }
+  // What the call holds for its message (HoldMessage).
+  const double message_bytes =
+      static_cast<double>(padded.ByteSizeLong()) +
+      padded.obstacles_size() * (kParsedObstacleBytes + kObstacleBytes);
+  options.service.memory_budget_bytes =
+      static_cast<std::uint64_t>(2 * generator + message_bytes + 1000);
   LoopbackServer server(options);
-  const TilesReceived got = CollectTiles(*server.TcpStub(), request);
-  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
-  EXPECT_EQ(got.tiles.size(), 4u);
-  EXPECT_THAT(server.log(), HasSubstr(" held_bytes="));
+  const TilesReceived got = CollectTiles(*server.TcpStub(), padded);
+  EXPECT_EQ(got.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(got.status.error_message(),
+              HasSubstr(" of its request message, over the limit "
+                        "memory_budget_bytes = "));
+  EXPECT_THAT(got.status.error_message(), Not(HasSubstr("retry later")));
 }
 
 // A tile whose generators cannot be alive at once within tile_cache_bytes
