@@ -80,13 +80,13 @@ void PngRead(png_structp png, png_bytep out, png_size_t n) {
 // The header: size and pixel format. Separate from decoding so the pixel
 // buffer is allocated (after the size checks) outside any setjmp scope.
 bool ReadPngHeader(png_structp png, png_infop info, png_uint_32* width,
-                   png_uint_32* height, int* depth, int* color) {
+                   png_uint_32* height, int* depth, int* color, int* passes) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_read_info(png, info);
   int interlace = 0;
   png_get_IHDR(png, info, width, height, depth, color, &interlace, nullptr,
                nullptr);
-  png_set_interlace_handling(png);
+  *passes = png_set_interlace_handling(png);
   png_read_update_info(png, info);
   return true;
 }
@@ -94,6 +94,17 @@ bool ReadPngHeader(png_structp png, png_infop info, png_uint_32* width,
 bool ReadPngRows(png_structp png, png_bytepp rows) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_read_image(png, rows);
+  png_read_end(png, nullptr);
+  return true;
+}
+
+// ReadPngRows keeping nothing: every row of every pass read into `row`.
+bool SkimPngRows(png_structp png, png_uint_32 height, int passes,
+                 png_bytep row) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  for (int pass = 0; pass < passes; ++pass) {
+    for (png_uint_32 j = 0; j < height; ++j) png_read_row(png, row, nullptr);
+  }
   png_read_end(png, nullptr);
   return true;
 }
@@ -168,16 +179,16 @@ absl::StatusOr<Raster> Raster::WithRect(const RasterRect& rect) const {
   return copy;
 }
 
-absl::StatusOr<Raster> Raster::FromRaw(RasterFormat format, std::uint32_t width,
-                                       std::uint32_t height,
-                                       absl::Span<const std::uint8_t> bytes,
-                                       const RasterRect& rect,
-                                       std::size_t max_bytes) {
-  absl::Status status = CheckRect(rect);
-  if (!status.ok()) return status;
+namespace {
+
+// Raw pixels' values into *values, or with values null only checked (the
+// same errors: size, byte count, a NaN f32 pixel).
+absl::Status ReadRaw(RasterFormat format, std::uint32_t width,
+                     std::uint32_t height, absl::Span<const std::uint8_t> bytes,
+                     std::size_t max_bytes, std::vector<float>* values) {
   const std::size_t bpp =
       format == RasterFormat::kU8 ? 1 : (format == RasterFormat::kU16 ? 2 : 4);
-  status = CheckSize(width, height, bpp, max_bytes);
+  absl::Status status = CheckSize(width, height, bpp, max_bytes);
   if (!status.ok()) return status;
   const std::size_t n = static_cast<std::size_t>(width) * height;
   if (bytes.size() != n * bpp) {
@@ -185,40 +196,67 @@ absl::StatusOr<Raster> Raster::FromRaw(RasterFormat format, std::uint32_t width,
         "a ", width, " x ", height, " raster of ", bpp, "-byte pixels needs ",
         n * bpp, " bytes, got ", bytes.size()));
   }
-  std::vector<float> values(n);
+  if (values == nullptr && format != RasterFormat::kF32) return status;
+  if (values != nullptr) values->resize(n);
   for (std::size_t k = 0; k < n; ++k) {
     const std::uint8_t* b = &bytes[k * bpp];
+    float v = 0;
     switch (format) {
       case RasterFormat::kU8:
-        values[k] = static_cast<float>(b[0]) / 255.0f;
+        v = static_cast<float>(b[0]) / 255.0f;
         break;
       case RasterFormat::kU16:
-        values[k] = static_cast<float>(b[0] | (b[1] << 8)) / 65535.0f;
+        v = static_cast<float>(b[0] | (b[1] << 8)) / 65535.0f;
         break;
       case RasterFormat::kF32: {
         const std::uint32_t bits = static_cast<std::uint32_t>(b[0]) |
                                    (static_cast<std::uint32_t>(b[1]) << 8) |
                                    (static_cast<std::uint32_t>(b[2]) << 16) |
                                    (static_cast<std::uint32_t>(b[3]) << 24);
-        float v;
         std::memcpy(&v, &bits, sizeof v);
         if (std::isnan(v)) {
           return absl::InvalidArgumentError(
               absl::StrCat("pixel ", k % width, ", ", k / width, " is NaN"));
         }
-        values[k] = std::clamp(v, 0.0f, 1.0f);
+        v = std::clamp(v, 0.0f, 1.0f);
         break;
       }
     }
+    if (values != nullptr) (*values)[k] = v;
   }
-  return Raster(width, height, rect, std::move(values));
+  return status;
 }
 
-absl::StatusOr<Raster> Raster::FromPng(absl::Span<const std::uint8_t> bytes,
+}  // namespace
+
+absl::StatusOr<Raster> Raster::FromRaw(RasterFormat format, std::uint32_t width,
+                                       std::uint32_t height,
+                                       absl::Span<const std::uint8_t> bytes,
                                        const RasterRect& rect,
                                        std::size_t max_bytes) {
   absl::Status status = CheckRect(rect);
   if (!status.ok()) return status;
+  std::vector<float> values;
+  status = ReadRaw(format, width, height, bytes, max_bytes, &values);
+  if (!status.ok()) return status;
+  return Raster(width, height, rect, std::move(values));
+}
+
+absl::Status Raster::CheckRaw(RasterFormat format, std::uint32_t width,
+                              std::uint32_t height,
+                              absl::Span<const std::uint8_t> bytes,
+                              std::size_t max_bytes) {
+  return ReadRaw(format, width, height, bytes, max_bytes, nullptr);
+}
+
+namespace {
+
+// An 8- or 16-bit grayscale PNG's pixels at its depth into *pixels, or
+// with pixels null read through row by row and kept nowhere (the same
+// checks and errors, the memory of one row).
+absl::Status ReadPng(absl::Span<const std::uint8_t> bytes,
+                     std::size_t max_bytes, std::vector<std::uint8_t>* pixels,
+                     png_uint_32* width, png_uint_32* height, int* depth) {
   if (bytes.size() < 8 || png_sig_cmp(bytes.data(), 0, 8) != 0) {
     return absl::InvalidArgumentError("not a PNG file (bad signature)");
   }
@@ -238,36 +276,53 @@ absl::StatusOr<Raster> Raster::FromPng(absl::Span<const std::uint8_t> bytes,
   png_set_chunk_malloc_max(png, std::max<std::size_t>(max_bytes, 1 << 20));
   png_set_read_fn(png, &state, PngRead);
 
-  png_uint_32 width = 0, height = 0;
-  int depth = 0, color = 0;
-  std::vector<std::uint8_t> pixels;
+  int color = 0, passes = 1;
   std::vector<png_bytep> rows;
   absl::Status result;
-  if (!ReadPngHeader(png, info, &width, &height, &depth, &color)) {
+  if (!ReadPngHeader(png, info, width, height, depth, &color, &passes)) {
     result = absl::InvalidArgumentError(
         absl::StrCat("corrupt or truncated PNG: ", state.message));
-  } else if (color != PNG_COLOR_TYPE_GRAY || (depth != 8 && depth != 16)) {
+  } else if (color != PNG_COLOR_TYPE_GRAY || (*depth != 8 && *depth != 16)) {
     result = absl::InvalidArgumentError(absl::StrCat(
         "a raster PNG must be 8- or 16-bit grayscale, got colour type ", color,
-        " at ", depth, " bits"));
+        " at ", *depth, " bits"));
   } else {
-    const std::size_t bpp = depth == 16 ? 2 : 1;
-    result = CheckSize(width, height, bpp, max_bytes);
-    if (result.ok()) {
-      pixels.resize(static_cast<std::size_t>(width) * height * bpp);
-      rows.resize(height);
-      for (png_uint_32 j = 0; j < height; ++j) {
-        rows[j] = &pixels[static_cast<std::size_t>(j) * width * bpp];
+    const std::size_t bpp = *depth == 16 ? 2 : 1;
+    const std::size_t row_bytes = static_cast<std::size_t>(*width) * bpp;
+    result = CheckSize(*width, *height, bpp, max_bytes);
+    bool read = true;
+    if (result.ok() && pixels != nullptr) {
+      pixels->resize(row_bytes * *height);
+      rows.resize(*height);
+      for (png_uint_32 j = 0; j < *height; ++j) {
+        rows[j] = &(*pixels)[static_cast<std::size_t>(j) * row_bytes];
       }
-      if (!ReadPngRows(png, rows.data())) {
-        result = absl::InvalidArgumentError(
-            absl::StrCat("corrupt or truncated PNG: ", state.message));
-      }
+      read = ReadPngRows(png, rows.data());
+    } else if (result.ok()) {
+      std::vector<std::uint8_t> row(row_bytes);
+      read = SkimPngRows(png, *height, passes, row.data());
+    }
+    if (!read) {
+      result = absl::InvalidArgumentError(
+          absl::StrCat("corrupt or truncated PNG: ", state.message));
     }
   }
   png_destroy_read_struct(&png, &info, nullptr);
-  if (!result.ok()) return result;
+  return result;
+}
 
+}  // namespace
+
+absl::StatusOr<Raster> Raster::FromPng(absl::Span<const std::uint8_t> bytes,
+                                       const RasterRect& rect,
+                                       std::size_t max_bytes) {
+  absl::Status status = CheckRect(rect);
+  if (!status.ok()) return status;
+  png_uint_32 width = 0, height = 0;
+  int depth = 0;
+  std::vector<std::uint8_t> pixels;
+  status = ReadPng(bytes, max_bytes, &pixels, &width, &height, &depth);
+  if (!status.ok()) return status;
   std::vector<float> values(static_cast<std::size_t>(width) * height);
   for (std::size_t k = 0; k < values.size(); ++k) {
     values[k] =
@@ -277,6 +332,13 @@ absl::StatusOr<Raster> Raster::FromPng(absl::Span<const std::uint8_t> bytes,
             : static_cast<float>(pixels[k]) / 255.0f;
   }
   return Raster(width, height, rect, std::move(values));
+}
+
+absl::Status Raster::CheckPng(absl::Span<const std::uint8_t> bytes,
+                              std::size_t max_bytes) {
+  png_uint_32 width = 0, height = 0;
+  int depth = 0;
+  return ReadPng(bytes, max_bytes, nullptr, &width, &height, &depth);
 }
 
 void Raster::PixelsUnder(double x0, double y0, double x1, double y1,

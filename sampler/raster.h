@@ -58,6 +58,17 @@ class Raster {
                                         const RasterRect& rect,
                                         std::size_t max_bytes);
 
+  // Whether FromRaw / FromPng would take these bytes (the rectangle
+  // aside), with their errors, keeping no pixels: for a caller that makes
+  // room before decoding, and should not for bytes that will be refused.
+  // A PNG is decoded all the same, row by row into one row's memory.
+  static absl::Status CheckRaw(RasterFormat format, std::uint32_t width,
+                               std::uint32_t height,
+                               absl::Span<const std::uint8_t> bytes,
+                               std::size_t max_bytes);
+  static absl::Status CheckPng(absl::Span<const std::uint8_t> bytes,
+                               std::size_t max_bytes);
+
   // The same pixels laid over another rectangle; they are shared, not
   // copied. InvalidArgument as above for a bad rectangle.
   absl::StatusOr<Raster> WithRect(const RasterRect& rect) const;

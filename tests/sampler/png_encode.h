@@ -11,10 +11,12 @@
 namespace scatter::test {
 
 // An in-memory PNG of the given pixels (row-major from the top), written
-// with libpng: gray at 8 or 16 bits, or RGB at 8 for the wrong-type case.
-inline std::vector<std::uint8_t> EncodePng(std::uint32_t width, std::uint32_t height,
-                                    int depth, int color,
-                                    const std::vector<std::uint16_t>& values) {
+// with libpng: gray at 8 or 16 bits, or RGB at 8 for the wrong-type case;
+// interlaced (Adam7) on request.
+inline std::vector<std::uint8_t> EncodePng(
+    std::uint32_t width, std::uint32_t height, int depth, int color,
+    const std::vector<std::uint16_t>& values,
+    int interlace = PNG_INTERLACE_NONE) {
   std::vector<std::uint8_t> out;
   png_structp png =
       png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, nullptr, nullptr);
@@ -26,13 +28,17 @@ inline std::vector<std::uint8_t> EncodePng(std::uint32_t width, std::uint32_t he
         v->insert(v->end(), data, data + n);
       },
       nullptr);
-  png_set_IHDR(png, info, width, height, depth, color, PNG_INTERLACE_NONE,
+  png_set_IHDR(png, info, width, height, depth, color, interlace,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_write_info(png, info);
+  // Every row once a pass; libpng takes each pass's pixels from it.
+  const int passes =
+      interlace == PNG_INTERLACE_NONE ? 1 : png_set_interlace_handling(png);
   const int channels = color == PNG_COLOR_TYPE_RGB ? 3 : 1;
   const int bytes = depth / 8;
   std::vector<std::uint8_t> row(width * channels * bytes);
-  for (std::uint32_t j = 0; j < height; ++j) {
+  for (std::uint32_t k = 0; k < passes * height; ++k) {
+    const std::uint32_t j = k % height;
     for (std::uint32_t i = 0; i < width; ++i) {
       const std::uint16_t v = values[j * width + i];
       for (int c = 0; c < channels; ++c) {

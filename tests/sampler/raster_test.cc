@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -154,6 +155,60 @@ TEST(RasterTest, BadPngsGiveTheRightCode) {
   // Over the byte limit: refused after the header, before the pixels.
   EXPECT_EQ(Raster::FromPng(good, kUnit, 64 * 64 - 1).status().code(),
             absl::StatusCode::kResourceExhausted);
+}
+
+// CheckPng and CheckRaw say what FromPng and FromRaw would, keeping no
+// pixels: interlaced files too (read row by row, every pass).
+TEST(RasterTest, ChecksAnswerAsDecodingWould) {
+  std::vector<std::uint16_t> values(37 * 23);
+  for (std::size_t k = 0; k < values.size(); ++k) values[k] = (k * 7) % 256;
+  const std::vector<std::uint8_t> plain =
+      EncodePng(37, 23, 8, PNG_COLOR_TYPE_GRAY, values);
+  const std::vector<std::uint8_t> interlaced =
+      EncodePng(37, 23, 8, PNG_COLOR_TYPE_GRAY, values, PNG_INTERLACE_ADAM7);
+  ASSERT_NE(plain, interlaced);
+  absl::StatusOr<Raster> a = Raster::FromPng(plain, kUnit, kLimit);
+  absl::StatusOr<Raster> b = Raster::FromPng(interlaced, kUnit, kLimit);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (std::uint32_t k = 0; k < 37 * 23; ++k) {
+    EXPECT_EQ(a->Pixel(k % 37, k / 37), b->Pixel(k % 37, k / 37)) << k;
+  }
+  std::vector<std::vector<std::uint8_t>> pngs = {plain, interlaced};
+  for (const auto& png : std::vector<std::vector<std::uint8_t>>(pngs)) {
+    pngs.emplace_back(png.begin(), png.end() - 30);  // Cut in the pixels.
+    pngs.emplace_back(png.begin(), png.begin() + 40);
+  }
+  pngs.push_back(
+      EncodePng(4, 4, 8, PNG_COLOR_TYPE_RGB, std::vector<std::uint16_t>(16)));
+  for (std::size_t i = 0; i < pngs.size(); ++i) {
+    for (const std::size_t limit : {kLimit, std::size_t{100}}) {
+      const absl::Status decoded =
+          Raster::FromPng(pngs[i], kUnit, limit).status();
+      EXPECT_EQ(Raster::CheckPng(pngs[i], limit), decoded) << i << " " << limit;
+      if (i < 2 && limit == kLimit) {
+        EXPECT_TRUE(decoded.ok()) << i;
+      }
+      if (i >= 2) {
+        EXPECT_FALSE(decoded.ok()) << i;
+      }
+    }
+  }
+  std::vector<std::uint8_t> f32(4 * 6, 0);
+  const float nan = std::nanf("");
+  std::memcpy(&f32[4 * 5], &nan, 4);
+  for (const auto& [format, width, height, bytes] :
+       {std::tuple{RasterFormat::kU8, 3u, 2u, std::vector<std::uint8_t>(6)},
+        std::tuple{RasterFormat::kU8, 3u, 2u, std::vector<std::uint8_t>(5)},
+        std::tuple{RasterFormat::kU16, 3u, 1u, std::vector<std::uint8_t>(6)},
+        std::tuple{RasterFormat::kF32, 3u, 2u, f32},
+        std::tuple{RasterFormat::kF32, 3u, 1u,
+                   std::vector<std::uint8_t>(f32.begin(), f32.begin() + 12)}}) {
+    EXPECT_EQ(
+        Raster::CheckRaw(format, width, height, bytes, kLimit),
+        Raster::FromRaw(format, width, height, bytes, kUnit, kLimit).status());
+  }
+  EXPECT_EQ(Raster::CheckRaw(RasterFormat::kF32, 3, 2, f32, kLimit).message(),
+            "pixel 2, 1 is NaN");
 }
 
 TEST(RasterTest, BlockLevelsHoldEachBlocksLeastAndGreatestPixel) {
