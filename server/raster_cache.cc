@@ -95,9 +95,15 @@ absl::Status CheckDecodedSize(absl::string_view field, v1::RasterFormat format,
   return absl::OkStatus();
 }
 
-absl::StatusOr<sampler::Raster> DecodeRaster(
-    absl::string_view field, v1::RasterFormat format, std::uint32_t width,
-    std::uint32_t height, absl::string_view pixels, std::size_t max_bytes) {
+namespace {
+
+// DecodeRaster's work: the raster decoded into *raster, or with raster
+// null the bytes only checked (Raster::CheckRaw, CheckPng), with the same
+// errors.
+absl::Status ReadRasterBytes(absl::string_view field, v1::RasterFormat format,
+                             std::uint32_t width, std::uint32_t height,
+                             absl::string_view pixels, std::size_t max_bytes,
+                             absl::StatusOr<sampler::Raster>* raster) {
   const auto bytes = absl::MakeConstSpan(
       reinterpret_cast<const std::uint8_t*>(pixels.data()), pixels.size());
   const sampler::RasterRect unit;
@@ -108,40 +114,58 @@ absl::StatusOr<sampler::Raster> DecodeRaster(
   const absl::Status fits =
       CheckDecodedSize(field, format, width, height, pixels, max_bytes);
   if (!fits.ok()) return fits;
-  absl::StatusOr<sampler::Raster> raster;
+  sampler::RasterFormat raw = sampler::RasterFormat::kU8;
   switch (format) {
     case v1::RASTER_FORMAT_U8:
-      raster = sampler::Raster::FromRaw(sampler::RasterFormat::kU8, width,
-                                        height, bytes, unit, max_bytes);
       break;
     case v1::RASTER_FORMAT_U16:
-      raster = sampler::Raster::FromRaw(sampler::RasterFormat::kU16, width,
-                                        height, bytes, unit, max_bytes);
+      raw = sampler::RasterFormat::kU16;
       break;
     case v1::RASTER_FORMAT_F32:
-      raster = sampler::Raster::FromRaw(sampler::RasterFormat::kF32, width,
-                                        height, bytes, unit, max_bytes);
-      break;
-    case v1::RASTER_FORMAT_PNG:
-      // FromPng's limit counts pixels at the file's depth (1 or 2 bytes).
-      // The header's size passed the check above, so this only guards a
-      // file whose header disagrees with its data; give 16-bit files the
-      // same pixel count as 8-bit ones.
-      raster = sampler::Raster::FromPng(bytes, unit, max_bytes / 4 * 2);
+      raw = sampler::RasterFormat::kF32;
       break;
     default:
-      break;  // Refused above.
+      break;  // PNG; others are refused above.
   }
-  if (!raster.ok()) {
-    return absl::Status(
-        raster.status().code(),
-        absl::StrCat(
-            field, ": ", raster.status().message(),
-            raster.status().code() == absl::StatusCode::kResourceExhausted
-                ? absl::StrCat(" (max_raster_bytes = ", max_bytes,
-                               " at 4 bytes per decoded pixel)")
-                : ""));
+  absl::Status status;
+  if (format == v1::RASTER_FORMAT_PNG) {
+    // FromPng's limit counts pixels at the file's depth (1 or 2 bytes).
+    // The header's size passed the check above, so this only guards a
+    // file whose header disagrees with its data; give 16-bit files the
+    // same pixel count as 8-bit ones.
+    const std::size_t png_bytes = max_bytes / 4 * 2;
+    if (raster != nullptr) {
+      *raster = sampler::Raster::FromPng(bytes, unit, png_bytes);
+      status = raster->status();
+    } else {
+      status = sampler::Raster::CheckPng(bytes, png_bytes);
+    }
+  } else if (raster != nullptr) {
+    *raster =
+        sampler::Raster::FromRaw(raw, width, height, bytes, unit, max_bytes);
+    status = raster->status();
+  } else {
+    status = sampler::Raster::CheckRaw(raw, width, height, bytes, max_bytes);
   }
+  if (status.ok()) return status;
+  return absl::Status(
+      status.code(),
+      absl::StrCat(field, ": ", status.message(),
+                   status.code() == absl::StatusCode::kResourceExhausted
+                       ? absl::StrCat(" (max_raster_bytes = ", max_bytes,
+                                      " at 4 bytes per decoded pixel)")
+                       : ""));
+}
+
+}  // namespace
+
+absl::StatusOr<sampler::Raster> DecodeRaster(
+    absl::string_view field, v1::RasterFormat format, std::uint32_t width,
+    std::uint32_t height, absl::string_view pixels, std::size_t max_bytes) {
+  absl::StatusOr<sampler::Raster> raster;
+  const absl::Status read =
+      ReadRasterBytes(field, format, width, height, pixels, max_bytes, &raster);
+  if (!read.ok()) return read;
   return raster;
 }
 
@@ -237,6 +261,23 @@ absl::StatusOr<RasterCache::Entry> RasterCache::Decode(
   if (static_cast<std::uint64_t>(decoded_width) * decoded_height <=
       max_raster_bytes / 4) {
     reserved = DecodedBytes(decoded_width, decoded_height);
+    bool evicts = false;
+    {
+      absl::MutexLock lock(&mu_);
+      // (A raster larger than the whole cache is refused unread below.)
+      evicts = reserved <= max_bytes_ && bytes_ + reserved > max_bytes_;
+    }
+    // Room made is rasters evicted, which other calls may name next: only
+    // for bytes that decode, so they are read through once first, keeping
+    // no pixels (a 45-byte PNG header saying 500 x 500 emptied the cache
+    // of the rasters it held, and NOT_FOUND followed; found by a review
+    // helper).
+    if (evicts) {
+      const absl::Status decodes =
+          ReadRasterBytes(field, format, width, height, pixels,
+                          max_raster_bytes, /*raster=*/nullptr);
+      if (!decodes.ok()) return decodes;
+    }
     absl::MutexLock lock(&mu_);
     absl::Status room = TakeRoomLocked(field, reserved);
     if (!room.ok()) return room;

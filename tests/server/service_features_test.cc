@@ -600,6 +600,46 @@ TEST(RasterCacheTest, EvictsLeastRecentlyUsedButNeverAPinnedRaster) {
   EXPECT_THAT(std::string(d.status().message()), HasSubstr("raster_cache_bytes"));
 }
 
+// Bytes that will not decode make no room: the rasters the cache holds
+// stay (a PNG header saying a size and nothing after it emptied the cache).
+TEST(RasterCacheTest, BytesThatDoNotDecodeEvictNothing) {
+  RasterCache cache(2 * (4096 + sampler::Raster::BlockLevelsBytes(32, 32)));
+  auto put = [&](char fill) {
+    return cache.Put("r", v1::RASTER_FORMAT_U8, 32, 32, std::string(1024, fill),
+                     1 << 20);
+  };
+  auto a = put('a');
+  auto b = put('b');
+  ASSERT_TRUE(a.ok() && b.ok());
+  const std::string a_digest = a->digest, b_digest = b->digest;
+  a->raster.reset();
+  b->raster.reset();
+  const std::string png = GrayPng(32, 32, 8);
+  const std::string cut = png.substr(0, png.size() - 20);
+  std::string nan_f32(4 * 32 * 32, '\0');
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(&nan_f32[4 * 100], &nan, sizeof nan);
+  const absl::StatusOr<RasterCache::Entry> refused[] = {
+      cache.Put("r", v1::RASTER_FORMAT_PNG, 0, 0, cut, 1 << 20),
+      cache.Put("r", v1::RASTER_FORMAT_F32, 32, 32, nan_f32, 1 << 20)};
+  for (const auto& bad : refused) {
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument)
+        << bad.status();
+  }
+  EXPECT_THAT(std::string(refused[0].status().message()),
+              HasSubstr("r: corrupt or truncated PNG"));
+  EXPECT_THAT(std::string(refused[1].status().message()),
+              HasSubstr("r: pixel 4, 3 is NaN"));
+  EXPECT_NE(cache.Get(a_digest), nullptr);
+  EXPECT_NE(cache.Get(b_digest), nullptr);
+  // Good bytes still make room: the least recently used goes (a: b was
+  // asked for last).
+  auto c = cache.Put("r", v1::RASTER_FORMAT_PNG, 0, 0, png, 1 << 20);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(cache.Get(a_digest), nullptr);
+  EXPECT_NE(cache.Get(b_digest), nullptr);
+}
+
 // A PNG's request gives no size (0 x 0): the cache charges its block
 // bounds by the decoded size all the same.
 TEST(RasterCacheTest, ChargesAPngItsBlockBoundsToo) {
